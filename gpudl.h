@@ -955,8 +955,7 @@ GPUDL__DEF gpudl_status gpudl_ctx_create(const gpudl_ctx_desc *desc, gpudl_ctx *
         ctx->log = log;
         if (s != GPUDL_OK) {
             gpudl__cuda_release(ctx);
-            if (d.device == GPUDL_DEVICE_CUDA) {
-                if (ctx->log) ctx->log(ctx->log_user, GPUDL_LOG_ERROR, ctx->last_error);
+            if (d.device == GPUDL_DEVICE_CUDA) {   /* already logged by gpudl__fail */
                 GPUDL_FREE(ctx);
                 return s;
             }
@@ -1632,6 +1631,7 @@ static gpudl_status gpudl__cuda_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gp
 GPUDL__DEF gpudl_status gpudl_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpudl_tensor *A, const gpudl_tensor *B,
                                      int trans_a, int trans_b, float alpha, float beta) {
     gpudl__mm mm;
+    memset(&mm, 0, sizeof mm);
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__matmul_check(ctx, C, A, B, trans_a, trans_b, &mm));
 #ifndef GPUDL_NO_CUDA
@@ -1794,9 +1794,9 @@ GPUDL__DEF double gpudl_now(void) {
 }
 
 GPUDL__DEF gpudl_status gpudl_timer_create(gpudl_ctx *ctx, gpudl_timer *timer) {
+    if (timer) memset(timer, 0, sizeof *timer);
     GPUDL__ENTER(ctx);
     if (!timer) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "timer pointer is NULL");
-    memset(timer, 0, sizeof *timer);
     timer->ctx = ctx;
 #ifndef GPUDL_NO_CUDA
     if (ctx->device == GPUDL_DEVICE_CUDA) {
