@@ -81,7 +81,9 @@
 #define GPUDL_VERSION_STRING "0.1.0"
 
 #ifndef GPUDL_API
-#  ifdef GPUDL_STATIC
+#  if defined(GPUDL_STATIC) && defined(__GNUC__)
+#    define GPUDL_API static __attribute__((unused))
+#  elif defined(GPUDL_STATIC)
 #    define GPUDL_API static
 #  else
 #    define GPUDL_API extern

@@ -4,7 +4,7 @@
 
    CPU build:  cc -O2 -DGPUDL_NO_CUDA -fopenmp tests/test_gpudl.c -lm
    GPU build:  nvcc -O2 -x c tests/test_gpudl.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
-   Run:        ./test_gpudl [substring]     (only tests whose name contains it) */
+   Run:        ./test_gpudl [substring | --cpu-only | --gpu-only] */
 #define GPUDL_IMPLEMENTATION
 #include "../gpudl.h"
 
@@ -971,7 +971,9 @@ int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
     for (i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         double t0;
-        if (filter && !strstr(tests[i].name, filter)) continue;
+        int is_gpu = strncmp(tests[i].name, "gpu_", 4) == 0;
+        if (filter && !strcmp(filter, "--cpu-only") ? is_gpu : filter && !strcmp(filter, "--gpu-only") ? !is_gpu
+            : filter && !strstr(tests[i].name, filter)) continue;
         g_failed_checks = 0;
         g_skip = 0;
         t0 = gpudl_now();

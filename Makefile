@@ -1,0 +1,59 @@
+# gpudl - make demo | make test | make test-gpu | make bench | make clean
+# The library itself needs no build step: copy gpudl.h and gpudl_kernels.cu.
+CC      ?= cc
+NVCC    ?= nvcc
+CFLAGS  ?= -O2
+CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
+CUDA_LIBS  = -lcublas -lcublasLt -lcudnn
+HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
+
+.PHONY: all demo test test-gpu bench clean
+all: build/cpu_vs_gpu
+
+# The demo runs on the GPU when there is one; the CPU half always runs.
+ifdef HAVE_NVCC
+build/cpu_vs_gpu: examples/cpu_vs_gpu.c gpudl.h gpudl_kernels.cu | build
+	$(NVCC) $(CFLAGS) $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ examples/cpu_vs_gpu.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+else
+build/cpu_vs_gpu: examples/cpu_vs_gpu.c gpudl.h | build
+	$(CC) $(CFLAGS) -fopenmp -DGPUDL_NO_CUDA -o $@ examples/cpu_vs_gpu.c -lm
+endif
+
+demo: build/cpu_vs_gpu
+	./build/cpu_vs_gpu $(DEMO_ARGS)
+
+test:
+	bash tests/run.sh
+
+# On a GPU machine: the GPU suite, under compute-sanitizer memcheck when installed.
+test-gpu: | build
+	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o build/test_cuda tests/test_gpudl.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+	./build/test_cuda --gpu-only
+	@if command -v compute-sanitizer >/dev/null 2>&1; then \
+	    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 ./build/test_cuda --gpu-only; \
+	else echo "compute-sanitizer not installed: memcheck SKIPPED"; fi
+
+ifdef HAVE_OPENBLAS
+BENCH_BLAS = -DGPUDL_BENCH_OPENBLAS -lopenblas
+endif
+ifdef HAVE_NVCC
+build/bench_matmul: bench/bench_matmul.c gpudl.h gpudl_kernels.cu | build
+	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ bench/bench_matmul.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp $(BENCH_BLAS)
+else
+build/bench_matmul: bench/bench_matmul.c gpudl.h | build
+	$(CC) -O2 -fopenmp -DGPUDL_NO_CUDA -o $@ bench/bench_matmul.c -lm $(BENCH_BLAS)
+endif
+
+# Benchmarks: tables on stdout, CSV under bench/. Never pass/fail.
+bench: build/bench_matmul
+	./build/bench_matmul $(BENCH_ARGS)
+	@if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then \
+	    python3 bench/torch_matmul.py; \
+	else echo "torch_matmul.py SKIPPED: no PyTorch with a GPU here"; fi
+
+build:
+	mkdir -p build
+
+clean:
+	rm -rf build bench/*.csv

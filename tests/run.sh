@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# make test: compile checks, the CPU test suite (with and without OpenMP),
+# and the nvcc-built suite, whose GPU tests say SKIPPED without a GPU.
+# Ends with one line: N passed, N failed, N skipped.
+set -u
+cd "$(dirname "$0")/.."
+CC=${CC:-cc}
+CXX=${CXX:-c++}
+NVCC=${NVCC:-nvcc}
+CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
+CUDA_ARCH=${CUDA_ARCH:-"-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]"}
+B=build/test
+mkdir -p "$B"
+passed=0; failed=0; skipped=0
+
+check() {   # check NAME CMD...: a compile (or other) check that must succeed
+    local name=$1; shift
+    if "$@" >"$B/$name.log" 2>&1; then
+        printf 'ok      %-34s\n' "$name"; passed=$((passed + 1))
+    else
+        printf 'FAIL    %-34s (%s)\n' "$name" "$*"; sed 's/^/        /' "$B/$name.log" | head -20; failed=$((failed + 1))
+    fi
+}
+check_fails() {   # check_fails NAME MESSAGE CMD...: must fail, saying MESSAGE (a guard that has to fire)
+    local name=$1 want=$2; shift 2
+    if "$@" >"$B/$name.log" 2>&1 || ! grep -q "$want" "$B/$name.log"; then
+        printf 'FAIL    %-34s (expected a compile error saying "%s")\n' "$name" "$want"; failed=$((failed + 1))
+    else
+        printf 'ok      %-34s\n' "$name"; passed=$((passed + 1))
+    fi
+}
+skip() { printf 'SKIPPED %-34s %s\n' "$1" "$2"; skipped=$((skipped + 1)); }
+run_suite() {   # run_suite BINARY [filter]: adds the binary's own counts
+    local out line p f s
+    out=$("$@" 2>&1); local rc=$?
+    printf '%s\n' "$out" | sed '$d'
+    line=$(printf '%s\n' "$out" | tail -n 1)
+    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+        p=${BASH_REMATCH[1]}; f=${BASH_REMATCH[2]}; s=${BASH_REMATCH[3]}
+        passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+        [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || failed=$((failed + 1))
+    else
+        printf 'FAIL    %-34s crashed or printed no summary (exit %d)\n' "$1" "$rc"; printf '%s\n' "$line"
+        failed=$((failed + 1))
+    fi
+}
+
+echo "== compile checks"
+T=tests/compile
+check api_c99_pedantic        $CC -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only $T/api.c
+check api_cxx_pedantic        $CXX -std=c++11 -pedantic -Wall -Wextra -Werror -fsyntax-only -x c++ $T/api.c
+check impl_c99_cpu            $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -c $T/impl.c -o $B/impl_c99.o
+check impl_c99_cpu_openmp     $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fopenmp -c $T/impl.c -o $B/impl_omp.o
+check impl_cxx_cpu            $CXX -std=c++11 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -x c++ -c $T/impl.c -o $B/impl_cxx.o
+check impl_c_cpu_no_simd      $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_NO_SIMD -c $T/impl.c -o $B/impl_nosimd.o
+check two_translation_units   $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -o $B/two_tu $T/two_tu_main.c $T/two_tu_other.c -lm
+check two_translation_units_run $B/two_tu
+check static_linkage          $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_STATIC -DGPUDL_TU_STATIC -o $B/two_tu_static $T/two_tu_main.c $T/two_tu_other.c -lm
+check_fails fast_math_refused "do not build with -ffast-math" $CC -std=c99 -ffast-math -DGPUDL_NO_CUDA -c $T/impl.c -o $B/fast.o
+check_fails allocator_all_or_none "define all of GPUDL_MALLOC" $CC -std=c99 -DGPUDL_NO_CUDA -DGPUDL_MALLOC=malloc -c $T/impl.c -o $B/alloc.o
+if command -v clang >/dev/null; then
+    check impl_clang_c99_cpu  clang -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -c $T/impl.c -o $B/impl_clang.o
+else
+    skip impl_clang_c99_cpu "clang not installed"
+fi
+if [ -f "$CUDA_INC/cuda_runtime.h" ] && [ -f "$CUDA_INC/cudnn.h" ]; then
+    check impl_c_with_cuda_headers   $CC -std=c99 -Wall -Wextra -Werror -I"$CUDA_INC" -c $T/impl.c -o $B/impl_cuda_c.o
+    check impl_cxx_with_cuda_headers $CXX -Wall -Wextra -Werror -I"$CUDA_INC" -x c++ -c $T/impl.c -o $B/impl_cuda_cxx.o
+else
+    skip impl_with_cuda_headers "no CUDA/cuDNN headers under $CUDA_INC"
+fi
+for ex in examples/*.c bench/*.c; do
+    name=$(basename "$ex" .c)
+    check "cc_${name}"        $CC -std=c99 -O2 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -o $B/$name $ex -lm
+done
+
+HAVE_NVCC=0
+command -v "$NVCC" >/dev/null && HAVE_NVCC=1
+if [ $HAVE_NVCC = 1 ]; then
+    check nvcc_kernels_sm80   $NVCC -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k80.o
+    check nvcc_kernels_sm90   $NVCC -O2 -gencode arch=compute_90,code=sm_90 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k90.o
+    for ex in examples/*.c; do
+        name=$(basename "$ex" .c)
+        check "nvcc_${name}"  $NVCC -O2 -Xcompiler -Wall,-Werror -o $B/${name}_cuda $ex gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
+    done
+else
+    skip nvcc_builds "nvcc not found"
+fi
+
+echo "== CPU suite (OpenMP)"
+if $CC -std=c99 -O2 -Wall -Wextra -DGPUDL_NO_CUDA -fopenmp -o $B/test_cpu tests/test_gpudl.c -lm >$B/test_cpu.log 2>&1; then
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} run_suite $B/test_cpu
+else
+    echo "FAIL    build tests/test_gpudl.c (cc)"; cat $B/test_cpu.log; failed=$((failed + 1))
+fi
+echo "== CPU suite (single-threaded build, CPU tests only)"
+if $CC -std=c99 -O2 -DGPUDL_NO_CUDA -o $B/test_cpu1 tests/test_gpudl.c -lm >$B/test_cpu1.log 2>&1; then
+    run_suite $B/test_cpu1 --cpu-only
+else
+    echo "FAIL    build tests/test_gpudl.c (cc, no OpenMP)"; cat $B/test_cpu1.log; failed=$((failed + 1))
+fi
+echo "== CUDA build of the suite (GPU tests SKIPPED without a GPU)"
+if [ $HAVE_NVCC = 1 ]; then
+    if $NVCC -O2 $CUDA_ARCH -Xcompiler -fopenmp -o $B/test_cuda tests/test_gpudl.c gpudl_kernels.cu \
+            -lcublas -lcublasLt -lcudnn -lgomp >$B/test_cuda.log 2>&1; then
+        run_suite $B/test_cuda
+    else
+        echo "FAIL    build tests/test_gpudl.c (nvcc)"; cat $B/test_cuda.log; failed=$((failed + 1))
+    fi
+else
+    skip test_cuda "nvcc not found"
+fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
