@@ -1431,14 +1431,15 @@ static int gpudl__num_threads(const gpudl_ctx *ctx) {
 #endif
 }
 
-/* C (M,N; row stride ldc) = alpha * op(A) op(B) + beta * C, all FP32. */
-static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int64_t M, int64_t N, int64_t K, float alpha,
+/* C (M,N; row stride ldc) = alpha * op(A) op(B) + beta * C, all FP32, on
+   nt threads (1: no OpenMP region at all, for callers that are already
+   parallel). */
+static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, int64_t K, float alpha,
                                  const float *A, int64_t ars, int64_t acs, const float *B, int64_t brs, int64_t bcs,
                                  float beta, float *C, int64_t ldc) {
     gpudl__ukernel uk;
     float *bbuf, *abuf;
     int64_t i, j, p, jc, pc;
-    int nt = gpudl__num_threads(ctx);
 #ifdef GPUDL_CBLAS
     if ((acs == 1 || ars == 1) && (bcs == 1 || brs == 1)) {
         cblas_sgemm(CblasRowMajor, acs == 1 ? CblasNoTrans : CblasTrans, bcs == 1 ? CblasNoTrans : CblasTrans,
@@ -1448,7 +1449,7 @@ static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int64_t M, int64_t N, int64_t K
     }
 #endif
     /* C = beta * C first (beta == 0 overwrites, so NaN in C does not leak) */
-    GPUDL__OMP(omp parallel for num_threads(nt) if (M * N > 65536) private(j))
+    GPUDL__OMP(omp parallel for num_threads(nt) if (nt > 1 && M * N > 65536) private(j))
     for (i = 0; i < M; i++) {
         float *c = C + i * ldc;
         if (beta == 0.0f) for (j = 0; j < N; j++) c[j] = 0.0f;
@@ -1467,8 +1468,11 @@ static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int64_t M, int64_t N, int64_t K
     bbuf = (float *)GPUDL_MALLOC(sizeof(float) * GPUDL__KC * (size_t)(GPUDL__MIN(N, GPUDL__NC) + uk.nr));
     abuf = (float *)GPUDL_MALLOC(sizeof(float) * GPUDL__KC * (GPUDL__MC + uk.mr) * (size_t)nt);
     if (!bbuf || !abuf) {
+        gpudl_status s;
         GPUDL_FREE(bbuf); GPUDL_FREE(abuf);
-        return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "sgemm: packing buffers (%d threads) could not be allocated", nt);
+        GPUDL__OMP(omp critical(gpudl__error))
+        s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "sgemm: packing buffers (%d threads) could not be allocated", nt);
+        return s;
     }
     for (jc = 0; jc < N; jc += GPUDL__NC) {
         int64_t nc = GPUDL__MIN((int64_t)GPUDL__NC, N - jc);
@@ -1477,11 +1481,11 @@ static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int64_t M, int64_t N, int64_t K
             int64_t npan = (nc + uk.nr - 1) / uk.nr, mblocks = (M + GPUDL__MC - 1) / GPUDL__MC;
             int64_t nblocks = (nc + GPUDL__NB - 1) / GPUDL__NB, task;
             const float *Bp = B + pc * brs + jc * bcs;
-            GPUDL__OMP(omp parallel for num_threads(nt) if (npan > 8))
+            GPUDL__OMP(omp parallel for num_threads(nt) if (nt > 1 && npan > 8))
             for (j = 0; j < npan; j++)
                 gpudl__pack_b(kc, GPUDL__MIN((int64_t)uk.nr, nc - j * uk.nr), Bp + j * uk.nr * bcs, brs, bcs,
                               uk.nr, bbuf + j * uk.nr * kc);
-            GPUDL__OMP(omp parallel num_threads(nt))
+            GPUDL__OMP(omp parallel num_threads(nt) if (nt > 1 && mblocks * nblocks > 1))
             {
                 int tid = 0;
                 int64_t packed = -1;
@@ -1586,11 +1590,20 @@ static gpudl_status gpudl__cpu_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpu
             goto done;
         }
     }
-    for (l = 0; l < mm->L && s == GPUDL_OK; l++)
-        s = gpudl__sgemm(ctx, mm->M, mm->N, mm->K, alpha,
-                         a + l * mm->sa, ta ? 1 : mm->K, ta ? mm->M : 1,
-                         b + l * mm->sb, tb ? 1 : mm->N, tb ? mm->K : 1,
-                         beta, c + l * mm->sc, mm->N);
+    {
+        /* Small batched products: one batch entry per thread beats splitting
+           each product (which leaves threads idle and pays a region per call). */
+        int nt = gpudl__num_threads(ctx), per_entry = mm->L >= 2 * nt && nt > 1 && mm->M * mm->N * mm->K <= 512 * 512 * 512;
+        int fails = 0;
+        GPUDL__OMP(omp parallel for num_threads(nt) schedule(dynamic) reduction(+:fails) if (per_entry))
+        for (l = 0; l < mm->L; l++)
+            if (fails == 0 && gpudl__sgemm(ctx, per_entry ? 1 : nt, mm->M, mm->N, mm->K, alpha,
+                                           a + l * mm->sa, ta ? 1 : mm->K, ta ? mm->M : 1,
+                                           b + l * mm->sb, tb ? 1 : mm->N, tb ? mm->K : 1,
+                                           beta, c + l * mm->sc, mm->N) != GPUDL_OK)
+                fails++;
+        if (fails) s = GPUDL_ERR_OOM;   /* the only way sgemm fails; the message is recorded */
+    }
     if (s == GPUDL_OK && fc) {
         GPUDL__OMP(omp parallel for if (nc > 65536))
         for (l = 0; l < nc; l++) gpudl__store(C->data, C->dtype, l, fc[l]);
