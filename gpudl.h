@@ -1439,7 +1439,7 @@ static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, i
                                  float beta, float *C, int64_t ldc) {
     gpudl__ukernel uk;
     float *bbuf, *abuf;
-    int64_t i, j, p, jc, pc;
+    int64_t i, j, p, tasks;
 #ifdef GPUDL_CBLAS
     if ((acs == 1 || ars == 1) && (bcs == 1 || brs == 1)) {
         cblas_sgemm(CblasRowMajor, acs == 1 ? CblasNoTrans : CblasTrans, bcs == 1 ? CblasNoTrans : CblasTrans,
@@ -1448,20 +1448,15 @@ static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, i
         return GPUDL_OK;
     }
 #endif
-    /* C = beta * C first (beta == 0 overwrites, so NaN in C does not leak) */
-    GPUDL__OMP(omp parallel for num_threads(nt) if (nt > 1 && M * N > 65536) private(j))
-    for (i = 0; i < M; i++) {
-        float *c = C + i * ldc;
-        if (beta == 0.0f) for (j = 0; j < N; j++) c[j] = 0.0f;
-        else if (beta != 1.0f) for (j = 0; j < N; j++) c[j] *= beta;
-    }
-    if (K == 0 || alpha == 0.0f) return GPUDL_OK;
-    if (M * N * K <= 32 * 32 * 32) {   /* tiny: packing would cost more than it saves */
-        for (i = 0; i < M; i++)
-            for (p = 0; p < K; p++) {
+    if (M * N * K <= 32 * 32 * 32 || alpha == 0.0f) {   /* tiny: packing would cost more than it saves */
+        for (i = 0; i < M; i++) {
+            float *c = C + i * ldc;
+            for (j = 0; j < N; j++) c[j] = beta == 0.0f ? 0.0f : beta * c[j];   /* beta 0: NaN in C does not leak */
+            for (p = 0; p < K && alpha != 0.0f; p++) {
                 float aip = alpha * A[i * ars + p * acs];
-                for (j = 0; j < N; j++) C[i * ldc + j] += aip * B[p * brs + j * bcs];
+                for (j = 0; j < N; j++) c[j] += aip * B[p * brs + j * bcs];
             }
+        }
         return GPUDL_OK;
     }
     uk = gpudl__pick_ukernel();
@@ -1474,26 +1469,35 @@ static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, i
         s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "sgemm: packing buffers (%d threads) could not be allocated", nt);
         return s;
     }
-    for (jc = 0; jc < N; jc += GPUDL__NC) {
-        int64_t nc = GPUDL__MIN((int64_t)GPUDL__NC, N - jc);
-        for (pc = 0; pc < K; pc += GPUDL__KC) {
-            int64_t kc = GPUDL__MIN((int64_t)GPUDL__KC, K - pc);
-            int64_t npan = (nc + uk.nr - 1) / uk.nr, mblocks = (M + GPUDL__MC - 1) / GPUDL__MC;
-            int64_t nblocks = (nc + GPUDL__NB - 1) / GPUDL__NB, task;
-            const float *Bp = B + pc * brs + jc * bcs;
-            GPUDL__OMP(omp parallel for num_threads(nt) if (nt > 1 && npan > 8))
-            for (j = 0; j < npan; j++)
-                gpudl__pack_b(kc, GPUDL__MIN((int64_t)uk.nr, nc - j * uk.nr), Bp + j * uk.nr * bcs, brs, bcs,
-                              uk.nr, bbuf + j * uk.nr * kc);
-            GPUDL__OMP(omp parallel num_threads(nt) if (nt > 1 && mblocks * nblocks > 1))
-            {
-                int tid = 0;
-                int64_t packed = -1;
-                float *ab;
+    tasks = ((M + GPUDL__MC - 1) / GPUDL__MC) * ((GPUDL__MIN(N, GPUDL__NC) + GPUDL__NB - 1) / GPUDL__NB);
+    /* One parallel region per call: the threads share each packed B block
+       (a barrier before it is refilled) and take (MC x NB) tasks of C. */
+    GPUDL__OMP(omp parallel num_threads(nt) if (nt > 1 && tasks > 1))
+    {
+        int tid = 0;
+        int64_t jc, pc, r, c;
+        float *ab;
 #ifdef _OPENMP
-                tid = omp_get_thread_num();
+        tid = omp_get_thread_num();
 #endif
-                ab = abuf + (size_t)tid * GPUDL__KC * (GPUDL__MC + uk.mr);
+        ab = abuf + (size_t)tid * GPUDL__KC * (GPUDL__MC + uk.mr);
+        GPUDL__OMP(omp for schedule(static))
+        for (r = 0; r < M; r++) {   /* C = beta * C (beta 0 overwrites) */
+            float *crow = C + r * ldc;
+            if (beta == 0.0f) for (c = 0; c < N; c++) crow[c] = 0.0f;
+            else if (beta != 1.0f) for (c = 0; c < N; c++) crow[c] *= beta;
+        }
+        for (jc = 0; jc < N; jc += GPUDL__NC) {
+            int64_t nc = GPUDL__MIN((int64_t)GPUDL__NC, N - jc);
+            int64_t npan = (nc + uk.nr - 1) / uk.nr, mblocks = (M + GPUDL__MC - 1) / GPUDL__MC;
+            int64_t nblocks = (nc + GPUDL__NB - 1) / GPUDL__NB;
+            for (pc = 0; pc < K; pc += GPUDL__KC) {
+                int64_t kc = GPUDL__MIN((int64_t)GPUDL__KC, K - pc), packed = -1, q, task;
+                const float *Bp = B + pc * brs + jc * bcs;
+                GPUDL__OMP(omp for schedule(static))
+                for (q = 0; q < npan; q++)
+                    gpudl__pack_b(kc, GPUDL__MIN((int64_t)uk.nr, nc - q * uk.nr), Bp + q * uk.nr * bcs, brs, bcs,
+                                  uk.nr, bbuf + q * uk.nr * kc);
                 GPUDL__OMP(omp for schedule(dynamic))
                 for (task = 0; task < mblocks * nblocks; task++) {
                     int64_t ic = (task / nblocks) * GPUDL__MC, jb = (task % nblocks) * GPUDL__NB;

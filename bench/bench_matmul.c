@@ -56,6 +56,18 @@ static gpudl_status call_cublas(gpudl_ctx *ctx, void *user) {
 }
 #endif
 
+/* OpenBLAS's threads and OpenMP's both spin for a while after a call; on a
+   machine with few cores the spinning side steals the other's cores. Let
+   them fall asleep before switching implementations. */
+static void settle(void) {
+#if defined(CLOCK_MONOTONIC)
+    struct timespec ts;
+    ts.tv_sec = 0;
+    ts.tv_nsec = 300 * 1000 * 1000;
+    nanosleep(&ts, NULL);
+#endif
+}
+
 static void make_operands(gpudl_ctx *ctx, gpudl_dtype dt, int64_t n, operands *o) {
     int64_t s[2];
     s[0] = n; s[1] = n;
@@ -108,9 +120,11 @@ static void cpu_bench(int quick) {
         operands o;
         gpudl_bench_result g, b;
         make_operands(ctx, GPUDL_F32, sizes[i], &o);
+        settle();
         g = bench(ctx, call_gpudl, &o, sizes[i], 4, 10);
         csv_row("cpu", "gpudl", "fp32", sizes[i], threads, &g);
 #ifdef GPUDL_BENCH_OPENBLAS
+        settle();
         b = bench(ctx, call_openblas, &o, sizes[i], 4, 10);
         csv_row("cpu", "openblas", "fp32", sizes[i], threads, &b);
         printf("%6lld %14.1f %14.1f %9.0f%%\n", (long long)sizes[i], g.gflops, b.gflops, 100.0 * g.gflops / b.gflops);
