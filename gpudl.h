@@ -1440,6 +1440,7 @@ static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, i
     gpudl__ukernel uk;
     float *bbuf, *abuf;
     int64_t i, j, p, tasks;
+    (void)tasks;   /* only read by the OpenMP if() clause */
 #ifdef GPUDL_CBLAS
     if ((acs == 1 || ars == 1) && (bcs == 1 || brs == 1)) {
         cblas_sgemm(CblasRowMajor, acs == 1 ? CblasNoTrans : CblasTrans, bcs == 1 ? CblasNoTrans : CblasTrans,
