@@ -105,6 +105,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -185,6 +186,84 @@ typedef struct gpudl_tensor {
     gpudl_device device;                /* GPUDL_DEVICE_CPU or _CUDA */
     int          owner;                 /* 1: gpudl_tensor_free releases data */
 } gpudl_tensor;
+
+/* >>half ------------------------------------------------------------------ */
+/* FP16 / BF16 <-> FP32, round to nearest even, Inf/NaN/subnormals kept.
+   The same functions run on the host and inside the CUDA kernels. */
+
+GPUDL_HD static inline uint32_t gpudl__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+GPUDL_HD static inline float gpudl__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+GPUDL_HD static inline uint16_t gpudl_f32_to_f16(float f) {
+    uint32_t x = gpudl__f32_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu, h, rem;
+    if (ax >= 0x7f800000u)                     /* Inf, or NaN kept quiet */
+        return (uint16_t)(sign | (ax > 0x7f800000u ? 0x7e00u | ((ax >> 13) & 0x3ffu) : 0x7c00u));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);   /* >= 65520 rounds to Inf */
+    if (ax < 0x38800000u) {                    /* below 2^-14: subnormal or zero */
+        uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, shift, halfway;
+        if (ax < 0x33000000u) return (uint16_t)sign;            /* below 2^-25 */
+        shift = 126u - e; h = m >> shift; rem = m & ((1u << shift) - 1u); halfway = 1u << (shift - 1u);
+        if (rem > halfway || (rem == halfway && (h & 1u))) h++;
+        return (uint16_t)(sign | h);
+    }
+    ax -= 0x38000000u;                         /* rebias 127 -> 15 */
+    h = ax >> 13; rem = ax & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+    return (uint16_t)(sign | h);
+}
+
+GPUDL_HD static inline float gpudl_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return gpudl__bits_f32(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        if (m == 0) return gpudl__bits_f32(sign);
+        e = 113;                               /* normalise a subnormal */
+        while (!(m & 0x400u)) { m <<= 1; e--; }
+        return gpudl__bits_f32(sign | (e << 23) | ((m & 0x3ffu) << 13));
+    }
+    return gpudl__bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+GPUDL_HD static inline uint16_t gpudl_f32_to_bf16(float f) {
+    uint32_t x = gpudl__f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);  /* quiet NaN */
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+GPUDL_HD static inline float gpudl_bf16_to_f32(uint16_t b) { return gpudl__bits_f32((uint32_t)b << 16); }
+
+/* max that propagates NaN: the rule of gpudl_max on both backends. */
+GPUDL_HD static inline float gpudl_nanmax(float a, float b) { return (a != a || a > b) ? a : b; }
+
+/* >>rng ------------------------------------------------------------------- */
+/* Counter-based RNG: element i of a fill with (seed, offset) depends only on
+   seed and offset + i, so the CPU and the GPU draw identical numbers. */
+
+GPUDL_HD static inline uint64_t gpudl__mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* 64 random bits for counter i of stream seed. */
+GPUDL_HD static inline uint64_t gpudl_rng_bits(uint64_t seed, uint64_t i) {
+    return gpudl__mix64(gpudl__mix64(seed) + (i + 1u) * 0x9e3779b97f4a7c15ull);
+}
+
+/* Uniform in [0, 1) with 24 random bits. */
+GPUDL_HD static inline float gpudl_rng_uniform(uint64_t seed, uint64_t i) {
+    return (float)(gpudl_rng_bits(seed, i) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* Standard normal (Box-Muller on one 64-bit draw). */
+GPUDL_HD static inline float gpudl_rng_normal(uint64_t seed, uint64_t i) {
+    uint64_t r = gpudl_rng_bits(seed, i);
+    float u1 = ((float)(r >> 40) + 1.0f) * (1.0f / 16777216.0f);        /* (0, 1] */
+    float u2 = (float)((r >> 16) & 0xffffffu) * (1.0f / 16777216.0f);   /* [0, 1) */
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2);
+}
 
 /* >>context --------------------------------------------------------------- */
 
@@ -326,6 +405,388 @@ GPUDL_API gpudl_status gpudl_max(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_
    x (R,C) F32/F16/BF16 (higher dims are flattened into R), out (R) I32. */
 GPUDL_API gpudl_status gpudl_argmax_rows(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x);
 
+/* >>layers ---------------------------------------------------------------- */
+/* Shape letters: N batch, C channels (in), O channels/features (out),
+   H W height width, K classes, F features (in).
+   Every layer is a forward/backward pair, outputs first. Backward functions
+   OVERWRITE input gradients (dx) and ACCUMULATE (+=) parameter gradients
+   (dw, db), so a model zeroes its gradients once per step. Pass NULL for a
+   gradient you do not need. All float tensors here are F32. */
+
+typedef enum gpudl_act {
+    GPUDL_ACT_RELU = 1,
+    GPUDL_ACT_LEAKY_RELU,   /* alpha = negative slope (0 = 0.01) */
+    GPUDL_ACT_GELU,         /* exact: x * Phi(x) */
+    GPUDL_ACT_TANH,
+    GPUDL_ACT_SIGMOID
+} gpudl_act;
+
+/* y = act(x), any shape;  dx = dy * act'(x) (x: input, y: forward output). */
+GPUDL_API gpudl_status gpudl_act_forward(gpudl_ctx *ctx, gpudl_act act, float alpha, gpudl_tensor *y, const gpudl_tensor *x);
+GPUDL_API gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float alpha, gpudl_tensor *dx,
+                                          const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *y);
+
+/* y (N,O) = x (N,F) @ w^T + b;  w (O,F) (PyTorch's layout), b (O) or NULL. */
+GPUDL_API gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x,
+                                            const gpudl_tensor *w, const gpudl_tensor *b);
+GPUDL_API gpudl_status gpudl_linear_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dw, gpudl_tensor *db,
+                                             const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *w);
+
+/* Softmax + cross-entropy, fused and stable (log-sum-exp).
+   loss (1) = mean over rows of -log softmax(logits)[label];  probs (N,K) is
+   saved for backward;  labels (N) I32 or U8, each in [0, K) (a label out of
+   range gives a NaN loss on the GPU, an error on the CPU).
+   backward: dlogits = scale * (probs - onehot(labels)) / N. */
+GPUDL_API gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor *loss, gpudl_tensor *probs,
+                                                  const gpudl_tensor *logits, const gpudl_tensor *labels);
+GPUDL_API gpudl_status gpudl_softmax_xent_backward(gpudl_ctx *ctx, gpudl_tensor *dlogits, const gpudl_tensor *probs,
+                                                   const gpudl_tensor *labels, float scale);
+/* loss (1) = mean((pred - target)^2);  dpred = scale * 2 (pred - target) / numel. */
+GPUDL_API gpudl_status gpudl_mse_forward(gpudl_ctx *ctx, gpudl_tensor *loss, const gpudl_tensor *pred, const gpudl_tensor *target);
+GPUDL_API gpudl_status gpudl_mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, const gpudl_tensor *pred,
+                                          const gpudl_tensor *target, float scale);
+
+/* 2-D convolution geometry; zero = default (stride 1, padding 0, dilation 1). */
+typedef struct gpudl_conv2d_desc {
+    int64_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+} gpudl_conv2d_desc;
+
+/* y (N,O,Ho,Wo) = conv(x (N,C,H,W), w (O,C,kh,kw)) + b (O) or NULL;
+   Ho = (H + 2 pad_h - dil_h (kh - 1) - 1) / stride_h + 1, likewise Wo.
+   cuDNN on the GPU (algorithms chosen once per shape, cached in the context);
+   im2col + GEMM on the CPU. */
+GPUDL_API gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, const gpudl_tensor *w,
+                                            const gpudl_tensor *b, const gpudl_conv2d_desc *desc);
+GPUDL_API gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dw, gpudl_tensor *db,
+                                             const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *w,
+                                             const gpudl_conv2d_desc *desc);
+
+typedef enum gpudl_pool { GPUDL_POOL_MAX = 1, GPUDL_POOL_AVG = 2 } gpudl_pool;
+/* kernel kh x kw, stride (0 = kernel size), padding (padded cells are never
+   the max and count as zeros in the average, like PyTorch's default). */
+typedef struct gpudl_pool2d_desc {
+    gpudl_pool kind;
+    int64_t k_h, k_w, stride_h, stride_w, pad_h, pad_w;
+} gpudl_pool2d_desc;
+
+/* y (N,C,Ho,Wo) = pool(x (N,C,H,W)). Max-pool backward routes each gradient
+   to the first maximum of its window (recomputed from x: nothing stored). */
+GPUDL_API gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, const gpudl_pool2d_desc *desc);
+GPUDL_API gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, const gpudl_tensor *dy, const gpudl_tensor *x,
+                                             const gpudl_pool2d_desc *desc);
+
+/* Batch norm over (N,H,W) per channel of x (N,C,H,W) (or (N,C)).
+   training: normalise with the batch statistics, save mean and 1/std (C)
+   for backward, and update running_mean/var (unbiased variance) with
+   momentum (PyTorch's convention: new = (1 - m) old + m batch).
+   eval: normalise with the running statistics. */
+GPUDL_API gpudl_status gpudl_batchnorm_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *save_mean,
+                                               gpudl_tensor *save_invstd, const gpudl_tensor *x, const gpudl_tensor *gamma,
+                                               const gpudl_tensor *beta, gpudl_tensor *running_mean,
+                                               gpudl_tensor *running_var, int training, float momentum, float eps);
+GPUDL_API gpudl_status gpudl_batchnorm_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dgamma, gpudl_tensor *dbeta,
+                                                const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *gamma,
+                                                const gpudl_tensor *save_mean, const gpudl_tensor *save_invstd);
+
+/* Inverted dropout: y = x * keep / (1 - p), keep drawn from (seed, offset)
+   with the counter RNG, so backward regenerates the mask instead of storing
+   it: pass the same seed and offset. */
+GPUDL_API gpudl_status gpudl_dropout_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, float p,
+                                             uint64_t seed, uint64_t offset);
+GPUDL_API gpudl_status gpudl_dropout_backward(gpudl_ctx *ctx, gpudl_tensor *dx, const gpudl_tensor *dy, float p,
+                                              uint64_t seed, uint64_t offset);
+
+/* out (C) += sum of x (N, C) over rows: bias gradients. */
+GPUDL_API gpudl_status gpudl_sum_rows_acc(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x);
+
+/* >>model ----------------------------------------------------------------- */
+
+typedef struct gpudl_model gpudl_model;   /* opaque */
+
+typedef enum gpudl_init {
+    GPUDL_INIT_DEFAULT = 0,   /* He (Kaiming) normal before ReLU-like layers, else Xavier */
+    GPUDL_INIT_HE,            /* normal(0, sqrt(2 / fan_in)) */
+    GPUDL_INIT_XAVIER         /* uniform(+-sqrt(6 / (fan_in + fan_out))) */
+} gpudl_init;
+
+typedef enum gpudl_loss { GPUDL_LOSS_SOFTMAX_XENT = 0, GPUDL_LOSS_MSE = 1 } gpudl_loss;
+
+/* A sequential model for inputs of one sample's shape (e.g. {1,28,28} or
+   {784}). Add layers, then gpudl_model_build allocates everything:
+   parameters, gradients and optimizer state are one allocation each, laid
+   out by a size table; activations are sized for max_batch. */
+GPUDL_API gpudl_status gpudl_model_create(gpudl_ctx *ctx, gpudl_model **out, int ndim, const int64_t *sample_shape);
+GPUDL_API void gpudl_model_destroy(gpudl_model *m);
+
+GPUDL_API gpudl_status gpudl_model_add_linear(gpudl_model *m, int64_t in_features, int64_t out_features);
+GPUDL_API gpudl_status gpudl_model_add_conv2d(gpudl_model *m, int64_t in_channels, int64_t out_channels, int64_t kernel,
+                                              const gpudl_conv2d_desc *desc /* NULL = stride 1, no padding */);
+GPUDL_API gpudl_status gpudl_model_add_act(gpudl_model *m, gpudl_act act, float alpha);
+GPUDL_API gpudl_status gpudl_model_add_relu(gpudl_model *m);
+GPUDL_API gpudl_status gpudl_model_add_pool2d(gpudl_model *m, const gpudl_pool2d_desc *desc);
+GPUDL_API gpudl_status gpudl_model_add_maxpool2d(gpudl_model *m, int64_t kernel, int64_t stride);
+GPUDL_API gpudl_status gpudl_model_add_batchnorm2d(gpudl_model *m, int64_t channels);
+GPUDL_API gpudl_status gpudl_model_add_dropout(gpudl_model *m, float p);
+GPUDL_API gpudl_status gpudl_model_add_flatten(gpudl_model *m);
+
+/* Model description for build; zero = default.
+   max_batch   largest batch forward will see (0 = 128).
+   loss        GPUDL_LOSS_SOFTMAX_XENT (default) or GPUDL_LOSS_MSE.
+   init        weight initialisation (biases start at 0).
+   seed        initialisation and dropout seed (0 = the context's seed). */
+typedef struct gpudl_model_desc {
+    int64_t    max_batch;
+    gpudl_loss loss;
+    gpudl_init init;
+    uint64_t   seed;
+} gpudl_model_desc;
+
+GPUDL_API gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc *desc);
+
+/* Training mode (dropout on, batch norm on batch statistics) or eval. */
+GPUDL_API void gpudl_model_train(gpudl_model *m, int training);
+
+/* Runs the model on x (N, sample shape...) with N <= max_batch, x on the
+   context's device. *out (optional) receives a view of the output (N, ...),
+   valid until the next forward. */
+GPUDL_API gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *x, gpudl_tensor *out);
+/* The loss of the last forward against target (labels (N) I32/U8 for
+   softmax-xent, a tensor shaped like the output for MSE) into a device
+   scalar; read it with gpudl_model_loss_value (which waits). */
+GPUDL_API gpudl_status gpudl_model_loss(gpudl_model *m, const gpudl_tensor *target);
+GPUDL_API gpudl_status gpudl_model_loss_value(gpudl_model *m, float *loss);
+/* Gradients of the loss into the flat gradient buffer (accumulating). */
+GPUDL_API gpudl_status gpudl_model_backward(gpudl_model *m);
+GPUDL_API gpudl_status gpudl_model_zero_grad(gpudl_model *m);
+
+/* Views of the flat buffers (1-D, nparams) and of parameter i's weight
+   (which = 0) or bias (which = 1); NULL-safe getters of counts. */
+GPUDL_API int64_t gpudl_model_num_params(const gpudl_model *m);
+GPUDL_API gpudl_status gpudl_model_params(gpudl_model *m, gpudl_tensor *params, gpudl_tensor *grads);
+/* Predicted classes (argmax of the output rows) of the last forward into
+   preds (N) I32. */
+GPUDL_API gpudl_status gpudl_model_predict(gpudl_model *m, gpudl_tensor *preds);
+/* count (1, f32, on the model's device) += the number of rows of the last
+   forward whose argmax equals the label (labels (N) I32/U8). Nothing waits:
+   read count once at the end of an evaluation. */
+GPUDL_API gpudl_status gpudl_model_count_correct(gpudl_model *m, const gpudl_tensor *labels, gpudl_tensor *count);
+/* Writes a one-line-per-layer summary (shapes, parameters) into buf. */
+GPUDL_API const char *gpudl_model_summary(const gpudl_model *m, char *buf, size_t size);
+
+/* >>optim ----------------------------------------------------------------- */
+
+typedef enum gpudl_optim_kind { GPUDL_OPTIM_SGD = 0, GPUDL_OPTIM_ADAM = 1, GPUDL_OPTIM_ADAMW = 2 } gpudl_optim_kind;
+typedef enum gpudl_sched { GPUDL_SCHED_CONSTANT = 0, GPUDL_SCHED_STEP = 1, GPUDL_SCHED_COSINE = 2 } gpudl_sched;
+
+/* Optimizer description; zero = default.
+   lr            0 = 0.01 (SGD) or 0.001 (Adam/AdamW)
+   momentum, nesterov, weight_decay (SGD: L2 added to the gradient;
+                 Adam: L2 too; AdamW: decoupled, w -= lr wd w)
+   beta1, beta2, eps   Adam (0 = 0.9, 0.999, 1e-8)
+   clip_norm     > 0: scale gradients so their global L2 norm is at most this
+   schedule      CONSTANT; STEP (lr * gamma^(step / step_size)); COSINE
+                 (linear warm-up over warmup_steps, then cosine from lr to
+                 min_lr at total_steps). */
+typedef struct gpudl_optim_desc {
+    gpudl_optim_kind kind;
+    float   lr, momentum, weight_decay, beta1, beta2, eps, clip_norm;
+    int     nesterov;
+    gpudl_sched schedule;
+    int64_t step_size, warmup_steps, total_steps;
+    float   gamma, min_lr;
+} gpudl_optim_desc;
+
+GPUDL_API gpudl_status gpudl_model_set_optimizer(gpudl_model *m, const gpudl_optim_desc *desc);
+/* One optimizer step over the flat buffers (one fused kernel), then the
+   step counter advances. Nothing waits for the device. */
+GPUDL_API gpudl_status gpudl_model_step(gpudl_model *m);
+GPUDL_API int64_t gpudl_model_step_count(const gpudl_model *m);
+/* The learning rate the schedule gives at a step. */
+GPUDL_API float gpudl_optim_lr(const gpudl_optim_desc *desc, int64_t step);
+
+/* Per-element optimizer math, shared by the CPU and the CUDA kernel. */
+typedef struct gpudl_optim_hp {
+    int   kind, nesterov, first;     /* first: the first step (SGD momentum buffer starts at g) */
+    float lr, momentum, weight_decay, beta1, beta2, eps;
+    float bc1, bc2;                  /* Adam bias corrections 1 - beta^t */
+} gpudl_optim_hp;
+
+GPUDL_HD static inline void gpudl_optim_update(const gpudl_optim_hp *h, float *w, float g, float *m, float *v) {
+    float x = *w;
+    if (h->kind == GPUDL_OPTIM_SGD) {
+        if (h->weight_decay != 0.0f) g += h->weight_decay * x;
+        if (h->momentum != 0.0f) {
+            float b = h->first ? g : h->momentum * *m + g;
+            *m = b;
+            g = h->nesterov ? g + h->momentum * b : b;
+        }
+        *w = x - h->lr * g;
+        return;
+    }
+    if (h->kind == GPUDL_OPTIM_ADAMW) x -= h->lr * h->weight_decay * x;
+    else if (h->weight_decay != 0.0f) g += h->weight_decay * x;
+    *m = h->beta1 * *m + (1.0f - h->beta1) * g;
+    *v = h->beta2 * *v + (1.0f - h->beta2) * g * g;
+    *w = x - h->lr * (*m / h->bc1) / (sqrtf(*v / h->bc2) + h->eps);
+}
+
+/* >>data ------------------------------------------------------------------ */
+
+/* Reads an IDX file (MNIST / Fashion-MNIST) into a new host tensor with the
+   file's shape: ubyte -> GPUDL_U8, int -> GPUDL_I32, float -> GPUDL_F32.
+   Strict: the magic, the type, 1..4 dims, a dims product that fits, and a
+   file exactly header + data long; anything else is an error naming the file
+   and the fault, with nothing allocated. A .gz file is read through zlib
+   when built with -DGPUDL_ZLIB -lz; otherwise the error says how to
+   decompress it. */
+GPUDL_API gpudl_status gpudl_idx_load(gpudl_ctx *ctx, const char *path, gpudl_tensor *out);
+
+/* A dataset resident on the context's device: images as F32 (N, C, H, W)
+   normalised as (pixel / 255 - mean) / std, labels as I32 (N). Batches are
+   gathered on the device from a shuffled index (one upload per epoch, no
+   per-batch host-to-device copies). */
+typedef struct gpudl_dataset {
+    gpudl_tensor images, labels;   /* (N,C,H,W) f32, (N) i32 on the device */
+    gpudl_tensor perm;             /* (N) i32 on the device: this epoch's order */
+    gpudl_tensor xb, yb;           /* (batch,C,H,W), (batch) batch buffers */
+    int64_t n, batch;
+    uint64_t seed;
+} gpudl_dataset;
+
+/* images: U8 (N,H,W) or (N,C,H,W) host tensor; labels: U8 or I32 (N). */
+GPUDL_API gpudl_status gpudl_dataset_create(gpudl_ctx *ctx, gpudl_dataset *ds, const gpudl_tensor *images,
+                                            const gpudl_tensor *labels, int64_t batch, float mean, float std);
+GPUDL_API void gpudl_dataset_free(gpudl_ctx *ctx, gpudl_dataset *ds);
+/* Orders the samples for an epoch: shuffled with (seed, epoch), or in order if shuffle is 0. */
+GPUDL_API gpudl_status gpudl_dataset_shuffle(gpudl_ctx *ctx, gpudl_dataset *ds, int shuffle, uint64_t epoch);
+/* Batch b of the epoch (the last one may be short): views of ds->xb/yb. */
+GPUDL_API int64_t gpudl_dataset_num_batches(const gpudl_dataset *ds);
+GPUDL_API gpudl_status gpudl_dataset_batch(gpudl_ctx *ctx, gpudl_dataset *ds, int64_t b, gpudl_tensor *x, gpudl_tensor *y);
+
+/* >>io -------------------------------------------------------------------- */
+
+/* Saves parameters, batch-norm statistics, optimizer state, step count and
+   RNG state as a safetensors file (PyTorch's safetensors.torch.load_file
+   reads it; parameter names follow nn.Sequential: "0.weight", "0.bias",
+   ...). Atomic: written to a temporary file, fsync'ed, then renamed. */
+GPUDL_API gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const char *path);
+/* Loads a file saved by gpudl_model_save into a built model of the same
+   architecture. Everything is validated (header, offsets, sizes, names,
+   shapes) into a staging buffer first: on any error the model is untouched. */
+GPUDL_API gpudl_status gpudl_model_load(gpudl_ctx *ctx, gpudl_model *m, const char *path);
+
+/* >>gradcheck ------------------------------------------------------------- */
+
+typedef struct gpudl_gradcheck_result {
+    int64_t checked, failed;
+    double  max_abs_err, max_rel_err;
+    char    worst[160];    /* where the largest relative error was */
+} gpudl_gradcheck_result;
+
+/* Compares the model's backward against central finite differences of its
+   loss (computed in float64 from the float32 forward) for every parameter
+   (up to max_per_tensor entries each, 0 = all) and the input x. The model
+   and x must be on the CPU. An entry fails when
+   |analytic - numeric| > atol + rtol * |numeric|. */
+GPUDL_API gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *target, double eps,
+                                       double atol, double rtol, int64_t max_per_tensor, gpudl_gradcheck_result *res);
+
+/* Per-element activation math, shared by the CPU and the CUDA kernels. */
+GPUDL_HD static inline float gpudl_act_f(int act, float x, float a) {
+    switch (act) {
+    case GPUDL_ACT_RELU:       return x > 0.0f ? x : 0.0f;
+    case GPUDL_ACT_LEAKY_RELU: return x > 0.0f ? x : a * x;
+    case GPUDL_ACT_GELU:       return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case GPUDL_ACT_TANH:       return tanhf(x);
+    case GPUDL_ACT_SIGMOID:    return 1.0f / (1.0f + expf(-x));
+    default:                   return x;
+    }
+}
+
+/* d act / dx at input x with forward output y. */
+GPUDL_HD static inline float gpudl_act_df(int act, float x, float y, float a) {
+    switch (act) {
+    case GPUDL_ACT_RELU:       return x > 0.0f ? 1.0f : 0.0f;
+    case GPUDL_ACT_LEAKY_RELU: return x > 0.0f ? 1.0f : a;
+    case GPUDL_ACT_GELU:       return 0.5f * (1.0f + erff(x * 0.70710678118654752f))
+                                      + x * 0.39894228040143268f * expf(-0.5f * x * x);
+    case GPUDL_ACT_TANH:       return 1.0f - y * y;
+    case GPUDL_ACT_SIGMOID:    return y * (1.0f - y);
+    default:                   return 1.0f;
+    }
+}
+
+/* Dropout keep decision for element i: the same on both backends. */
+GPUDL_HD static inline int gpudl_dropout_keep(uint64_t seed, uint64_t i, float p) {
+    return gpudl_rng_uniform(seed, i) >= p;
+}
+
+/* Inverted-dropout output for element i. */
+GPUDL_HD static inline float gpudl_dropout_elem(float x, float p, uint64_t seed, uint64_t i) {
+    if (p <= 0.0f) return x;
+    if (p >= 1.0f) return 0.0f;
+    return gpudl_dropout_keep(seed, i, p) ? x / (1.0f - p) : 0.0f;
+}
+
+/* Pool window (oh, ow) over one (H, W) plane: the maximum (the first in
+   row-major window order; NaN wins) or the average (padding counts as zero).
+   *arg gets the plane index of the maximum, -1 if the window is all padding. */
+GPUDL_HD static inline float gpudl_pool_window(int kind, const float *x, int64_t H, int64_t W, int64_t oh, int64_t ow,
+                                               int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                                               int64_t *arg) {
+    int64_t h0 = oh * sh - ph, w0 = ow * sw - pw, i, j;
+    float best = -INFINITY, sum = 0.0f;
+    *arg = -1;
+    for (i = 0; i < kh; i++) {
+        int64_t h = h0 + i;
+        if (h < 0 || h >= H) continue;
+        for (j = 0; j < kw; j++) {
+            int64_t w = w0 + j;
+            float v;
+            if (w < 0 || w >= W) continue;
+            v = x[h * W + w];
+            sum += v;
+            if (*arg < 0 || v > best || (v != v && best == best)) { best = v; *arg = h * W + w; }
+        }
+    }
+    return kind == GPUDL_POOL_MAX ? best : sum / (float)(kh * kw);
+}
+
+/* d loss / d x[h, w] of a pool: the sum over the windows that contain
+   (h, w) (a gather, so every input is written once: no atomics). */
+GPUDL_HD static inline float gpudl_pool_backward_elem(int kind, const float *x, const float *dy, int64_t H, int64_t W,
+                                                      int64_t Ho, int64_t Wo, int64_t h, int64_t w, int64_t kh, int64_t kw,
+                                                      int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
+    int64_t lo_h = h + ph - kh + 1, lo_w = w + pw - kw + 1, oh, ow, arg;
+    int64_t oh0 = lo_h <= 0 ? 0 : (lo_h + sh - 1) / sh, ow0 = lo_w <= 0 ? 0 : (lo_w + sw - 1) / sw;
+    int64_t oh1 = (h + ph) / sh, ow1 = (w + pw) / sw;
+    float g = 0.0f;
+    if (oh1 > Ho - 1) oh1 = Ho - 1;
+    if (ow1 > Wo - 1) ow1 = Wo - 1;
+    for (oh = oh0; oh <= oh1; oh++)
+        for (ow = ow0; ow <= ow1; ow++) {
+            if (kind == GPUDL_POOL_AVG) { g += dy[oh * Wo + ow] / (float)(kh * kw); continue; }
+            gpudl_pool_window(kind, x, H, W, oh, ow, kh, kw, sh, sw, ph, pw, &arg);
+            if (arg == h * W + w) g += dy[oh * Wo + ow];
+        }
+    return g;
+}
+
+/* Batch norm: running statistics (unbiased variance, PyTorch's momentum
+   convention) and the input gradient of one element given the channel's
+   mean(dy) and mean(dy * xhat). */
+GPUDL_HD static inline void gpudl_bn_update_running(float *rm, float *rv, float mean, float var, int64_t M, float momentum) {
+    float unbiased = M > 1 ? var * (float)M / (float)(M - 1) : var;
+    *rm = (1.0f - momentum) * *rm + momentum * mean;
+    *rv = (1.0f - momentum) * *rv + momentum * unbiased;
+}
+
+GPUDL_HD static inline float gpudl_bn_backward_elem(float dy, float x, float mean, float invstd, float gamma, float mean_dy,
+                                                    float mean_dy_xhat) {
+    float xhat = (x - mean) * invstd;
+    return gamma * invstd * (dy - mean_dy - xhat * mean_dy_xhat);
+}
+
 /* >>timing ---------------------------------------------------------------- */
 
 /* A timer: CUDA events on a CUDA context, a monotonic clock on the CPU. */
@@ -393,79 +854,6 @@ typedef struct gpudl_device_info {
 
 GPUDL_API gpudl_status gpudl_device_info_get(gpudl_ctx *ctx, gpudl_device_info *info);
 
-/* >>half ------------------------------------------------------------------ */
-/* FP16 / BF16 <-> FP32, round to nearest even, Inf/NaN/subnormals kept.
-   The same functions run on the host and inside the CUDA kernels. */
-
-GPUDL_HD static inline uint32_t gpudl__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-GPUDL_HD static inline float gpudl__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-
-GPUDL_HD static inline uint16_t gpudl_f32_to_f16(float f) {
-    uint32_t x = gpudl__f32_bits(f);
-    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu, h, rem;
-    if (ax >= 0x7f800000u)                     /* Inf, or NaN kept quiet */
-        return (uint16_t)(sign | (ax > 0x7f800000u ? 0x7e00u | ((ax >> 13) & 0x3ffu) : 0x7c00u));
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);   /* >= 65520 rounds to Inf */
-    if (ax < 0x38800000u) {                    /* below 2^-14: subnormal or zero */
-        uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, shift, halfway;
-        if (ax < 0x33000000u) return (uint16_t)sign;            /* below 2^-25 */
-        shift = 126u - e; h = m >> shift; rem = m & ((1u << shift) - 1u); halfway = 1u << (shift - 1u);
-        if (rem > halfway || (rem == halfway && (h & 1u))) h++;
-        return (uint16_t)(sign | h);
-    }
-    ax -= 0x38000000u;                         /* rebias 127 -> 15 */
-    h = ax >> 13; rem = ax & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
-    return (uint16_t)(sign | h);
-}
-
-GPUDL_HD static inline float gpudl_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f) return gpudl__bits_f32(sign | 0x7f800000u | (m << 13));
-    if (e == 0) {
-        if (m == 0) return gpudl__bits_f32(sign);
-        e = 113;                               /* normalise a subnormal */
-        while (!(m & 0x400u)) { m <<= 1; e--; }
-        return gpudl__bits_f32(sign | (e << 23) | ((m & 0x3ffu) << 13));
-    }
-    return gpudl__bits_f32(sign | ((e + 112u) << 23) | (m << 13));
-}
-
-GPUDL_HD static inline uint16_t gpudl_f32_to_bf16(float f) {
-    uint32_t x = gpudl__f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);  /* quiet NaN */
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-GPUDL_HD static inline float gpudl_bf16_to_f32(uint16_t b) { return gpudl__bits_f32((uint32_t)b << 16); }
-
-/* max that propagates NaN: the rule of gpudl_max on both backends. */
-GPUDL_HD static inline float gpudl_nanmax(float a, float b) { return (a != a || a > b) ? a : b; }
-
-/* >>rng ------------------------------------------------------------------- */
-/* Counter-based RNG: element i of a fill with (seed, offset) depends only on
-   seed and offset + i, so the CPU and the GPU draw identical numbers. */
-
-GPUDL_HD static inline uint64_t gpudl__mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* 64 random bits for counter i of stream seed. */
-GPUDL_HD static inline uint64_t gpudl_rng_bits(uint64_t seed, uint64_t i) {
-    return gpudl__mix64(gpudl__mix64(seed) + (i + 1u) * 0x9e3779b97f4a7c15ull);
-}
-
-/* Uniform in [0, 1) with 24 random bits. */
-GPUDL_HD static inline float gpudl_rng_uniform(uint64_t seed, uint64_t i) {
-    return (float)(gpudl_rng_bits(seed, i) >> 40) * (1.0f / 16777216.0f);
-}
-
-/* Standard normal (Box-Muller on one 64-bit draw). */
-GPUDL_HD static inline float gpudl_rng_normal(uint64_t seed, uint64_t i);
-
 /* >>kernel-abi ------------------------------------------------------------ */
 /* The launchers gpudl_kernels.cu exports. Each checks nothing about shapes
    (the header validates first), launches on the given stream and returns
@@ -486,20 +874,41 @@ int gpudl_k_axpby(void *stream, void *y, float alpha, const void *x, float beta,
 int64_t gpudl_k_reduce_scratch(void);
 int gpudl_k_reduce(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch);
 int gpudl_k_argmax_rows(void *stream, int32_t *out, const void *x, int dtype, int64_t rows, int64_t cols);
+/* layers */
+int gpudl_k_act_fwd(void *stream, int act, float alpha, float *y, const float *x, int64_t n);
+int gpudl_k_act_bwd(void *stream, int act, float alpha, float *dx, const float *dy, const float *x, const float *y, int64_t n);
+int gpudl_k_bias_add(void *stream, float *y, const float *b, int64_t n, int64_t C, int64_t inner);
+int gpudl_k_channel_sum_acc(void *stream, float *out, const float *x, int64_t N, int64_t C, int64_t inner);
+/* scratch: gpudl_k_reduce_scratch() + N floats */
+int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const float *logits, const void *labels, int label_dtype,
+                             int64_t N, int64_t K, float *scratch);
+int gpudl_k_softmax_xent_bwd(void *stream, float *dlogits, const float *probs, const void *labels, int label_dtype,
+                             int64_t N, int64_t K, float scale);
+int gpudl_k_mse_fwd(void *stream, float *loss, const float *pred, const float *target, int64_t n, float *scratch);
+int gpudl_k_mse_bwd(void *stream, float *dpred, const float *pred, const float *target, int64_t n, float scale);
+int gpudl_k_pool_fwd(void *stream, int kind, float *y, const float *x, int64_t NC, int64_t H, int64_t W, int64_t Ho,
+                     int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
+int gpudl_k_pool_bwd(void *stream, int kind, float *dx, const float *dy, const float *x, int64_t NC, int64_t H, int64_t W,
+                     int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
+int gpudl_k_bn_fwd(void *stream, float *y, float *save_mean, float *save_invstd, const float *x, const float *gamma,
+                   const float *beta, float *running_mean, float *running_var, int64_t N, int64_t C, int64_t inner,
+                   int training, float momentum, float eps);
+int gpudl_k_bn_bwd(void *stream, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *gamma,
+                   const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner);
+int gpudl_k_dropout(void *stream, float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset);
+/* model, optimizer, data */
+int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale);
+/* scale[0] = sum of g^2; scale[1] = max_norm / (norm + 1e-6) if norm > max_norm else 1 */
+int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch);
+int gpudl_k_gather(void *stream, float *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
+                   int64_t start, int64_t count, int64_t sample);
+int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n);
 #endif
 
 #ifdef __cplusplus
 }
 #endif
 
-/* Definitions of the inline math that needs <math.h>. */
-#include <math.h>
-GPUDL_HD static inline float gpudl_rng_normal(uint64_t seed, uint64_t i) {
-    uint64_t r = gpudl_rng_bits(seed, i);
-    float u1 = ((float)(r >> 40) + 1.0f) * (1.0f / 16777216.0f);        /* (0, 1] */
-    float u2 = (float)((r >> 16) & 0xffffffu) * (1.0f / 16777216.0f);   /* [0, 1) */
-    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2);
-}
 
 /* For examples and tests only: the library itself never aborts. */
 #include <stdio.h>
@@ -550,6 +959,14 @@ GPUDL_HD static inline float gpudl_rng_normal(uint64_t seed, uint64_t i) {
 #ifdef GPUDL_CBLAS
 #  include <cblas.h>
 #endif
+#ifdef GPUDL_ZLIB
+#  include <zlib.h>
+#endif
+#if !defined(_WIN32)
+#  include <sys/stat.h>
+#  include <fcntl.h>
+#  include <unistd.h>
+#endif
 
 #ifndef GPUDL_NO_CUDA
 #  include <cuda_runtime.h>
@@ -584,6 +1001,8 @@ struct gpudl_ctx {
     void           *log_user;
     gpudl_status    fatal;           /* != OK: every later call returns it */
     char            last_error[1024];
+    void           *host_ws;         /* grow-only host workspace (im2col, ...) */
+    size_t          host_ws_bytes;
 #ifndef GPUDL_NO_CUDA
     int             cuda_device;
     cudaStream_t    stream;
@@ -591,7 +1010,13 @@ struct gpudl_ctx {
     cublasHandle_t  cublas;
     void           *workspace;       /* cuBLAS workspace (device) */
     size_t          workspace_bytes;
-    float          *scratch;         /* reduction partials (device) */
+    float          *scratch;         /* reduction partials + per-row values (device) */
+    size_t          scratch_floats;
+    cudnnHandle_t   cudnn;           /* created on first use */
+    void           *dev_ws;          /* grow-only device workspace (cuDNN, ...) */
+    size_t          dev_ws_bytes;
+    struct gpudl__conv_algo *conv_cache;
+    int             conv_cache_n, conv_cache_cap;
 #endif
 };
 
@@ -897,7 +1322,8 @@ static gpudl_status gpudl__cuda_init(gpudl_ctx *ctx, const gpudl_ctx_desc *d) {
     ctx->workspace_bytes = d->workspace_bytes ? d->workspace_bytes : ((size_t)32 << 20);
     GPUDL__CUDA(ctx, cudaMalloc(&ctx->workspace, ctx->workspace_bytes));
     GPUDL__CUBLAS(ctx, cublasSetWorkspace(ctx->cublas, ctx->workspace, ctx->workspace_bytes));
-    GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->scratch, (size_t)gpudl_k_reduce_scratch() * sizeof(float)));
+    ctx->scratch_floats = (size_t)gpudl_k_reduce_scratch();
+    GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->scratch, ctx->scratch_floats * sizeof(float)));
     return GPUDL_OK;
 }
 
@@ -907,6 +1333,9 @@ static void gpudl__cuda_release(gpudl_ctx *ctx) {
     if (ctx->cublas) cublasDestroy(ctx->cublas);
     if (ctx->workspace) cudaFree(ctx->workspace);
     if (ctx->scratch) cudaFree(ctx->scratch);
+    if (ctx->dev_ws) cudaFree(ctx->dev_ws);
+    if (ctx->cudnn) cudnnDestroy(ctx->cudnn);
+    GPUDL_FREE(ctx->conv_cache);
     if (ctx->own_stream && ctx->stream) cudaStreamDestroy(ctx->stream);
 }
 #endif /* !GPUDL_NO_CUDA */
@@ -982,6 +1411,7 @@ GPUDL__DEF void gpudl_ctx_destroy(gpudl_ctx *ctx) {
 #ifndef GPUDL_NO_CUDA
     gpudl__cuda_release(ctx);
 #endif
+    GPUDL_FREE(ctx->host_ws);
     GPUDL_FREE(ctx);
 }
 
@@ -1167,19 +1597,15 @@ GPUDL__DEF gpudl_status gpudl_tensor_fill(gpudl_ctx *ctx, gpudl_tensor *t, float
     return GPUDL_OK;
 }
 
-static gpudl_status gpudl__random(gpudl_ctx *ctx, gpudl_tensor *t, int normal, float a, float b) {
+/* Random fill from an explicit (seed, offset): element i draws counter off + i. */
+static gpudl_status gpudl__fill_random(gpudl_ctx *ctx, gpudl_tensor *t, uint64_t seed, uint64_t off, int normal, float a, float b) {
     int64_t i, n;
-    uint64_t seed, off;
-    GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_on(ctx, t, "t"));
     GPUDL__TRY(gpudl__check_float(ctx, t, "t"));
     if (!(a == a) || !(b == b) || (normal && b < 0.0f) || (!normal && b < a))
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, normal ? "normal: std must be >= 0 (got mean %g std %g)"
                           : "uniform: need lo <= hi (got %g, %g)", (double)a, (double)b);
     n = gpudl_tensor_numel(t);
-    seed = ctx->rng_seed;
-    off = ctx->rng_offset;
-    ctx->rng_offset += (uint64_t)n;
 #ifndef GPUDL_NO_CUDA
     if (t->device == GPUDL_DEVICE_CUDA) {
         GPUDL__LAUNCH(ctx, gpudl_k_random(ctx->stream, t->data, (int)t->dtype, n, seed, off, normal, a, b));
@@ -1192,6 +1618,16 @@ static gpudl_status gpudl__random(gpudl_ctx *ctx, gpudl_tensor *t, int normal, f
                          : a + (b - a) * gpudl_rng_uniform(seed, off + (uint64_t)i);
         gpudl__store(t->data, t->dtype, i, v);
     }
+    return GPUDL_OK;
+}
+
+/* From the context's generator, which then moves past the drawn counters. */
+static gpudl_status gpudl__random(gpudl_ctx *ctx, gpudl_tensor *t, int normal, float a, float b) {
+    uint64_t off;
+    GPUDL__ENTER(ctx);
+    off = ctx->rng_offset;
+    GPUDL__TRY(gpudl__fill_random(ctx, t, ctx->rng_seed, off, normal, a, b));
+    ctx->rng_offset = off + (uint64_t)gpudl_tensor_numel(t);
     return GPUDL_OK;
 }
 
@@ -1786,6 +2222,2485 @@ GPUDL__DEF gpudl_status gpudl_argmax_rows(gpudl_ctx *ctx, gpudl_tensor *out, con
         ((int32_t *)out->data)[r] = bi;
     }
     return GPUDL_OK;
+}
+
+/* >>layers ---------------------------------------------------------------- */
+
+static gpudl_status gpudl__check_f32(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
+    GPUDL__TRY(gpudl__check_on(ctx, t, name));
+    if (t->dtype != GPUDL_F32)
+        return GPUDL__ERR(ctx, GPUDL_ERR_DTYPE, "tensor '%s' is %s; this layer takes f32", name, gpudl_dtype_name(t->dtype));
+    return GPUDL_OK;
+}
+
+/* "what: a is f32[2,3] cpu but b is f32[4] cpu (why)" */
+static gpudl_status gpudl__mismatch(gpudl_ctx *ctx, gpudl_status st, const char *what, const char *an,
+                                    const gpudl_tensor *a, const char *bn, const gpudl_tensor *b, const char *why) {
+    char sa[96], sb[96];
+    return GPUDL__ERR(ctx, st, "%s: %s is %s but %s is %s (%s)", what, an, gpudl_tensor_describe(a, sa, sizeof sa), bn,
+                      b ? gpudl_tensor_describe(b, sb, sizeof sb) : "NULL", why);
+}
+
+/* Both on one device (a mixed call would touch memory the backend cannot reach). */
+static gpudl_status gpudl__same_device(gpudl_ctx *ctx, const char *what, const char *an, const gpudl_tensor *a,
+                                       const char *bn, const gpudl_tensor *b) {
+    if (b && a->device != b->device) return gpudl__mismatch(ctx, GPUDL_ERR_DEVICE, what, an, a, bn, b, "one device for all");
+    return GPUDL_OK;
+}
+
+static int gpudl__same_shape(const gpudl_tensor *a, const gpudl_tensor *b) {
+    int i;
+    if (a->ndim != b->ndim) return 0;
+    for (i = 0; i < a->ndim; i++) if (a->shape[i] != b->shape[i]) return 0;
+    return 1;
+}
+
+/* A grow-only host workspace owned by the context (not thread-safe: one
+   context is driven by one thread at a time). */
+static gpudl_status gpudl__host_ws(gpudl_ctx *ctx, size_t bytes, void **p) {
+    if (bytes > ctx->host_ws_bytes) {
+        void *n = GPUDL_MALLOC(bytes);
+        if (!n) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "host workspace of %zu bytes could not be allocated", bytes);
+        GPUDL_FREE(ctx->host_ws);
+        ctx->host_ws = n;
+        ctx->host_ws_bytes = bytes;
+    }
+    *p = ctx->host_ws;
+    return GPUDL_OK;
+}
+
+#ifndef GPUDL_NO_CUDA
+/* Device scratch of at least n floats: reduction partials first, then room
+   for per-row values. Grows (rarely: at the first bigger batch), never shrinks. */
+static gpudl_status gpudl__dev_scratch(gpudl_ctx *ctx, size_t n, float **p) {
+    if (n > ctx->scratch_floats) {
+        float *f = NULL;
+        GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+        GPUDL__CUDA(ctx, cudaMalloc((void **)&f, n * sizeof(float)));
+        cudaFree(ctx->scratch);
+        ctx->scratch = f;
+        ctx->scratch_floats = n;
+    }
+    *p = ctx->scratch;
+    return GPUDL_OK;
+}
+
+static gpudl_status gpudl__dev_ws(gpudl_ctx *ctx, size_t bytes, void **p) {
+    if (bytes > ctx->dev_ws_bytes) {
+        void *w = NULL;
+        GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+        if (ctx->dev_ws) cudaFree(ctx->dev_ws);
+        ctx->dev_ws = NULL;
+        ctx->dev_ws_bytes = 0;
+        GPUDL__CUDA(ctx, cudaMalloc(&w, bytes));
+        ctx->dev_ws = w;
+        ctx->dev_ws_bytes = bytes;
+    }
+    *p = ctx->dev_ws;
+    return GPUDL_OK;
+}
+#define GPUDL__ON_GPU(t) ((t)->device == GPUDL_DEVICE_CUDA)
+#else
+#define GPUDL__ON_GPU(t) 0
+#endif
+
+GPUDL__DEF gpudl_status gpudl_act_forward(gpudl_ctx *ctx, gpudl_act act, float alpha, gpudl_tensor *y, const gpudl_tensor *x) {
+    int64_t i, n;
+    const float *xs;
+    float *ys;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    if (act < GPUDL_ACT_RELU || act > GPUDL_ACT_SIGMOID)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "activation %d is not a gpudl_act", (int)act);
+    GPUDL__TRY(gpudl__same_device(ctx, "activation", "y", y, "x", x));
+    if (gpudl_tensor_numel(y) != gpudl_tensor_numel(x))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "activation", "y", y, "x", x, "need the same number of elements");
+    if (act == GPUDL_ACT_LEAKY_RELU && alpha == 0.0f) alpha = 0.01f;
+    n = gpudl_tensor_numel(x);
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_act_fwd(ctx->stream, (int)act, alpha, (float *)y->data, (const float *)x->data, n));
+        return GPUDL_OK;
+    }
+#endif
+    xs = (const float *)x->data;
+    ys = (float *)y->data;
+    GPUDL__OMP(omp parallel for if (n > 65536))
+    for (i = 0; i < n; i++) ys[i] = gpudl_act_f((int)act, xs[i], alpha);
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float alpha, gpudl_tensor *dx,
+                                           const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *y) {
+    int64_t i, n;
+    const float *dys, *xs, *yv;
+    float *dxs;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, dx, "dx"));
+    GPUDL__TRY(gpudl__check_f32(ctx, dy, "dy"));
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
+    if (act < GPUDL_ACT_RELU || act > GPUDL_ACT_SIGMOID)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "activation %d is not a gpudl_act", (int)act);
+    n = gpudl_tensor_numel(x);
+    if (gpudl_tensor_numel(dx) != n || gpudl_tensor_numel(dy) != n || gpudl_tensor_numel(y) != n)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "activation backward", "dy", dy, "x", x, "dx, dy, x, y need one size");
+    GPUDL__TRY(gpudl__same_device(ctx, "activation backward", "dx", dx, "x", x));
+    GPUDL__TRY(gpudl__same_device(ctx, "activation backward", "dy", dy, "y", y));
+    GPUDL__TRY(gpudl__same_device(ctx, "activation backward", "dy", dy, "x", x));
+    if (act == GPUDL_ACT_LEAKY_RELU && alpha == 0.0f) alpha = 0.01f;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_act_bwd(ctx->stream, (int)act, alpha, (float *)dx->data, (const float *)dy->data,
+                                           (const float *)x->data, (const float *)y->data, n));
+        return GPUDL_OK;
+    }
+#endif
+    dxs = (float *)dx->data; dys = (const float *)dy->data; xs = (const float *)x->data; yv = (const float *)y->data;
+    GPUDL__OMP(omp parallel for if (n > 65536))
+    for (i = 0; i < n; i++) dxs[i] = dys[i] * gpudl_act_df((int)act, xs[i], yv[i], alpha);
+    return GPUDL_OK;
+}
+
+/* y[i] += b[(i / inner) % C] for every i < n: bias per feature (inner 1) or per channel (inner H*W). */
+static gpudl_status gpudl__bias_add(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *b, int64_t C, int64_t inner) {
+    int64_t n = gpudl_tensor_numel(y), i;
+    float *ys = (float *)y->data;
+    const float *bs = (const float *)b->data;
+    (void)ctx;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(y)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_bias_add(ctx->stream, ys, bs, n, C, inner));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for if (n > 65536))
+    for (i = 0; i < n; i++) ys[i] += bs[(i / inner) % C];
+    return GPUDL_OK;
+}
+
+/* out[c] += sum over (n, i) of x[n, c, i], x viewed as (N, C, inner). */
+static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x, int64_t N, int64_t C,
+                                           int64_t inner) {
+    const float *xs = (const float *)x->data;
+    float *o = (float *)out->data;
+    int64_t c;
+    (void)ctx;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_channel_sum_acc(ctx->stream, o, xs, N, C, inner));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for if (N * C * inner > 65536))
+    for (c = 0; c < C; c++) {
+        double s = 0;
+        int64_t n, i;
+        for (n = 0; n < N; n++)
+            for (i = 0; i < inner; i++) s += xs[(n * C + c) * inner + i];
+        o[c] += (float)s;
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_sum_rows_acc(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x) {
+    int64_t cols;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, out, "out"));
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl__same_device(ctx, "sum_rows", "out", out, "x", x));
+    cols = x->shape[x->ndim - 1];
+    if (gpudl_tensor_numel(out) != cols)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "sum_rows", "out", out, "x", x, "out needs x's last dim");
+    return gpudl__channel_sum_acc(ctx, out, x, gpudl_tensor_numel(x) / cols, cols, 1);
+}
+
+GPUDL__DEF gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x,
+                                             const gpudl_tensor *w, const gpudl_tensor *b) {
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_f32(ctx, w, "w"));
+    if (x->ndim != 2 || w->ndim != 2 || y->ndim != 2 || x->shape[1] != w->shape[1] || y->shape[0] != x->shape[0] ||
+        y->shape[1] != w->shape[0])
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "linear", "x", x, "w", w, "need x (N,F), w (O,F), y (N,O)");
+    if (b) {
+        GPUDL__TRY(gpudl__check_f32(ctx, b, "b"));
+        if (gpudl_tensor_numel(b) != w->shape[0])
+            return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "linear", "b", b, "w", w, "b needs O elements");
+        GPUDL__TRY(gpudl__same_device(ctx, "linear", "b", b, "w", w));
+    }
+    GPUDL__TRY(gpudl_matmul(ctx, y, x, w, 0, 1, 1.0f, 0.0f));
+    return b ? gpudl__bias_add(ctx, y, b, w->shape[0], 1) : GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_linear_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dw, gpudl_tensor *db,
+                                              const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *w) {
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, dy, "dy"));
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_f32(ctx, w, "w"));
+    if (dy->ndim != 2 || x->ndim != 2 || w->ndim != 2 || dy->shape[0] != x->shape[0] || dy->shape[1] != w->shape[0] ||
+        x->shape[1] != w->shape[1])
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "linear backward", "dy", dy, "x", x, "need dy (N,O), x (N,F), w (O,F)");
+    if (dx) GPUDL__TRY(gpudl_matmul(ctx, dx, dy, w, 0, 0, 1.0f, 0.0f));     /* dx = dy @ w */
+    if (dw) GPUDL__TRY(gpudl_matmul(ctx, dw, dy, x, 1, 0, 1.0f, 1.0f));     /* dw += dy^T @ x */
+    if (db) GPUDL__TRY(gpudl_sum_rows_acc(ctx, db, dy));                     /* db += sum_n dy */
+    return GPUDL_OK;
+}
+
+static gpudl_status gpudl__check_labels(gpudl_ctx *ctx, const gpudl_tensor *labels, const gpudl_tensor *logits, int64_t N) {
+    GPUDL__TRY(gpudl__check_on(ctx, labels, "labels"));
+    if (labels->dtype != GPUDL_I32 && labels->dtype != GPUDL_U8)
+        return GPUDL__ERR(ctx, GPUDL_ERR_DTYPE, "labels are %s; need i32 or u8", gpudl_dtype_name(labels->dtype));
+    if (gpudl_tensor_numel(labels) != N)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "softmax_xent", "labels", labels, "logits", logits, "one label per row");
+    return gpudl__same_device(ctx, "softmax_xent", "labels", labels, "logits", logits);
+}
+
+static int64_t gpudl__label(const gpudl_tensor *labels, int64_t i) {
+    return labels->dtype == GPUDL_U8 ? (int64_t)((const uint8_t *)labels->data)[i] : (int64_t)((const int32_t *)labels->data)[i];
+}
+
+GPUDL__DEF gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor *loss, gpudl_tensor *probs,
+                                                   const gpudl_tensor *logits, const gpudl_tensor *labels) {
+    int64_t N, K, r;
+    double total = 0;
+    double *rowloss;
+    int bad = 0;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, loss, "loss"));
+    GPUDL__TRY(gpudl__check_f32(ctx, probs, "probs"));
+    GPUDL__TRY(gpudl__check_f32(ctx, logits, "logits"));
+    if (logits->ndim != 2 || !gpudl__same_shape(probs, logits) || gpudl_tensor_numel(loss) != 1)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "softmax_xent", "logits", logits, "probs", probs,
+                               "need logits and probs (N,K) and a one-element loss");
+    N = logits->shape[0]; K = logits->shape[1];
+    GPUDL__TRY(gpudl__check_labels(ctx, labels, logits, N));
+    GPUDL__TRY(gpudl__same_device(ctx, "softmax_xent", "loss", loss, "logits", logits));
+    GPUDL__TRY(gpudl__same_device(ctx, "softmax_xent", "probs", probs, "logits", logits));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(logits)) {
+        float *scratch;
+        GPUDL__TRY(gpudl__dev_scratch(ctx, (size_t)gpudl_k_reduce_scratch() + (size_t)N, &scratch));
+        GPUDL__LAUNCH(ctx, gpudl_k_softmax_xent_fwd(ctx->stream, (float *)loss->data, (float *)probs->data,
+                                                   (const float *)logits->data, labels->data, (int)labels->dtype, N, K, scratch));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__TRY(gpudl__host_ws(ctx, sizeof(double) * (size_t)N, (void **)&rowloss));
+    GPUDL__OMP(omp parallel for if (N * K > 16384) reduction(+:bad))
+    for (r = 0; r < N; r++) {
+        const float *z = (const float *)logits->data + r * K;
+        float *p = (float *)probs->data + r * K, mx = z[0];
+        double s = 0;
+        int64_t k, lab = gpudl__label(labels, r);
+        for (k = 1; k < K; k++) mx = gpudl_nanmax(mx, z[k]);
+        for (k = 0; k < K; k++) s += exp((double)z[k] - mx);
+        for (k = 0; k < K; k++) p[k] = (float)(exp((double)z[k] - mx) / s);
+        if (lab < 0 || lab >= K) { bad++; rowloss[r] = 0; continue; }
+        rowloss[r] = (double)mx + log(s) - (double)z[lab];
+    }
+    if (bad) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "softmax_xent: %d label(s) outside [0, %lld)", bad, (long long)K);
+    for (r = 0; r < N; r++) total += rowloss[r];   /* in order: deterministic */
+    *(float *)loss->data = (float)(total / (double)N);
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_softmax_xent_backward(gpudl_ctx *ctx, gpudl_tensor *dlogits, const gpudl_tensor *probs,
+                                                    const gpudl_tensor *labels, float scale) {
+    int64_t N, K, r;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, dlogits, "dlogits"));
+    GPUDL__TRY(gpudl__check_f32(ctx, probs, "probs"));
+    if (probs->ndim != 2 || !gpudl__same_shape(dlogits, probs))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "softmax_xent backward", "dlogits", dlogits, "probs", probs, "need (N,K) both");
+    N = probs->shape[0]; K = probs->shape[1];
+    GPUDL__TRY(gpudl__check_labels(ctx, labels, probs, N));
+    GPUDL__TRY(gpudl__same_device(ctx, "softmax_xent backward", "dlogits", dlogits, "probs", probs));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(probs)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_softmax_xent_bwd(ctx->stream, (float *)dlogits->data, (const float *)probs->data,
+                                                   labels->data, (int)labels->dtype, N, K, scale));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for if (N * K > 65536))
+    for (r = 0; r < N; r++) {
+        int64_t k, lab = gpudl__label(labels, r);
+        for (k = 0; k < K; k++)
+            ((float *)dlogits->data)[r * K + k] = scale * (((const float *)probs->data)[r * K + k] - (k == lab ? 1.0f : 0.0f)) / (float)N;
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_mse_forward(gpudl_ctx *ctx, gpudl_tensor *loss, const gpudl_tensor *pred, const gpudl_tensor *target) {
+    int64_t i, n;
+    double s = 0;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, loss, "loss"));
+    GPUDL__TRY(gpudl__check_f32(ctx, pred, "pred"));
+    GPUDL__TRY(gpudl__check_f32(ctx, target, "target"));
+    n = gpudl_tensor_numel(pred);
+    if (gpudl_tensor_numel(target) != n || gpudl_tensor_numel(loss) != 1)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "mse", "pred", pred, "target", target, "same element count, one-element loss");
+    GPUDL__TRY(gpudl__same_device(ctx, "mse", "pred", pred, "target", target));
+    GPUDL__TRY(gpudl__same_device(ctx, "mse", "loss", loss, "pred", pred));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(pred)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_mse_fwd(ctx->stream, (float *)loss->data, (const float *)pred->data,
+                                           (const float *)target->data, n, ctx->scratch));
+        return GPUDL_OK;
+    }
+#endif
+    for (i = 0; i < n; i++) {
+        double d = (double)((const float *)pred->data)[i] - ((const float *)target->data)[i];
+        s += d * d;
+    }
+    *(float *)loss->data = (float)(s / (double)n);
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, const gpudl_tensor *pred,
+                                           const gpudl_tensor *target, float scale) {
+    int64_t i, n;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, dpred, "dpred"));
+    GPUDL__TRY(gpudl__check_f32(ctx, pred, "pred"));
+    GPUDL__TRY(gpudl__check_f32(ctx, target, "target"));
+    n = gpudl_tensor_numel(pred);
+    if (gpudl_tensor_numel(target) != n || gpudl_tensor_numel(dpred) != n)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "mse backward", "pred", pred, "target", target, "same element count");
+    GPUDL__TRY(gpudl__same_device(ctx, "mse backward", "pred", pred, "target", target));
+    GPUDL__TRY(gpudl__same_device(ctx, "mse backward", "dpred", dpred, "pred", pred));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(pred)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_mse_bwd(ctx->stream, (float *)dpred->data, (const float *)pred->data,
+                                           (const float *)target->data, n, scale));
+        return GPUDL_OK;
+    }
+#endif
+    for (i = 0; i < n; i++)
+        ((float *)dpred->data)[i] = scale * 2.0f * (((const float *)pred->data)[i] - ((const float *)target->data)[i]) / (float)n;
+    return GPUDL_OK;
+}
+
+/* >>conv ------------------------------------------------------------------ */
+
+typedef struct gpudl__convg {   /* resolved convolution geometry */
+    int64_t N, C, H, W, O, kh, kw, Ho, Wo, sh, sw, ph, pw, dh, dw;
+} gpudl__convg;
+
+static gpudl_status gpudl__conv_check(gpudl_ctx *ctx, const gpudl_tensor *y, const gpudl_tensor *x, const gpudl_tensor *w,
+                                      const gpudl_tensor *b, const gpudl_conv2d_desc *d, gpudl__convg *g) {
+    gpudl_conv2d_desc z;
+    memset(&z, 0, sizeof z);
+    if (!d) d = &z;
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_f32(ctx, w, "w"));
+    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
+    if (x->ndim != 4 || w->ndim != 4 || x->shape[1] != w->shape[1])
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d", "x", x, "w", w, "need x (N,C,H,W) and w (O,C,kh,kw)");
+    if (d->stride_h < 0 || d->stride_w < 0 || d->pad_h < 0 || d->pad_w < 0 || d->dil_h < 0 || d->dil_w < 0)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "conv2d: negative stride, padding or dilation");
+    g->N = x->shape[0]; g->C = x->shape[1]; g->H = x->shape[2]; g->W = x->shape[3];
+    g->O = w->shape[0]; g->kh = w->shape[2]; g->kw = w->shape[3];
+    g->sh = d->stride_h ? d->stride_h : 1; g->sw = d->stride_w ? d->stride_w : 1;
+    g->ph = d->pad_h; g->pw = d->pad_w;
+    g->dh = d->dil_h ? d->dil_h : 1; g->dw = d->dil_w ? d->dil_w : 1;
+    g->Ho = (g->H + 2 * g->ph - g->dh * (g->kh - 1) - 1) / g->sh + 1;
+    g->Wo = (g->W + 2 * g->pw - g->dw * (g->kw - 1) - 1) / g->sw + 1;
+    if (g->H + 2 * g->ph < g->dh * (g->kh - 1) + 1 || g->W + 2 * g->pw < g->dw * (g->kw - 1) + 1)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d", "x", x, "w", w, "the kernel is larger than the padded input");
+    if (y->ndim != 4 || y->shape[0] != g->N || y->shape[1] != g->O || y->shape[2] != g->Ho || y->shape[3] != g->Wo) {
+        char why[96];
+        snprintf(why, sizeof why, "y must be (%lld,%lld,%lld,%lld)", (long long)g->N, (long long)g->O, (long long)g->Ho,
+                 (long long)g->Wo);
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d", "y", y, "x", x, why);
+    }
+    GPUDL__TRY(gpudl__same_device(ctx, "conv2d", "x", x, "w", w));
+    GPUDL__TRY(gpudl__same_device(ctx, "conv2d", "y", y, "x", x));
+    if (b) {
+        GPUDL__TRY(gpudl__check_f32(ctx, b, "b"));
+        if (gpudl_tensor_numel(b) != g->O) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d", "b", b, "w", w, "b needs O elements");
+        GPUDL__TRY(gpudl__same_device(ctx, "conv2d", "b", b, "w", w));
+    }
+    return GPUDL_OK;
+}
+
+/* col (C*kh*kw, N*Ho*Wo) from x (N,C,H,W); zero outside the image. */
+static void gpudl__im2col(const gpudl__convg *g, const float *x, float *col) {
+    int64_t P = g->Ho * g->Wo, NP = g->N * P, rows = g->C * g->kh * g->kw, r;
+    GPUDL__OMP(omp parallel for if (rows * NP > 65536))
+    for (r = 0; r < rows; r++) {
+        int64_t c = r / (g->kh * g->kw), i = (r / g->kw) % g->kh, j = r % g->kw, n, oh, ow;
+        float *dst = col + r * NP;
+        for (n = 0; n < g->N; n++) {
+            const float *xp = x + (n * g->C + c) * g->H * g->W;
+            for (oh = 0; oh < g->Ho; oh++) {
+                int64_t h = oh * g->sh - g->ph + i * g->dh;
+                for (ow = 0; ow < g->Wo; ow++) {
+                    int64_t w = ow * g->sw - g->pw + j * g->dw;
+                    *dst++ = (h >= 0 && h < g->H && w >= 0 && w < g->W) ? xp[h * g->W + w] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* dx (N,C,H,W) = sum of col (C*kh*kw, N*Ho*Wo) entries back onto the image.
+   One thread per (n, c) plane: no two threads write the same element. */
+static void gpudl__col2im(const gpudl__convg *g, const float *col, float *dx) {
+    int64_t P = g->Ho * g->Wo, NP = g->N * P, plane;
+    GPUDL__OMP(omp parallel for if (g->N * g->C * g->H * g->W > 16384))
+    for (plane = 0; plane < g->N * g->C; plane++) {
+        int64_t n = plane / g->C, c = plane % g->C, i, j, oh, ow;
+        float *xp = dx + plane * g->H * g->W;
+        memset(xp, 0, sizeof(float) * (size_t)(g->H * g->W));
+        for (i = 0; i < g->kh; i++)
+            for (j = 0; j < g->kw; j++) {
+                const float *src = col + ((c * g->kh + i) * g->kw + j) * NP + n * P;
+                for (oh = 0; oh < g->Ho; oh++) {
+                    int64_t h = oh * g->sh - g->ph + i * g->dh;
+                    if (h < 0 || h >= g->H) continue;
+                    for (ow = 0; ow < g->Wo; ow++) {
+                        int64_t w = ow * g->sw - g->pw + j * g->dw;
+                        if (w >= 0 && w < g->W) xp[h * g->W + w] += src[oh * g->Wo + ow];
+                    }
+                }
+            }
+    }
+}
+
+#ifndef GPUDL_NO_CUDA
+/* cuDNN: algorithms chosen once per shape (heuristics, deterministic ones
+   preferred) and kept in the context. */
+typedef struct gpudl__conv_algo {
+    gpudl__convg g;
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    size_t ws_fwd, ws_bwd_data, ws_bwd_filter;
+} gpudl__conv_algo;
+
+#define GPUDL__CUDNN(ctx, expr) do { cudnnStatus_t gpudl__d_ = (expr); \
+    if (gpudl__d_ != CUDNN_STATUS_SUCCESS) return GPUDL__ERR((ctx), \
+        gpudl__d_ == CUDNN_STATUS_ALLOC_FAILED ? GPUDL_ERR_OOM : GPUDL_ERR_CUDNN, \
+        "%s failed: %s", #expr, cudnnGetErrorString(gpudl__d_)); } while (0)
+
+typedef struct gpudl__cudnn_conv {
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+} gpudl__cudnn_conv;
+
+static void gpudl__cudnn_conv_free(gpudl__cudnn_conv *d) {
+    if (d->x) cudnnDestroyTensorDescriptor(d->x);
+    if (d->y) cudnnDestroyTensorDescriptor(d->y);
+    if (d->w) cudnnDestroyFilterDescriptor(d->w);
+    if (d->conv) cudnnDestroyConvolutionDescriptor(d->conv);
+}
+
+static gpudl_status gpudl__cudnn_conv_make(gpudl_ctx *ctx, const gpudl__convg *g, gpudl__cudnn_conv *d) {
+    memset(d, 0, sizeof *d);
+    if (!ctx->cudnn) {
+        GPUDL__CUDNN(ctx, cudnnCreate(&ctx->cudnn));
+        GPUDL__CUDNN(ctx, cudnnSetStream(ctx->cudnn, ctx->stream));
+    }
+    GPUDL__CUDNN(ctx, cudnnCreateTensorDescriptor(&d->x));
+    GPUDL__CUDNN(ctx, cudnnCreateTensorDescriptor(&d->y));
+    GPUDL__CUDNN(ctx, cudnnCreateFilterDescriptor(&d->w));
+    GPUDL__CUDNN(ctx, cudnnCreateConvolutionDescriptor(&d->conv));
+    GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)g->N, (int)g->C, (int)g->H, (int)g->W));
+    GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)g->N, (int)g->O, (int)g->Ho, (int)g->Wo));
+    GPUDL__CUDNN(ctx, cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)g->O, (int)g->C, (int)g->kh, (int)g->kw));
+    GPUDL__CUDNN(ctx, cudnnSetConvolution2dDescriptor(d->conv, (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw, (int)g->dh,
+                                                      (int)g->dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    GPUDL__CUDNN(ctx, cudnnSetConvolutionMathType(d->conv, ctx->math_mode == GPUDL_MATH_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    return GPUDL_OK;
+}
+
+static gpudl_status gpudl__conv_algos(gpudl_ctx *ctx, const gpudl__convg *g, const gpudl__cudnn_conv *d, gpudl__conv_algo **out) {
+    cudnnConvolutionFwdAlgoPerf_t fp[8];
+    cudnnConvolutionBwdDataAlgoPerf_t dp[8];
+    cudnnConvolutionBwdFilterAlgoPerf_t wp[8];
+    gpudl__conv_algo a;
+    int i, n;
+    for (i = 0; i < ctx->conv_cache_n; i++)
+        if (!memcmp(&ctx->conv_cache[i].g, g, sizeof *g)) { *out = &ctx->conv_cache[i]; return GPUDL_OK; }
+    memset(&a, 0, sizeof a);
+    a.g = *g;
+    /* heuristics come best first: take the best deterministic one, else the best */
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, d->x, d->w, d->conv, d->y, 8, &n, fp));
+    a.fwd = fp[0].algo;
+    for (i = n - 1; i >= 0; i--)
+        if (fp[i].status == CUDNN_STATUS_SUCCESS && fp[i].determinism == CUDNN_DETERMINISTIC) a.fwd = fp[i].algo;
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx->cudnn, d->w, d->y, d->conv, d->x, 8, &n, dp));
+    a.bwd_data = dp[0].algo;
+    for (i = n - 1; i >= 0; i--)
+        if (dp[i].status == CUDNN_STATUS_SUCCESS && dp[i].determinism == CUDNN_DETERMINISTIC) a.bwd_data = dp[i].algo;
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx->cudnn, d->x, d->y, d->conv, d->w, 8, &n, wp));
+    a.bwd_filter = wp[0].algo;
+    for (i = n - 1; i >= 0; i--)
+        if (wp[i].status == CUDNN_STATUS_SUCCESS && wp[i].determinism == CUDNN_DETERMINISTIC) a.bwd_filter = wp[i].algo;
+    /* the exact workspace sizes for the chosen algorithms */
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, d->x, d->w, d->conv, d->y, a.fwd, &a.ws_fwd));
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, d->w, d->y, d->conv, d->x, a.bwd_data, &a.ws_bwd_data));
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, d->x, d->y, d->conv, d->w, a.bwd_filter, &a.ws_bwd_filter));
+    if (ctx->conv_cache_n == ctx->conv_cache_cap) {
+        int cap = ctx->conv_cache_cap ? 2 * ctx->conv_cache_cap : 16;
+        gpudl__conv_algo *c = (gpudl__conv_algo *)GPUDL_REALLOC(ctx->conv_cache, sizeof *c * (size_t)cap);
+        if (!c) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "conv algorithm cache");
+        ctx->conv_cache = c;
+        ctx->conv_cache_cap = cap;
+    }
+    ctx->conv_cache[ctx->conv_cache_n] = a;
+    *out = &ctx->conv_cache[ctx->conv_cache_n++];
+    return GPUDL_OK;
+}
+#endif
+
+GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, const gpudl_tensor *w,
+                                             const gpudl_tensor *b, const gpudl_conv2d_desc *desc) {
+    gpudl__convg g;
+    int64_t P, NP, CKK, n, o;
+    float *col, *yt;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__conv_check(ctx, y, x, w, b, desc, &g));
+    P = g.Ho * g.Wo; NP = g.N * P; CKK = g.C * g.kh * g.kw;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        gpudl__cudnn_conv d;
+        gpudl__conv_algo *a;
+        gpudl_status s;
+        void *ws = NULL;
+        float one = 1.0f, zero = 0.0f;
+        s = gpudl__cudnn_conv_make(ctx, &g, &d);
+        if (s == GPUDL_OK) s = gpudl__conv_algos(ctx, &g, &d, &a);
+        if (s == GPUDL_OK && a->ws_fwd) s = gpudl__dev_ws(ctx, a->ws_fwd, &ws);
+        if (s == GPUDL_OK) {
+            cudnnStatus_t cs = cudnnConvolutionForward(ctx->cudnn, &one, d.x, x->data, d.w, w->data, d.conv, a->fwd, ws,
+                                                       a->ws_fwd, &zero, d.y, y->data);
+            if (cs != CUDNN_STATUS_SUCCESS)
+                s = GPUDL__ERR(ctx, GPUDL_ERR_CUDNN, "cudnnConvolutionForward failed: %s", cudnnGetErrorString(cs));
+        }
+        gpudl__cudnn_conv_free(&d);
+        if (s == GPUDL_OK && b) s = gpudl__bias_add(ctx, y, b, g.O, P);
+        return s;
+    }
+#endif
+    GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(CKK * NP + g.O * NP), (void **)&col));
+    yt = col + CKK * NP;
+    gpudl__im2col(&g, (const float *)x->data, col);
+    GPUDL__TRY(gpudl__sgemm(ctx, gpudl__num_threads(ctx), g.O, NP, CKK, 1.0f, (const float *)w->data, CKK, 1, col, NP, 1,
+                            0.0f, yt, NP));   /* yt (O, N*P) = w (O, CKK) @ col */
+    GPUDL__OMP(omp parallel for private(o) if (g.N * g.O * P > 65536))
+    for (n = 0; n < g.N; n++)
+        for (o = 0; o < g.O; o++) {
+            float bias = b ? ((const float *)b->data)[o] : 0.0f, *dst = (float *)y->data + (n * g.O + o) * P;
+            const float *src = yt + o * NP + n * P;
+            int64_t p;
+            for (p = 0; p < P; p++) dst[p] = src[p] + bias;
+        }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dw, gpudl_tensor *db,
+                                              const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *w,
+                                              const gpudl_conv2d_desc *desc) {
+    gpudl__convg g;
+    int64_t P, NP, CKK, n, o;
+    float *col, *dyt;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__conv_check(ctx, dy, x, w, NULL, desc, &g));
+    if (dx && (!gpudl__same_shape(dx, x) || dx->device != x->device || dx->dtype != GPUDL_F32))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d backward", "dx", dx, "x", x, "dx must be shaped like x");
+    if (dw && (!gpudl__same_shape(dw, w) || dw->device != w->device || dw->dtype != GPUDL_F32))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d backward", "dw", dw, "w", w, "dw must be shaped like w");
+    if (db && (gpudl_tensor_numel(db) != g.O || db->device != w->device || db->dtype != GPUDL_F32))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d backward", "db", db, "w", w, "db needs O elements");
+    P = g.Ho * g.Wo; NP = g.N * P; CKK = g.C * g.kh * g.kw;
+    if (db) GPUDL__TRY(gpudl__channel_sum_acc(ctx, db, dy, g.N, g.O, P));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        gpudl__cudnn_conv d;
+        gpudl__conv_algo *a;
+        gpudl_status s;
+        void *ws = NULL;
+        float one = 1.0f, zero = 0.0f;
+        cudnnStatus_t cs = CUDNN_STATUS_SUCCESS;
+        s = gpudl__cudnn_conv_make(ctx, &g, &d);
+        if (s == GPUDL_OK) s = gpudl__conv_algos(ctx, &g, &d, &a);
+        if (s == GPUDL_OK) s = gpudl__dev_ws(ctx, GPUDL__MAX(GPUDL__MAX(a->ws_bwd_data, a->ws_bwd_filter), (size_t)1), &ws);
+        if (s == GPUDL_OK && dw)
+            cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d.x, x->data, d.y, dy->data, d.conv, a->bwd_filter, ws,
+                                                a->ws_bwd_filter, &one, d.w, dw->data);   /* beta 1: accumulate */
+        if (s == GPUDL_OK && cs == CUDNN_STATUS_SUCCESS && dx)
+            cs = cudnnConvolutionBackwardData(ctx->cudnn, &one, d.w, w->data, d.y, dy->data, d.conv, a->bwd_data, ws,
+                                              a->ws_bwd_data, &zero, d.x, dx->data);
+        if (s == GPUDL_OK && cs != CUDNN_STATUS_SUCCESS)
+            s = GPUDL__ERR(ctx, GPUDL_ERR_CUDNN, "cudnnConvolutionBackward%s failed: %s", dx ? "Data/Filter" : "Filter",
+                           cudnnGetErrorString(cs));
+        gpudl__cudnn_conv_free(&d);
+        return s;
+    }
+#endif
+    if (!dx && !dw) return GPUDL_OK;
+    GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(CKK * NP + g.O * NP), (void **)&col));
+    dyt = col + CKK * NP;
+    GPUDL__OMP(omp parallel for private(o) if (g.N * g.O * P > 65536))
+    for (n = 0; n < g.N; n++)       /* dyt (O, N*P) from dy (N, O, P) */
+        for (o = 0; o < g.O; o++)
+            memcpy(dyt + o * NP + n * P, (const float *)dy->data + (n * g.O + o) * P, sizeof(float) * (size_t)P);
+    if (dw) {
+        gpudl__im2col(&g, (const float *)x->data, col);
+        /* dw (O, CKK) += dyt (O, NP) @ col^T */
+        GPUDL__TRY(gpudl__sgemm(ctx, gpudl__num_threads(ctx), g.O, CKK, NP, 1.0f, dyt, NP, 1, col, 1, NP, 1.0f,
+                                (float *)dw->data, CKK));
+    }
+    if (dx) {
+        /* dcol (CKK, NP) = w^T @ dyt, then folded back onto dx */
+        GPUDL__TRY(gpudl__sgemm(ctx, gpudl__num_threads(ctx), CKK, NP, g.O, 1.0f, (const float *)w->data, 1, CKK, dyt, NP, 1,
+                                0.0f, col, NP));
+        gpudl__col2im(&g, col, (float *)dx->data);
+    }
+    return GPUDL_OK;
+}
+
+/* >>pool ------------------------------------------------------------------ */
+
+typedef struct gpudl__poolg { int kind; int64_t NC, H, W, Ho, Wo, kh, kw, sh, sw, ph, pw; } gpudl__poolg;
+
+static gpudl_status gpudl__pool_check(gpudl_ctx *ctx, const gpudl_tensor *y, const gpudl_tensor *x, const gpudl_pool2d_desc *d,
+                                      gpudl__poolg *g) {
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
+    if (!d || (d->kind != GPUDL_POOL_MAX && d->kind != GPUDL_POOL_AVG) || d->k_h < 1 || d->k_w < 1 || d->stride_h < 0 ||
+        d->stride_w < 0 || d->pad_h < 0 || d->pad_w < 0 || 2 * d->pad_h > d->k_h || 2 * d->pad_w > d->k_w)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "pool2d: need a desc with kind MAX or AVG, kernel >= 1, stride >= 0 "
+                          "and padding at most half the kernel");
+    if (x->ndim != 4) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "pool2d", "x", x, "y", y, "x must be (N,C,H,W)");
+    g->kind = d->kind;
+    g->NC = x->shape[0] * x->shape[1]; g->H = x->shape[2]; g->W = x->shape[3];
+    g->kh = d->k_h; g->kw = d->k_w; g->ph = d->pad_h; g->pw = d->pad_w;
+    g->sh = d->stride_h ? d->stride_h : d->k_h; g->sw = d->stride_w ? d->stride_w : d->k_w;
+    if (g->H + 2 * g->ph < g->kh || g->W + 2 * g->pw < g->kw)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "pool2d", "x", x, "y", y, "the window is larger than the padded input");
+    g->Ho = (g->H + 2 * g->ph - g->kh) / g->sh + 1;
+    g->Wo = (g->W + 2 * g->pw - g->kw) / g->sw + 1;
+    if (y->ndim != 4 || y->shape[0] != x->shape[0] || y->shape[1] != x->shape[1] || y->shape[2] != g->Ho || y->shape[3] != g->Wo)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "pool2d", "y", y, "x", x, "y must be (N, C, Ho, Wo) for this window");
+    return gpudl__same_device(ctx, "pool2d", "y", y, "x", x);
+}
+
+GPUDL__DEF gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, const gpudl_pool2d_desc *desc) {
+    gpudl__poolg g;
+    int64_t i, n;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__pool_check(ctx, y, x, desc, &g));
+    n = g.NC * g.Ho * g.Wo;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_pool_fwd(ctx->stream, g.kind, (float *)y->data, (const float *)x->data, g.NC, g.H, g.W,
+                                            g.Ho, g.Wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for if (n > 16384))
+    for (i = 0; i < n; i++) {
+        int64_t p = i / (g.Ho * g.Wo), oh = (i / g.Wo) % g.Ho, ow = i % g.Wo, arg;
+        ((float *)y->data)[i] = gpudl_pool_window(g.kind, (const float *)x->data + p * g.H * g.W, g.H, g.W, oh, ow, g.kh, g.kw,
+                                                  g.sh, g.sw, g.ph, g.pw, &arg);
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, const gpudl_tensor *dy, const gpudl_tensor *x,
+                                              const gpudl_pool2d_desc *desc) {
+    gpudl__poolg g;
+    int64_t i, n;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__pool_check(ctx, dy, x, desc, &g));
+    GPUDL__TRY(gpudl__check_f32(ctx, dx, "dx"));
+    if (!gpudl__same_shape(dx, x)) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "pool2d backward", "dx", dx, "x", x, "same shape");
+    GPUDL__TRY(gpudl__same_device(ctx, "pool2d backward", "dx", dx, "x", x));
+    n = g.NC * g.H * g.W;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_pool_bwd(ctx->stream, g.kind, (float *)dx->data, (const float *)dy->data,
+                                            (const float *)x->data, g.NC, g.H, g.W, g.Ho, g.Wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for if (n > 16384))
+    for (i = 0; i < n; i++) {
+        int64_t p = i / (g.H * g.W);
+        ((float *)dx->data)[i] = gpudl_pool_backward_elem(g.kind, (const float *)x->data + p * g.H * g.W,
+                                                          (const float *)dy->data + p * g.Ho * g.Wo, g.H, g.W, g.Ho, g.Wo,
+                                                          (i / g.W) % g.H, i % g.W, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw);
+    }
+    return GPUDL_OK;
+}
+
+/* >>batchnorm ------------------------------------------------------------- */
+
+static gpudl_status gpudl__check_vec(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name, int64_t C, const gpudl_tensor *x) {
+    GPUDL__TRY(gpudl__check_f32(ctx, t, name));
+    if (gpudl_tensor_numel(t) != C) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "batchnorm", name, t, "x", x, "one value per channel");
+    return gpudl__same_device(ctx, "batchnorm", name, t, "x", x);
+}
+
+GPUDL__DEF gpudl_status gpudl_batchnorm_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *save_mean, gpudl_tensor *save_invstd,
+                                                const gpudl_tensor *x, const gpudl_tensor *gamma, const gpudl_tensor *beta,
+                                                gpudl_tensor *running_mean, gpudl_tensor *running_var, int training,
+                                                float momentum, float eps) {
+    int64_t N, C, inner, c;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
+    if (x->ndim < 2 || !gpudl__same_shape(x, y))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "batchnorm", "y", y, "x", x, "need x (N,C,...) and y of its shape");
+    N = x->shape[0]; C = x->shape[1]; inner = gpudl_tensor_numel(x) / (N * C);
+    GPUDL__TRY(gpudl__same_device(ctx, "batchnorm", "y", y, "x", x));
+    GPUDL__TRY(gpudl__check_vec(ctx, gamma, "gamma", C, x));
+    GPUDL__TRY(gpudl__check_vec(ctx, beta, "beta", C, x));
+    GPUDL__TRY(gpudl__check_vec(ctx, running_mean, "running_mean", C, x));
+    GPUDL__TRY(gpudl__check_vec(ctx, running_var, "running_var", C, x));
+    GPUDL__TRY(gpudl__check_vec(ctx, save_mean, "save_mean", C, x));
+    GPUDL__TRY(gpudl__check_vec(ctx, save_invstd, "save_invstd", C, x));
+    if (training && N * inner < 2)
+        return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "batchnorm: training needs more than one value per channel (N*H*W = %lld)",
+                          (long long)(N * inner));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_bn_fwd(ctx->stream, (float *)y->data, (float *)save_mean->data, (float *)save_invstd->data,
+                                          (const float *)x->data, (const float *)gamma->data, (const float *)beta->data,
+                                          (float *)running_mean->data, (float *)running_var->data, N, C, inner, training,
+                                          momentum, eps));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for if (N * C * inner > 16384))
+    for (c = 0; c < C; c++) {
+        const float *xs = (const float *)x->data;
+        float *ys = (float *)y->data, mean, invstd, ga = ((const float *)gamma->data)[c], be = ((const float *)beta->data)[c];
+        int64_t n, i, M = N * inner;
+        if (training) {
+            double s = 0, ss = 0, mu, var;
+            for (n = 0; n < N; n++) for (i = 0; i < inner; i++) s += xs[(n * C + c) * inner + i];
+            mu = s / (double)M;
+            for (n = 0; n < N; n++) for (i = 0; i < inner; i++) { double d = xs[(n * C + c) * inner + i] - mu; ss += d * d; }
+            var = ss / (double)M;
+            mean = (float)mu;
+            invstd = (float)(1.0 / sqrt(var + eps));
+            ((float *)save_mean->data)[c] = mean;
+            ((float *)save_invstd->data)[c] = invstd;
+            gpudl_bn_update_running(&((float *)running_mean->data)[c], &((float *)running_var->data)[c], (float)mu, (float)var,
+                                    M, momentum);
+        } else {
+            mean = ((const float *)running_mean->data)[c];
+            invstd = 1.0f / sqrtf(((const float *)running_var->data)[c] + eps);
+        }
+        for (n = 0; n < N; n++)
+            for (i = 0; i < inner; i++) {
+                int64_t k = (n * C + c) * inner + i;
+                ys[k] = (xs[k] - mean) * invstd * ga + be;
+            }
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_batchnorm_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dgamma, gpudl_tensor *dbeta,
+                                                 const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *gamma,
+                                                 const gpudl_tensor *save_mean, const gpudl_tensor *save_invstd) {
+    int64_t N, C, inner, c;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_f32(ctx, dy, "dy"));
+    if (x->ndim < 2 || !gpudl__same_shape(x, dy) || (dx && !gpudl__same_shape(x, dx)))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "batchnorm backward", "dy", dy, "x", x, "dy and dx shaped like x");
+    N = x->shape[0]; C = x->shape[1]; inner = gpudl_tensor_numel(x) / (N * C);
+    GPUDL__TRY(gpudl__same_device(ctx, "batchnorm backward", "dy", dy, "x", x));
+    if (dx) { GPUDL__TRY(gpudl__check_f32(ctx, dx, "dx")); GPUDL__TRY(gpudl__same_device(ctx, "batchnorm backward", "dx", dx, "x", x)); }
+    GPUDL__TRY(gpudl__check_vec(ctx, gamma, "gamma", C, x));
+    GPUDL__TRY(gpudl__check_vec(ctx, save_mean, "save_mean", C, x));
+    GPUDL__TRY(gpudl__check_vec(ctx, save_invstd, "save_invstd", C, x));
+    if (dgamma) GPUDL__TRY(gpudl__check_vec(ctx, dgamma, "dgamma", C, x));
+    if (dbeta) GPUDL__TRY(gpudl__check_vec(ctx, dbeta, "dbeta", C, x));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_bn_bwd(ctx->stream, dx ? (float *)dx->data : NULL, dgamma ? (float *)dgamma->data : NULL,
+                                          dbeta ? (float *)dbeta->data : NULL, (const float *)dy->data, (const float *)x->data,
+                                          (const float *)gamma->data, (const float *)save_mean->data,
+                                          (const float *)save_invstd->data, N, C, inner));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for if (N * C * inner > 16384))
+    for (c = 0; c < C; c++) {
+        const float *xs = (const float *)x->data, *dys = (const float *)dy->data;
+        float mean = ((const float *)save_mean->data)[c], invstd = ((const float *)save_invstd->data)[c];
+        float ga = ((const float *)gamma->data)[c];
+        double sdy = 0, sdyx = 0;
+        int64_t n, i, M = N * inner;
+        for (n = 0; n < N; n++)
+            for (i = 0; i < inner; i++) {
+                int64_t k = (n * C + c) * inner + i;
+                sdy += dys[k];
+                sdyx += dys[k] * (xs[k] - mean) * invstd;
+            }
+        if (dgamma) ((float *)dgamma->data)[c] += (float)sdyx;
+        if (dbeta) ((float *)dbeta->data)[c] += (float)sdy;
+        if (dx)
+            for (n = 0; n < N; n++)
+                for (i = 0; i < inner; i++) {
+                    int64_t k = (n * C + c) * inner + i;
+                    ((float *)dx->data)[k] = gpudl_bn_backward_elem(dys[k], xs[k], mean, invstd, ga, (float)(sdy / (double)M),
+                                                                    (float)(sdyx / (double)M));
+                }
+    }
+    return GPUDL_OK;
+}
+
+/* >>dropout --------------------------------------------------------------- */
+
+static gpudl_status gpudl__dropout(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, float p, uint64_t seed, uint64_t offset) {
+    int64_t i, n;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_f32(ctx, y, "out"));
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "in"));
+    if (!(p >= 0.0f && p <= 1.0f)) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dropout: p = %g is not in [0, 1]", (double)p);
+    n = gpudl_tensor_numel(x);
+    if (gpudl_tensor_numel(y) != n) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "dropout", "out", y, "in", x, "same element count");
+    GPUDL__TRY(gpudl__same_device(ctx, "dropout", "out", y, "in", x));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_dropout(ctx->stream, (float *)y->data, (const float *)x->data, n, p, seed, offset));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for if (n > 65536))
+    for (i = 0; i < n; i++)
+        ((float *)y->data)[i] = gpudl_dropout_elem(((const float *)x->data)[i], p, seed, offset + (uint64_t)i);
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_dropout_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, float p, uint64_t seed,
+                                              uint64_t offset) {
+    return gpudl__dropout(ctx, y, x, p, seed, offset);
+}
+
+GPUDL__DEF gpudl_status gpudl_dropout_backward(gpudl_ctx *ctx, gpudl_tensor *dx, const gpudl_tensor *dy, float p, uint64_t seed,
+                                               uint64_t offset) {
+    return gpudl__dropout(ctx, dx, dy, p, seed, offset);   /* the same mask and scale */
+}
+
+/* >>model ----------------------------------------------------------------- */
+
+enum { GPUDL__L_LINEAR = 1, GPUDL__L_CONV, GPUDL__L_ACT, GPUDL__L_POOL, GPUDL__L_BN, GPUDL__L_DROPOUT, GPUDL__L_FLATTEN };
+
+typedef struct gpudl__layer {
+    int kind;
+    int in_ndim, out_ndim;
+    int64_t in_shape[3], out_shape[3];   /* one sample */
+    int64_t in_f, out_f, k;              /* linear: features; conv: channels and kernel; bn: channels */
+    gpudl_conv2d_desc conv;
+    gpudl_pool2d_desc pool;
+    int act;
+    float alpha, p;
+    uint64_t drop_offset;                /* counter offset of the last forward's dropout mask */
+    int64_t w_off, b_off;                /* in the flat parameter buffer; -1 = none */
+    int w_ndim;
+    int64_t w_shape[4];
+    int64_t buf_off;                     /* bn: running mean at buf_off, running var at buf_off + C */
+    gpudl_tensor out, dout;              /* (max_batch, out_shape) */
+    gpudl_tensor save;                   /* bn: (2, C) batch mean, 1/std */
+} gpudl__layer;
+
+struct gpudl_model {
+    gpudl_ctx *ctx;
+    int built, training, have_loss, want_dinput;
+    int in_ndim, cur_ndim;
+    int64_t in_shape[3], cur_shape[3];   /* input sample shape; output shape of the last added layer */
+    gpudl__layer *L;
+    int n, cap;
+    gpudl_model_desc desc;
+    int64_t nparams, nbuffers, batch, step;
+    gpudl_tensor params, grads, buffers; /* flat, laid out by the layers' offsets */
+    gpudl_tensor m1, m2;                 /* optimizer state, flat (or empty) */
+    gpudl_tensor probs, loss, clip;      /* (max_batch, K), (1), (2): sum of squares, scale */
+    gpudl_tensor preds, dinput, input;   /* (max_batch) i32, (max_batch, sample), view of the last x */
+    gpudl_optim_desc opt;
+    int has_opt;
+    uint64_t seed, rng_offset;           /* dropout stream */
+};
+
+/* A view of t's data at element offset off with shape {lead, dims...} (lead < 0: none). */
+static gpudl_tensor gpudl__view(const gpudl_tensor *t, int64_t off, int64_t lead, int ndim, const int64_t *dims) {
+    gpudl_tensor v;
+    int i, k = 0;
+    memset(&v, 0, sizeof v);
+    v.data = (char *)t->data + (size_t)off * gpudl_dtype_size(t->dtype);
+    v.dtype = t->dtype;
+    v.device = t->device;
+    if (lead >= 0) v.shape[k++] = lead;
+    for (i = 0; i < ndim; i++) v.shape[k++] = dims[i];
+    v.ndim = k;
+    return v;
+}
+
+static int64_t gpudl__prod(int ndim, const int64_t *s) {
+    int64_t p = 1;
+    int i;
+    for (i = 0; i < ndim; i++) p *= s[i];
+    return p;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_create(gpudl_ctx *ctx, gpudl_model **out, int ndim, const int64_t *sample_shape) {
+    gpudl_model *m;
+    int64_t n;
+    int i;
+    GPUDL__ENTER(ctx);
+    if (!out) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_create: out is NULL");
+    *out = NULL;
+    if (ndim < 1 || ndim > 3 || !sample_shape)
+        return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "model_create: a sample has 1 to 3 dims ({F} or {C,H,W}), got %d", ndim);
+    GPUDL__TRY(gpudl__check_shape(ctx, GPUDL_F32, ndim, sample_shape, &n));
+    m = (gpudl_model *)GPUDL_MALLOC(sizeof *m);
+    if (!m) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model_create: no host memory");
+    memset(m, 0, sizeof *m);
+    m->ctx = ctx;
+    m->in_ndim = m->cur_ndim = ndim;
+    for (i = 0; i < ndim; i++) m->in_shape[i] = m->cur_shape[i] = sample_shape[i];
+    m->training = 1;
+    *out = m;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF void gpudl_model_destroy(gpudl_model *m) {
+    int i;
+    gpudl_ctx *ctx;
+    if (!m) return;
+    ctx = m->ctx;
+    for (i = 0; i < m->n; i++) {
+        gpudl__layer *l = &m->L[i];
+        if (l->kind != GPUDL__L_FLATTEN) gpudl_tensor_free(ctx, &l->out);
+        if (l->kind != GPUDL__L_FLATTEN || i == 0) gpudl_tensor_free(ctx, &l->dout);
+        gpudl_tensor_free(ctx, &l->save);
+    }
+    gpudl_tensor_free(ctx, &m->params); gpudl_tensor_free(ctx, &m->grads); gpudl_tensor_free(ctx, &m->buffers);
+    gpudl_tensor_free(ctx, &m->m1); gpudl_tensor_free(ctx, &m->m2);
+    gpudl_tensor_free(ctx, &m->probs); gpudl_tensor_free(ctx, &m->loss); gpudl_tensor_free(ctx, &m->clip);
+    gpudl_tensor_free(ctx, &m->preds); gpudl_tensor_free(ctx, &m->dinput);
+    GPUDL_FREE(m->L);
+    GPUDL_FREE(m);
+}
+
+/* Appends a layer after checking the model is still open. */
+static gpudl_status gpudl__add(gpudl_model *m, gpudl__layer *l) {
+    if (!m) return GPUDL_ERR_INVALID_ARG;
+    GPUDL__ENTER(m->ctx);
+    if (m->built) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model: layers cannot be added after gpudl_model_build");
+    if (m->n == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 8;
+        gpudl__layer *n = (gpudl__layer *)GPUDL_REALLOC(m->L, sizeof *n * (size_t)cap);
+        if (!n) return GPUDL__ERR(m->ctx, GPUDL_ERR_OOM, "model: no host memory for layer %d", m->n);
+        m->L = n;
+        m->cap = cap;
+    }
+    l->in_ndim = m->cur_ndim;
+    memcpy(l->in_shape, m->cur_shape, sizeof l->in_shape);
+    if (!l->out_ndim) { l->out_ndim = m->cur_ndim; memcpy(l->out_shape, m->cur_shape, sizeof l->out_shape); }
+    l->w_off = l->b_off = l->buf_off = -1;
+    m->L[m->n++] = *l;
+    m->cur_ndim = l->out_ndim;
+    memcpy(m->cur_shape, l->out_shape, sizeof m->cur_shape);
+    return GPUDL_OK;
+}
+
+static const char *gpudl__shape_str(int ndim, const int64_t *s, char *buf, size_t size) {
+    size_t n = 0;
+    int i;
+    buf[0] = 0;
+    for (i = 0; i < ndim && n < size; i++) n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? "x" : "", (long long)s[i]);
+    return buf;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_linear(gpudl_model *m, int64_t in_features, int64_t out_features) {
+    gpudl__layer l;
+    char sh[64];
+    if (!m) return GPUDL_ERR_INVALID_ARG;
+    if (in_features < 1 || out_features < 1)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "add_linear: features must be >= 1 (got %lld -> %lld)",
+                          (long long)in_features, (long long)out_features);
+    if (m->cur_ndim != 1 || m->cur_shape[0] != in_features)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "add_linear(%lld -> %lld): the previous layer gives %s per sample%s",
+                          (long long)in_features, (long long)out_features, gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh),
+                          m->cur_ndim > 1 ? " (add a flatten first)" : "");
+    memset(&l, 0, sizeof l);
+    l.kind = GPUDL__L_LINEAR;
+    l.in_f = in_features; l.out_f = out_features;
+    l.out_ndim = 1; l.out_shape[0] = out_features;
+    l.w_ndim = 2; l.w_shape[0] = out_features; l.w_shape[1] = in_features;
+    return gpudl__add(m, &l);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_conv2d(gpudl_model *m, int64_t in_channels, int64_t out_channels, int64_t kernel,
+                                               const gpudl_conv2d_desc *desc) {
+    gpudl__layer l;
+    gpudl__convg g;
+    char sh[64];
+    if (!m) return GPUDL_ERR_INVALID_ARG;
+    if (m->cur_ndim != 3 || m->cur_shape[0] != in_channels || in_channels < 1 || out_channels < 1 || kernel < 1)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "add_conv2d(%lld -> %lld channels, kernel %lld): the previous layer gives %s "
+                          "per sample; need C x H x W with C = in_channels", (long long)in_channels, (long long)out_channels,
+                          (long long)kernel, gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh));
+    memset(&l, 0, sizeof l);
+    l.kind = GPUDL__L_CONV;
+    if (desc) l.conv = *desc;
+    g.sh = l.conv.stride_h ? l.conv.stride_h : 1; g.sw = l.conv.stride_w ? l.conv.stride_w : 1;
+    g.dh = l.conv.dil_h ? l.conv.dil_h : 1; g.dw = l.conv.dil_w ? l.conv.dil_w : 1;
+    g.ph = l.conv.pad_h; g.pw = l.conv.pad_w;
+    if (g.ph < 0 || g.pw < 0 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 ||
+        m->cur_shape[1] + 2 * g.ph < g.dh * (kernel - 1) + 1 || m->cur_shape[2] + 2 * g.pw < g.dw * (kernel - 1) + 1)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "add_conv2d: kernel %lld does not fit a %s input with this padding",
+                          (long long)kernel, gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh));
+    l.in_f = in_channels; l.out_f = out_channels; l.k = kernel;
+    l.out_ndim = 3;
+    l.out_shape[0] = out_channels;
+    l.out_shape[1] = (m->cur_shape[1] + 2 * g.ph - g.dh * (kernel - 1) - 1) / g.sh + 1;
+    l.out_shape[2] = (m->cur_shape[2] + 2 * g.pw - g.dw * (kernel - 1) - 1) / g.sw + 1;
+    l.w_ndim = 4; l.w_shape[0] = out_channels; l.w_shape[1] = in_channels; l.w_shape[2] = l.w_shape[3] = kernel;
+    return gpudl__add(m, &l);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_act(gpudl_model *m, gpudl_act act, float alpha) {
+    gpudl__layer l;
+    if (!m) return GPUDL_ERR_INVALID_ARG;
+    if (act < GPUDL_ACT_RELU || act > GPUDL_ACT_SIGMOID)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "add_act: %d is not a gpudl_act", (int)act);
+    memset(&l, 0, sizeof l);
+    l.kind = GPUDL__L_ACT;
+    l.act = (int)act;
+    l.alpha = (act == GPUDL_ACT_LEAKY_RELU && alpha == 0.0f) ? 0.01f : alpha;
+    return gpudl__add(m, &l);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_relu(gpudl_model *m) { return gpudl_model_add_act(m, GPUDL_ACT_RELU, 0.0f); }
+
+GPUDL__DEF gpudl_status gpudl_model_add_pool2d(gpudl_model *m, const gpudl_pool2d_desc *desc) {
+    gpudl__layer l;
+    int64_t sh, sw;
+    char s[64];
+    if (!m) return GPUDL_ERR_INVALID_ARG;
+    if (!desc || (desc->kind != GPUDL_POOL_MAX && desc->kind != GPUDL_POOL_AVG) || desc->k_h < 1 || desc->k_w < 1 ||
+        desc->stride_h < 0 || desc->stride_w < 0 || desc->pad_h < 0 || desc->pad_w < 0 || 2 * desc->pad_h > desc->k_h ||
+        2 * desc->pad_w > desc->k_w)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "add_pool2d: need kind MAX or AVG, a kernel >= 1 and padding at "
+                          "most half the kernel");
+    if (m->cur_ndim != 3 || m->cur_shape[1] + 2 * desc->pad_h < desc->k_h || m->cur_shape[2] + 2 * desc->pad_w < desc->k_w)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "add_pool2d: a %lldx%lld window does not fit a %s input",
+                          (long long)desc->k_h, (long long)desc->k_w, gpudl__shape_str(m->cur_ndim, m->cur_shape, s, sizeof s));
+    memset(&l, 0, sizeof l);
+    l.kind = GPUDL__L_POOL;
+    l.pool = *desc;
+    sh = desc->stride_h ? desc->stride_h : desc->k_h;
+    sw = desc->stride_w ? desc->stride_w : desc->k_w;
+    l.out_ndim = 3;
+    l.out_shape[0] = m->cur_shape[0];
+    l.out_shape[1] = (m->cur_shape[1] + 2 * desc->pad_h - desc->k_h) / sh + 1;
+    l.out_shape[2] = (m->cur_shape[2] + 2 * desc->pad_w - desc->k_w) / sw + 1;
+    return gpudl__add(m, &l);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_maxpool2d(gpudl_model *m, int64_t kernel, int64_t stride) {
+    gpudl_pool2d_desc d;
+    memset(&d, 0, sizeof d);
+    d.kind = GPUDL_POOL_MAX;
+    d.k_h = d.k_w = kernel;
+    d.stride_h = d.stride_w = stride;
+    return gpudl_model_add_pool2d(m, &d);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_batchnorm2d(gpudl_model *m, int64_t channels) {
+    gpudl__layer l;
+    char s[64];
+    if (!m) return GPUDL_ERR_INVALID_ARG;
+    if ((m->cur_ndim != 3 && m->cur_ndim != 1) || m->cur_shape[0] != channels)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "add_batchnorm2d(%lld): the previous layer gives %s per sample; need "
+                          "C x H x W (or C) with C = channels", (long long)channels,
+                          gpudl__shape_str(m->cur_ndim, m->cur_shape, s, sizeof s));
+    memset(&l, 0, sizeof l);
+    l.kind = GPUDL__L_BN;
+    l.in_f = channels;
+    l.w_ndim = 1; l.w_shape[0] = channels;
+    return gpudl__add(m, &l);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_dropout(gpudl_model *m, float p) {
+    gpudl__layer l;
+    if (!m) return GPUDL_ERR_INVALID_ARG;
+    if (!(p >= 0.0f && p < 1.0f)) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "add_dropout: p = %g is not in [0, 1)", (double)p);
+    memset(&l, 0, sizeof l);
+    l.kind = GPUDL__L_DROPOUT;
+    l.p = p;
+    return gpudl__add(m, &l);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_flatten(gpudl_model *m) {
+    gpudl__layer l;
+    if (!m) return GPUDL_ERR_INVALID_ARG;
+    memset(&l, 0, sizeof l);
+    l.kind = GPUDL__L_FLATTEN;
+    l.out_ndim = 1;
+    l.out_shape[0] = gpudl__prod(m->cur_ndim, m->cur_shape);
+    return gpudl__add(m, &l);
+}
+
+/* The real parameter count (the flat buffer also holds alignment padding). */
+static int64_t gpudl__count_params(const gpudl_model *m) {
+    int64_t n = 0;
+    int i;
+    for (i = 0; i < m->n; i++)
+        if (m->L[i].kind == GPUDL__L_LINEAR || m->L[i].kind == GPUDL__L_CONV || m->L[i].kind == GPUDL__L_BN)
+            n += gpudl__prod(m->L[i].w_ndim, m->L[i].w_shape) + (m->L[i].kind == GPUDL__L_BN ? m->L[i].in_f : m->L[i].out_f);
+    return n;
+}
+
+/* Parameter offsets are rounded up to 64 floats (256 bytes) for the GEMM libraries. */
+static int64_t gpudl__align64(int64_t n) { return (n + 63) & ~(int64_t)63; }
+
+static int gpudl__relu_like(const gpudl_model *m, int i) {
+    for (i = i + 1; i < m->n; i++) {
+        int k = m->L[i].kind;
+        if (k == GPUDL__L_BN || k == GPUDL__L_DROPOUT || k == GPUDL__L_POOL || k == GPUDL__L_FLATTEN) continue;
+        return k == GPUDL__L_ACT && (m->L[i].act == GPUDL_ACT_RELU || m->L[i].act == GPUDL_ACT_LEAKY_RELU ||
+                                     m->L[i].act == GPUDL_ACT_GELU);
+    }
+    return 0;
+}
+
+static gpudl_status gpudl__model_init(gpudl_model *m) {
+    gpudl_ctx *ctx = m->ctx;
+    int i;
+    GPUDL__TRY(gpudl_tensor_fill(ctx, &m->params, 0.0f));
+    GPUDL__TRY(gpudl_tensor_fill(ctx, &m->grads, 0.0f));
+    if (m->nbuffers) GPUDL__TRY(gpudl_tensor_fill(ctx, &m->buffers, 0.0f));
+    for (i = 0; i < m->n; i++) {
+        gpudl__layer *l = &m->L[i];
+        gpudl_tensor w = gpudl__view(&m->params, l->w_off, -1, l->w_ndim, l->w_shape);
+        if (l->kind == GPUDL__L_LINEAR || l->kind == GPUDL__L_CONV) {
+            int64_t ksz = l->kind == GPUDL__L_CONV ? l->k * l->k : 1;
+            double fan_in = (double)(l->in_f * ksz), fan_out = (double)(l->out_f * ksz);
+            int he = m->desc.init == GPUDL_INIT_HE || (m->desc.init == GPUDL_INIT_DEFAULT && gpudl__relu_like(m, i));
+            if (he) GPUDL__TRY(gpudl__fill_random(ctx, &w, m->seed, (uint64_t)l->w_off, 1, 0.0f, (float)sqrt(2.0 / fan_in)));
+            else {
+                float a = (float)sqrt(6.0 / (fan_in + fan_out));
+                GPUDL__TRY(gpudl__fill_random(ctx, &w, m->seed, (uint64_t)l->w_off, 0, -a, a));
+            }
+        } else if (l->kind == GPUDL__L_BN) {
+            gpudl_tensor rv = gpudl__view(&m->buffers, l->buf_off + l->in_f, -1, 1, &l->in_f);
+            GPUDL__TRY(gpudl_tensor_fill(ctx, &w, 1.0f));     /* gamma 1, beta 0, running var 1 */
+            GPUDL__TRY(gpudl_tensor_fill(ctx, &rv, 1.0f));
+        }
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc *desc) {
+    gpudl_ctx *ctx;
+    int64_t off = 0, boff = 0, B, one = 1, two[2];
+    int i;
+    char sh[64];
+    if (!m) return GPUDL_ERR_INVALID_ARG;
+    ctx = m->ctx;
+    GPUDL__ENTER(ctx);
+    if (m->built) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: the model is already built");
+    if (m->n == 0) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: the model has no layers");
+    memset(&m->desc, 0, sizeof m->desc);
+    if (desc) m->desc = *desc;
+    if (m->desc.max_batch < 0 || (m->desc.loss != GPUDL_LOSS_SOFTMAX_XENT && m->desc.loss != GPUDL_LOSS_MSE) ||
+        m->desc.init < GPUDL_INIT_DEFAULT || m->desc.init > GPUDL_INIT_XAVIER)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: bad desc (max_batch >= 0, loss, init)");
+    if (m->desc.max_batch == 0) m->desc.max_batch = 128;
+    if (m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT && m->cur_ndim != 1)
+        return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "model_build: softmax cross-entropy needs K scores per sample, the last "
+                          "layer gives %s (add flatten and linear)", gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh));
+    B = m->desc.max_batch;
+    m->seed = m->desc.seed ? m->desc.seed : ctx->rng_seed;
+    for (i = 0; i < m->n; i++) {   /* the size table */
+        gpudl__layer *l = &m->L[i];
+        if (l->kind == GPUDL__L_LINEAR || l->kind == GPUDL__L_CONV || l->kind == GPUDL__L_BN) {
+            l->w_off = off;
+            off = gpudl__align64(off + gpudl__prod(l->w_ndim, l->w_shape));
+            l->b_off = off;
+            off = gpudl__align64(off + (l->kind == GPUDL__L_BN ? l->in_f : l->out_f));
+        }
+        if (l->kind == GPUDL__L_BN) { l->buf_off = boff; boff += 2 * l->in_f; }
+    }
+    m->nparams = off;
+    m->nbuffers = boff;
+    if (off == 0) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: the model has no parameters");
+    {
+        gpudl_status s = GPUDL_OK;
+        s = gpudl_tensor_create(ctx, &m->params, GPUDL_F32, 1, &m->nparams);
+        if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->grads, GPUDL_F32, 1, &m->nparams);
+        if (s == GPUDL_OK && boff) s = gpudl_tensor_create(ctx, &m->buffers, GPUDL_F32, 1, &m->nbuffers);
+        for (i = 0; i < m->n && s == GPUDL_OK; i++) {
+            gpudl__layer *l = &m->L[i];
+            int64_t shape[4];
+            shape[0] = B;
+            memcpy(shape + 1, l->out_shape, sizeof l->out_shape);
+            if (l->kind == GPUDL__L_FLATTEN) {
+                /* a view: the same memory as the layer before (or the input) */
+                if (i > 0) { l->out = m->L[i - 1].out; l->dout = m->L[i - 1].dout; }
+                else s = gpudl_tensor_create(ctx, &l->dout, GPUDL_F32, 2, shape);
+                l->out.ndim = l->dout.ndim = 2;
+                l->out.shape[1] = l->dout.shape[1] = l->out_shape[0];
+                l->out.owner = 0;
+                if (i > 0) l->dout.owner = 0;
+                continue;
+            }
+            s = gpudl_tensor_create(ctx, &l->out, GPUDL_F32, 1 + l->out_ndim, shape);
+            if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &l->dout, GPUDL_F32, 1 + l->out_ndim, shape);
+            if (s == GPUDL_OK && l->kind == GPUDL__L_BN) {
+                two[0] = 2; two[1] = l->in_f;
+                s = gpudl_tensor_create(ctx, &l->save, GPUDL_F32, 2, two);
+            }
+        }
+        if (s == GPUDL_OK && m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT) {
+            two[0] = B; two[1] = m->cur_shape[0];
+            s = gpudl_tensor_create(ctx, &m->probs, GPUDL_F32, 2, two);
+        }
+        if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->loss, GPUDL_F32, 1, &one);
+        if (s == GPUDL_OK) { two[0] = 2; s = gpudl_tensor_create(ctx, &m->clip, GPUDL_F32, 1, two); }
+        if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->preds, GPUDL_I32, 1, &B);
+        if (s == GPUDL_OK) s = gpudl__model_init(m);
+        if (s != GPUDL_OK) {   /* leave the model as it was: unbuilt, nothing allocated */
+            for (i = 0; i < m->n; i++) {
+                gpudl__layer *l = &m->L[i];
+                if (l->kind != GPUDL__L_FLATTEN) gpudl_tensor_free(ctx, &l->out);
+                if (l->kind != GPUDL__L_FLATTEN || i == 0) gpudl_tensor_free(ctx, &l->dout);
+                memset(&l->out, 0, sizeof l->out); memset(&l->dout, 0, sizeof l->dout);
+                gpudl_tensor_free(ctx, &l->save);
+            }
+            gpudl_tensor_free(ctx, &m->params); gpudl_tensor_free(ctx, &m->grads); gpudl_tensor_free(ctx, &m->buffers);
+            gpudl_tensor_free(ctx, &m->probs); gpudl_tensor_free(ctx, &m->loss); gpudl_tensor_free(ctx, &m->clip);
+            gpudl_tensor_free(ctx, &m->preds);
+            return s;
+        }
+    }
+    m->built = 1;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF void gpudl_model_train(gpudl_model *m, int training) { if (m) m->training = training ? 1 : 0; }
+
+static gpudl_status gpudl__check_built(gpudl_model *m, const char *what) {
+    if (!m) return GPUDL_ERR_INVALID_ARG;
+    GPUDL__ENTER(m->ctx);
+    if (!m->built) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "%s: the model is not built (call gpudl_model_build first)", what);
+    return GPUDL_OK;
+}
+
+/* The weight / bias views of layer l in a flat buffer (params or grads). */
+static gpudl_tensor gpudl__w(const gpudl__layer *l, const gpudl_tensor *flat) { return gpudl__view(flat, l->w_off, -1, l->w_ndim, l->w_shape); }
+static gpudl_tensor gpudl__b(const gpudl__layer *l, const gpudl_tensor *flat) {
+    int64_t n = l->kind == GPUDL__L_BN ? l->in_f : l->out_f;
+    return gpudl__view(flat, l->b_off, -1, 1, &n);
+}
+
+/* Layer i's input and output for the current batch. */
+static gpudl_tensor gpudl__lin(const gpudl_model *m, int i) {
+    const gpudl__layer *l = &m->L[i];
+    return gpudl__view(i == 0 ? &m->input : &m->L[i - 1].out, 0, m->batch, l->in_ndim, l->in_shape);
+}
+static gpudl_tensor gpudl__lout(const gpudl_model *m, int i, int grad) {
+    const gpudl__layer *l = &m->L[i];
+    return gpudl__view(grad ? &l->dout : &l->out, 0, m->batch, l->out_ndim, l->out_shape);
+}
+
+static gpudl_status gpudl__copy_same(gpudl_ctx *ctx, gpudl_tensor *dst, const gpudl_tensor *src) {
+    return gpudl__memcpy(ctx, dst->data, dst->device, src->data, src->device, gpudl_tensor_bytes(src));
+}
+
+GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *x, gpudl_tensor *out) {
+    gpudl_ctx *ctx;
+    int i, k;
+    char sx[96], sh[64];
+    GPUDL__TRY(gpudl__check_built(m, "model_forward"));
+    ctx = m->ctx;
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    if (x->device != m->params.device)
+        return GPUDL__ERR(ctx, GPUDL_ERR_DEVICE, "model_forward: x is %s but the model lives on %s",
+                          gpudl_tensor_describe(x, sx, sizeof sx), gpudl__device_name(m->params.device));
+    k = x->ndim == 1 + m->in_ndim && x->shape[0] >= 1 && x->shape[0] <= m->desc.max_batch;
+    for (i = 0; k && i < m->in_ndim; i++) k = x->shape[1 + i] == m->in_shape[i];
+    if (!k)
+        return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "model_forward: x is %s; the model takes (N, %s) with 1 <= N <= %lld",
+                          gpudl_tensor_describe(x, sx, sizeof sx), gpudl__shape_str(m->in_ndim, m->in_shape, sh, sizeof sh),
+                          (long long)m->desc.max_batch);
+    m->input = *x;
+    m->batch = x->shape[0];
+    m->have_loss = 0;
+    for (i = 0; i < m->n; i++) {
+        gpudl__layer *l = &m->L[i];
+        gpudl_tensor in = gpudl__lin(m, i), y, w, b;
+        if (l->kind == GPUDL__L_FLATTEN) {   /* a view of its input */
+            l->out.data = i == 0 ? x->data : m->L[i - 1].out.data;
+            continue;
+        }
+        y = gpudl__lout(m, i, 0);
+        w = gpudl__w(l, &m->params);
+        b = gpudl__b(l, &m->params);
+        switch (l->kind) {
+        case GPUDL__L_LINEAR: GPUDL__TRY(gpudl_linear_forward(ctx, &y, &in, &w, &b)); break;
+        case GPUDL__L_CONV:   GPUDL__TRY(gpudl_conv2d_forward(ctx, &y, &in, &w, &b, &l->conv)); break;
+        case GPUDL__L_ACT:    GPUDL__TRY(gpudl_act_forward(ctx, (gpudl_act)l->act, l->alpha, &y, &in)); break;
+        case GPUDL__L_POOL:   GPUDL__TRY(gpudl_pool2d_forward(ctx, &y, &in, &l->pool)); break;
+        case GPUDL__L_BN: {
+            gpudl_tensor rm = gpudl__view(&m->buffers, l->buf_off, -1, 1, &l->in_f);
+            gpudl_tensor rv = gpudl__view(&m->buffers, l->buf_off + l->in_f, -1, 1, &l->in_f);
+            gpudl_tensor sm = gpudl__view(&l->save, 0, -1, 1, &l->in_f), si = gpudl__view(&l->save, l->in_f, -1, 1, &l->in_f);
+            GPUDL__TRY(gpudl_batchnorm_forward(ctx, &y, &sm, &si, &in, &w, &b, &rm, &rv, m->training, 0.1f, 1e-5f));
+            break;
+        }
+        case GPUDL__L_DROPOUT:
+            if (m->training && l->p > 0.0f) {
+                l->drop_offset = m->rng_offset;
+                m->rng_offset += (uint64_t)gpudl_tensor_numel(&in);
+                GPUDL__TRY(gpudl_dropout_forward(ctx, &y, &in, l->p, m->seed ^ 0xd20b0d20b0d2ull, l->drop_offset));
+            } else {
+                GPUDL__TRY(gpudl__copy_same(ctx, &y, &in));
+            }
+            break;
+        default: break;
+        }
+    }
+    if (out) *out = gpudl__lout(m, m->n - 1, 0);
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_loss(gpudl_model *m, const gpudl_tensor *target) {
+    gpudl_tensor out, dout;
+    GPUDL__TRY(gpudl__check_built(m, "model_loss"));
+    if (m->batch == 0) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_loss: call gpudl_model_forward first");
+    if (!target) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_loss: target is NULL");
+    out = gpudl__lout(m, m->n - 1, 0);
+    dout = gpudl__lout(m, m->n - 1, 1);
+    if (m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT) {
+        gpudl_tensor probs = gpudl__view(&m->probs, 0, m->batch, 1, m->cur_shape);
+        GPUDL__TRY(gpudl_softmax_xent_forward(m->ctx, &m->loss, &probs, &out, target));
+        GPUDL__TRY(gpudl_softmax_xent_backward(m->ctx, &dout, &probs, target, 1.0f));
+    } else {
+        GPUDL__TRY(gpudl_mse_forward(m->ctx, &m->loss, &out, target));
+        GPUDL__TRY(gpudl_mse_backward(m->ctx, &dout, &out, target, 1.0f));
+    }
+    m->have_loss = 1;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_loss_value(gpudl_model *m, float *loss) {
+    GPUDL__TRY(gpudl__check_built(m, "model_loss_value"));
+    if (!m->have_loss) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_loss_value: call gpudl_model_loss first");
+    return gpudl_tensor_item(m->ctx, &m->loss, 0, loss);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
+    gpudl_ctx *ctx;
+    int i;
+    GPUDL__TRY(gpudl__check_built(m, "model_backward"));
+    ctx = m->ctx;
+    if (!m->have_loss) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_backward: call gpudl_model_loss after forward first");
+    for (i = m->n - 1; i >= 0; i--) {
+        gpudl__layer *l = &m->L[i];
+        gpudl_tensor x = gpudl__lin(m, i), y = gpudl__lout(m, i, 0), dy = gpudl__lout(m, i, 1), dxv, *dx = NULL;
+        gpudl_tensor w = gpudl__w(l, &m->params), dw = gpudl__w(l, &m->grads), db = gpudl__b(l, &m->grads);
+        if (i > 0) { dxv = gpudl__view(&m->L[i - 1].dout, 0, m->batch, l->in_ndim, l->in_shape); dx = &dxv; }
+        else if (m->want_dinput) { dxv = gpudl__view(&m->dinput, 0, m->batch, l->in_ndim, l->in_shape); dx = &dxv; }
+        switch (l->kind) {
+        case GPUDL__L_LINEAR: GPUDL__TRY(gpudl_linear_backward(ctx, dx, &dw, &db, &dy, &x, &w)); break;
+        case GPUDL__L_CONV:   GPUDL__TRY(gpudl_conv2d_backward(ctx, dx, &dw, &db, &dy, &x, &w, &l->conv)); break;
+        case GPUDL__L_ACT:    if (dx) GPUDL__TRY(gpudl_act_backward(ctx, (gpudl_act)l->act, l->alpha, dx, &dy, &x, &y)); break;
+        case GPUDL__L_POOL:   if (dx) GPUDL__TRY(gpudl_pool2d_backward(ctx, dx, &dy, &x, &l->pool)); break;
+        case GPUDL__L_BN: {
+            gpudl_tensor sm = gpudl__view(&l->save, 0, -1, 1, &l->in_f), si = gpudl__view(&l->save, l->in_f, -1, 1, &l->in_f);
+            if (!m->training)
+                return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "model_backward: layer %d is batch norm in eval mode; "
+                                  "train with gpudl_model_train(m, 1)", i);
+            GPUDL__TRY(gpudl_batchnorm_backward(ctx, dx, &dw, &db, &dy, &x, &w, &sm, &si));
+            break;
+        }
+        case GPUDL__L_DROPOUT:
+            if (!dx) break;
+            if (m->training && l->p > 0.0f) GPUDL__TRY(gpudl_dropout_backward(ctx, dx, &dy, l->p, m->seed ^ 0xd20b0d20b0d2ull, l->drop_offset));
+            else GPUDL__TRY(gpudl__copy_same(ctx, dx, &dy));
+            break;
+        case GPUDL__L_FLATTEN:
+            if (i == 0 && dx) GPUDL__TRY(gpudl__copy_same(ctx, dx, &dy));   /* otherwise dx is dy's memory */
+            break;
+        default: break;
+        }
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_zero_grad(gpudl_model *m) {
+    GPUDL__TRY(gpudl__check_built(m, "model_zero_grad"));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(&m->grads)) {
+        GPUDL__CUDA(m->ctx, cudaMemsetAsync(m->grads.data, 0, gpudl_tensor_bytes(&m->grads), m->ctx->stream));
+        return GPUDL_OK;
+    }
+#endif
+    memset(m->grads.data, 0, gpudl_tensor_bytes(&m->grads));   /* one memset: the flat buffer */
+    return GPUDL_OK;
+}
+
+GPUDL__DEF int64_t gpudl_model_num_params(const gpudl_model *m) { return m ? m->nparams : 0; }
+
+GPUDL__DEF gpudl_status gpudl_model_params(gpudl_model *m, gpudl_tensor *params, gpudl_tensor *grads) {
+    GPUDL__TRY(gpudl__check_built(m, "model_params"));
+    if (params) { *params = m->params; params->owner = 0; }
+    if (grads) { *grads = m->grads; grads->owner = 0; }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_predict(gpudl_model *m, gpudl_tensor *preds) {
+    gpudl_tensor out, p;
+    GPUDL__TRY(gpudl__check_built(m, "model_predict"));
+    if (m->batch == 0 || m->cur_ndim != 1) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_predict: needs a forward of a classifier first");
+    out = gpudl__lout(m, m->n - 1, 0);
+    p = gpudl__view(&m->preds, 0, -1, 1, &m->batch);
+    GPUDL__TRY(gpudl_argmax_rows(m->ctx, &p, &out));
+    if (preds) *preds = p;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_count_correct(gpudl_model *m, const gpudl_tensor *labels, gpudl_tensor *count) {
+    gpudl_tensor p;
+    int64_t i;
+    GPUDL__TRY(gpudl_model_predict(m, &p));
+    GPUDL__TRY(gpudl__check_labels(m->ctx, labels, &p, m->batch));
+    GPUDL__TRY(gpudl__check_f32(m->ctx, count, "count"));
+    if (gpudl_tensor_numel(count) != 1 || count->device != p.device)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "model_count_correct: count must be one f32 on the model's device");
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(&p)) {
+        GPUDL__LAUNCH(m->ctx, gpudl_k_count_correct(m->ctx->stream, (float *)count->data, (const int32_t *)p.data, labels->data,
+                                                    (int)labels->dtype, m->batch));
+        return GPUDL_OK;
+    }
+#endif
+    for (i = 0; i < m->batch; i++)
+        if (((const int32_t *)p.data)[i] == gpudl__label(labels, i)) *(float *)count->data += 1.0f;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF const char *gpudl_model_summary(const gpudl_model *m, char *buf, size_t size) {
+    static const char *names[] = {"", "linear", "conv2d", "act", "pool2d", "batchnorm", "dropout", "flatten"};
+    size_t n = 0;
+    int i;
+    char a[64], b[64];
+    if (!buf || !size) return buf;
+    buf[0] = 0;
+    if (!m) return buf;
+    n += (size_t)snprintf(buf, size, "input %s\n", gpudl__shape_str(m->in_ndim, m->in_shape, a, sizeof a));
+    for (i = 0; i < m->n && n < size; i++) {
+        const gpudl__layer *l = &m->L[i];
+        int64_t np = l->w_off >= 0 ? gpudl__prod(l->w_ndim, l->w_shape) + (l->kind == GPUDL__L_BN ? l->in_f : l->out_f) : 0;
+        n += (size_t)snprintf(buf + n, size - n, "%3d %-9s %12s -> %-12s %9lld params\n", i, names[l->kind],
+                              gpudl__shape_str(l->in_ndim, l->in_shape, a, sizeof a),
+                              gpudl__shape_str(l->out_ndim, l->out_shape, b, sizeof b), (long long)np);
+    }
+    if (n < size) snprintf(buf + n, size - n, "parameters: %lld (flat buffer %lld floats)\n",
+                           (long long)gpudl__count_params(m), (long long)m->nparams);
+    return buf;
+}
+
+/* >>optim ----------------------------------------------------------------- */
+
+GPUDL__DEF float gpudl_optim_lr(const gpudl_optim_desc *d, int64_t step) {
+    float lr;
+    if (!d) return 0.0f;
+    lr = d->lr > 0.0f ? d->lr : (d->kind == GPUDL_OPTIM_SGD ? 0.01f : 0.001f);
+    if (d->schedule == GPUDL_SCHED_STEP && d->step_size > 0)
+        return lr * (float)pow(d->gamma > 0.0f ? d->gamma : 0.1, (double)(step / d->step_size));
+    if (d->schedule == GPUDL_SCHED_COSINE) {
+        double t;
+        if (d->warmup_steps > 0 && step < d->warmup_steps) return lr * (float)(step + 1) / (float)d->warmup_steps;
+        if (d->total_steps <= d->warmup_steps) return lr;
+        t = (double)(step - d->warmup_steps) / (double)(d->total_steps - d->warmup_steps);
+        if (t > 1.0) t = 1.0;
+        return (float)(d->min_lr + 0.5 * (lr - d->min_lr) * (1.0 + cos(3.14159265358979323846 * t)));
+    }
+    return lr;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_set_optimizer(gpudl_model *m, const gpudl_optim_desc *desc) {
+    gpudl_optim_desc d;
+    int need_m, need_v;
+    GPUDL__TRY(gpudl__check_built(m, "model_set_optimizer"));
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    if (d.kind < GPUDL_OPTIM_SGD || d.kind > GPUDL_OPTIM_ADAMW || d.lr < 0 || d.momentum < 0 || d.weight_decay < 0 ||
+        d.beta1 < 0 || d.beta1 >= 1 || d.beta2 < 0 || d.beta2 >= 1 || d.eps < 0 || d.clip_norm < 0 ||
+        d.schedule < GPUDL_SCHED_CONSTANT || d.schedule > GPUDL_SCHED_COSINE || (d.nesterov && d.momentum <= 0))
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "set_optimizer: invalid desc (kind, non-negative rates, betas in "
+                          "[0,1), schedule; Nesterov needs momentum)");
+    if (d.lr == 0.0f) d.lr = d.kind == GPUDL_OPTIM_SGD ? 0.01f : 0.001f;
+    if (d.beta1 == 0.0f) d.beta1 = 0.9f;
+    if (d.beta2 == 0.0f) d.beta2 = 0.999f;
+    if (d.eps == 0.0f) d.eps = 1e-8f;
+    need_m = d.kind != GPUDL_OPTIM_SGD || d.momentum > 0;
+    need_v = d.kind != GPUDL_OPTIM_SGD;
+    gpudl_tensor_free(m->ctx, &m->m1);
+    gpudl_tensor_free(m->ctx, &m->m2);
+    if (need_m) {
+        GPUDL__TRY(gpudl_tensor_create(m->ctx, &m->m1, GPUDL_F32, 1, &m->nparams));
+        GPUDL__TRY(gpudl_tensor_fill(m->ctx, &m->m1, 0.0f));
+    }
+    if (need_v) {
+        GPUDL__TRY(gpudl_tensor_create(m->ctx, &m->m2, GPUDL_F32, 1, &m->nparams));
+        GPUDL__TRY(gpudl_tensor_fill(m->ctx, &m->m2, 0.0f));
+    }
+    m->opt = d;
+    m->has_opt = 1;
+    m->step = 0;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF int64_t gpudl_model_step_count(const gpudl_model *m) { return m ? m->step : 0; }
+
+static gpudl_optim_hp gpudl__hparams(const gpudl_model *m) {
+    gpudl_optim_hp h;
+    const gpudl_optim_desc *d = &m->opt;
+    memset(&h, 0, sizeof h);
+    h.kind = (int)d->kind;
+    h.nesterov = d->nesterov;
+    h.first = m->step == 0;
+    h.lr = gpudl_optim_lr(d, m->step);
+    h.momentum = d->momentum;
+    h.weight_decay = d->weight_decay;
+    h.beta1 = d->beta1;
+    h.beta2 = d->beta2;
+    h.eps = d->eps;
+    h.bc1 = 1.0f - (float)pow(d->beta1, (double)(m->step + 1));
+    h.bc2 = 1.0f - (float)pow(d->beta2, (double)(m->step + 1));
+    return h;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
+    gpudl_optim_hp h;
+    int64_t i, n;
+    float scale = 1.0f, *w, *g, *m1, *m2;
+    GPUDL__TRY(gpudl__check_built(m, "model_step"));
+    if (!m->has_opt) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_step: no optimizer (call gpudl_model_set_optimizer)");
+    h = gpudl__hparams(m);
+    n = m->nparams;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(&m->params)) {
+        const float *gscale = NULL;
+        if (m->opt.clip_norm > 0.0f) {
+            GPUDL__LAUNCH(m->ctx, gpudl_k_clip_scale(m->ctx->stream, (float *)m->clip.data, (const float *)m->grads.data, n,
+                                                     m->opt.clip_norm, m->ctx->scratch));
+            gscale = (const float *)m->clip.data + 1;
+        }
+        GPUDL__LAUNCH(m->ctx, gpudl_k_optim(m->ctx->stream, h, (float *)m->params.data, (const float *)m->grads.data,
+                                            (float *)m->m1.data, (float *)m->m2.data, n, gscale));
+        m->step++;
+        return GPUDL_OK;
+    }
+#endif
+    w = (float *)m->params.data; g = (float *)m->grads.data;
+    m1 = (float *)m->m1.data; m2 = (float *)m->m2.data;
+    if (m->opt.clip_norm > 0.0f) {
+        /* the global norm, summed in a fixed order (deterministic) */
+        double ss = 0;
+        for (i = 0; i < n; i++) ss += (double)g[i] * g[i];
+        ((float *)m->clip.data)[0] = (float)ss;
+        if (sqrt(ss) > m->opt.clip_norm) scale = (float)(m->opt.clip_norm / (sqrt(ss) + 1e-6));
+        ((float *)m->clip.data)[1] = scale;
+    }
+    GPUDL__OMP(omp parallel for if (n > 65536))
+    for (i = 0; i < n; i++) {
+        float mi = 0.0f, vi = 0.0f;
+        if (m1) mi = m1[i];
+        if (m2) vi = m2[i];
+        gpudl_optim_update(&h, &w[i], g[i] * scale, &mi, &vi);
+        if (m1) m1[i] = mi;
+        if (m2) m2[i] = vi;
+    }
+    m->step++;
+    return GPUDL_OK;
+}
+
+/* >>data ------------------------------------------------------------------ */
+
+/* Reads a whole regular file into a new host buffer. IO errors name the
+   path and strerror. *size is the byte count; the buffer has one extra
+   zero byte. */
+static gpudl_status gpudl__read_file(gpudl_ctx *ctx, const char *path, const char *what, unsigned char **data, size_t *size) {
+    FILE *f;
+    unsigned char *buf = NULL;
+    size_t cap = 0, n = 0;
+    *data = NULL;
+    *size = 0;
+#if !defined(_WIN32)
+    {
+        struct stat st;
+        if (stat(path, &st) != 0)
+            return GPUDL__ERR(ctx, GPUDL_ERR_IO, "%s: cannot open '%s': %s", what, path, strerror(errno));
+        if (S_ISDIR(st.st_mode)) return GPUDL__ERR(ctx, GPUDL_ERR_IO, "%s: '%s' is a directory, not a file", what, path);
+        cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    }
+#endif
+    f = fopen(path, "rb");
+    if (!f) return GPUDL__ERR(ctx, GPUDL_ERR_IO, "%s: cannot open '%s': %s", what, path, strerror(errno));
+    if (cap == 0) cap = 4096;
+    buf = (unsigned char *)GPUDL_MALLOC(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+        if (n == cap) {
+            unsigned char *b2 = (unsigned char *)GPUDL_REALLOC(buf, cap * 2);
+            if (!b2) { GPUDL_FREE(buf); buf = NULL; break; }
+            buf = b2;
+            cap *= 2;
+        }
+    }
+    if (!buf) { fclose(f); return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "%s: no memory to read '%s'", what, path); }
+    if (ferror(f)) {
+        int e = errno;
+        fclose(f);
+        GPUDL_FREE(buf);
+        return GPUDL__ERR(ctx, GPUDL_ERR_IO, "%s: reading '%s' failed: %s", what, path, strerror(e));
+    }
+    fclose(f);
+    if (n == cap) {   /* room for the terminating zero */
+        unsigned char *b2 = (unsigned char *)GPUDL_REALLOC(buf, cap + 1);
+        if (!b2) { GPUDL_FREE(buf); return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "%s: no memory to read '%s'", what, path); }
+        buf = b2;
+    }
+    buf[n] = 0;
+    *data = buf;
+    *size = n;
+    return GPUDL_OK;
+}
+
+#ifdef GPUDL_ZLIB
+/* Replaces a gzip buffer by its decompressed bytes. */
+static gpudl_status gpudl__gunzip(gpudl_ctx *ctx, const char *path, unsigned char **data, size_t *size) {
+    z_stream z;
+    size_t cap = *size * 4 + 1024, n = 0;
+    unsigned char *out = (unsigned char *)GPUDL_MALLOC(cap);
+    int r = Z_OK;
+    if (!out) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "idx_load: no memory to decompress '%s'", path);
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 15 + 16) != Z_OK) { GPUDL_FREE(out); return GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, "idx_load: zlib init failed"); }
+    z.next_in = *data;
+    z.avail_in = (uInt)*size;
+    while (r != Z_STREAM_END) {
+        if (n == cap) {
+            unsigned char *o2 = (unsigned char *)GPUDL_REALLOC(out, cap * 2);
+            if (!o2) { inflateEnd(&z); GPUDL_FREE(out); return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "idx_load: no memory to decompress '%s'", path); }
+            out = o2;
+            cap *= 2;
+        }
+        z.next_out = out + n;
+        z.avail_out = (uInt)(cap - n);
+        r = inflate(&z, Z_NO_FLUSH);
+        n = cap - z.avail_out;
+        if (r != Z_OK && r != Z_STREAM_END) {
+            inflateEnd(&z);
+            GPUDL_FREE(out);
+            return GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, "idx_load: '%s' is not a valid gzip stream (%s)", path,
+                              r == Z_BUF_ERROR ? "truncated" : z.msg ? z.msg : "inflate failed");
+        }
+        if (r == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
+            inflateEnd(&z);
+            GPUDL_FREE(out);
+            return GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, "idx_load: '%s' is a truncated gzip stream", path);
+        }
+    }
+    inflateEnd(&z);
+    GPUDL_FREE(*data);
+    *data = out;
+    *size = n;
+    return GPUDL_OK;
+}
+#endif
+
+static uint32_t gpudl__be32(const unsigned char *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+GPUDL__DEF gpudl_status gpudl_idx_load(gpudl_ctx *ctx, const char *path, gpudl_tensor *out) {
+    unsigned char *buf = NULL;
+    size_t size = 0, hdr, esize;
+    int64_t shape[4], n = 1, i;
+    int ndim, type;
+    gpudl_dtype dt;
+    gpudl_status s;
+    GPUDL__ENTER(ctx);
+    if (!out) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "idx_load: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!path) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "idx_load: path is NULL");
+    GPUDL__TRY(gpudl__read_file(ctx, path, "idx_load", &buf, &size));
+    if (size >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
+#ifdef GPUDL_ZLIB
+        s = gpudl__gunzip(ctx, path, &buf, &size);
+        if (s != GPUDL_OK) { GPUDL_FREE(buf); return s; }
+#else
+        GPUDL_FREE(buf);
+        return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "idx_load: '%s' is gzip-compressed; decompress it first "
+                          "(gunzip -k '%s') or build gpudl with -DGPUDL_ZLIB -lz", path, path);
+#endif
+    }
+#define GPUDL__IDX_FAIL(st, ...) do { GPUDL_FREE(buf); return GPUDL__ERR(ctx, st, __VA_ARGS__); } while (0)
+    if (size < 4) GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' is truncated: %zu bytes, less than the 4-byte magic", path, size);
+    if (buf[0] != 0 || buf[1] != 0)
+        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has a bad magic number (%02x %02x %02x %02x): not an IDX file", path,
+                        buf[0], buf[1], buf[2], buf[3]);
+    type = buf[2];
+    ndim = buf[3];
+    switch (type) {
+    case 0x08: dt = GPUDL_U8; break;
+    case 0x0C: dt = GPUDL_I32; break;
+    case 0x0D: dt = GPUDL_F32; break;
+    case 0x09: case 0x0B: case 0x0E:
+        GPUDL__IDX_FAIL(GPUDL_ERR_UNSUPPORTED, "idx_load: '%s' holds IDX type 0x%02x (%s), which gpudl does not load "
+                        "(ubyte, int and float are supported)", path, type, type == 0x09 ? "signed byte" : type == 0x0B ? "short" : "double");
+    default:
+        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has an unknown IDX type 0x%02x", path, type);
+    }
+    if (ndim < 1 || ndim > 4)
+        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has %d dimensions; gpudl loads 1 to 4", path, ndim);
+    hdr = 4 + 4 * (size_t)ndim;
+    if (size < hdr) GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' is truncated inside its header (%zu of %zu bytes)", path, size, hdr);
+    esize = gpudl_dtype_size(dt);
+    for (i = 0; i < ndim; i++) {
+        shape[i] = (int64_t)gpudl__be32(buf + 4 + 4 * i);
+        if (shape[i] == 0) GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has dimension %d of size 0", path, (int)i);
+        if (n > (INT64_MAX / (int64_t)esize) / shape[i])
+            GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s': the dimensions' product overflows", path);
+        n *= shape[i];
+    }
+    if ((uint64_t)(size - hdr) < (uint64_t)n * esize)
+        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' is truncated: the header promises %lld bytes of data, the file has %zu",
+                        path, (long long)(n * (int64_t)esize), size - hdr);
+    if ((uint64_t)(size - hdr) > (uint64_t)n * esize)
+        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has %zu trailing bytes after its %lld bytes of data", path,
+                        (size - hdr) - (size_t)(n * (int64_t)esize), (long long)(n * (int64_t)esize));
+#undef GPUDL__IDX_FAIL
+    s = gpudl_tensor_create_on(ctx, out, GPUDL_DEVICE_CPU, dt, ndim, shape);
+    if (s != GPUDL_OK) { GPUDL_FREE(buf); return s; }
+    if (dt == GPUDL_U8) memcpy(out->data, buf + hdr, (size_t)n);
+    else for (i = 0; i < n; i++) ((uint32_t *)out->data)[i] = gpudl__be32(buf + hdr + 4 * i);   /* big-endian words */
+    GPUDL_FREE(buf);
+    return GPUDL_OK;
+}
+
+GPUDL__DEF void gpudl_dataset_free(gpudl_ctx *ctx, gpudl_dataset *ds) {
+    if (!ds) return;
+    gpudl_tensor_free(ctx, &ds->images); gpudl_tensor_free(ctx, &ds->labels); gpudl_tensor_free(ctx, &ds->perm);
+    gpudl_tensor_free(ctx, &ds->xb); gpudl_tensor_free(ctx, &ds->yb);
+    memset(ds, 0, sizeof *ds);
+}
+
+GPUDL__DEF gpudl_status gpudl_dataset_create(gpudl_ctx *ctx, gpudl_dataset *ds, const gpudl_tensor *images,
+                                             const gpudl_tensor *labels, int64_t batch, float mean, float std) {
+    int64_t N, sample, i, shape[4], one[1];
+    float *hx = NULL;
+    int32_t *hy = NULL;
+    gpudl_status s = GPUDL_OK;
+    GPUDL__ENTER(ctx);
+    if (!ds) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_create: ds is NULL");
+    memset(ds, 0, sizeof *ds);
+    GPUDL__TRY(gpudl__check_tensor(ctx, images, "images"));
+    GPUDL__TRY(gpudl__check_tensor(ctx, labels, "labels"));
+    if (images->device != GPUDL_DEVICE_CPU || labels->device != GPUDL_DEVICE_CPU || images->dtype != GPUDL_U8 ||
+        (labels->dtype != GPUDL_U8 && labels->dtype != GPUDL_I32) || (images->ndim != 3 && images->ndim != 4) ||
+        labels->shape[0] != images->shape[0] || gpudl_tensor_numel(labels) != images->shape[0])
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "dataset_create", "images", images, "labels", labels,
+                               "need host u8 images (N,H,W) or (N,C,H,W) and N host u8/i32 labels");
+    if (batch < 1 || !(std > 0.0f)) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_create: need batch >= 1 and std > 0");
+    N = images->shape[0];
+    sample = gpudl_tensor_numel(images) / N;
+    shape[0] = N;
+    shape[1] = images->ndim == 4 ? images->shape[1] : 1;
+    shape[2] = images->shape[images->ndim - 2];
+    shape[3] = images->shape[images->ndim - 1];
+    hx = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)(N * sample));
+    hy = (int32_t *)GPUDL_MALLOC(sizeof(int32_t) * (size_t)N);
+    if (!hx || !hy) { s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "dataset_create: no host memory for %lld samples", (long long)N); goto done; }
+    GPUDL__OMP(omp parallel for if (N * sample > 65536))
+    for (i = 0; i < N * sample; i++) hx[i] = (((const uint8_t *)images->data)[i] / 255.0f - mean) / std;
+    for (i = 0; i < N; i++) hy[i] = (int32_t)gpudl__label(labels, i);
+    one[0] = N;
+    s = gpudl_tensor_create(ctx, &ds->images, GPUDL_F32, 4, shape);
+    if (s == GPUDL_OK) s = gpudl_tensor_upload(ctx, &ds->images, hx, sizeof(float) * (size_t)(N * sample));
+    if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &ds->labels, GPUDL_I32, 1, one);
+    if (s == GPUDL_OK) s = gpudl_tensor_upload(ctx, &ds->labels, hy, sizeof(int32_t) * (size_t)N);
+    if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &ds->perm, GPUDL_I32, 1, one);
+    shape[0] = batch < N ? batch : N;
+    one[0] = shape[0];
+    if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &ds->xb, GPUDL_F32, 4, shape);
+    if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &ds->yb, GPUDL_I32, 1, one);
+    ds->n = N;
+    ds->batch = shape[0];
+    ds->seed = ctx->rng_seed;
+    if (s == GPUDL_OK) s = gpudl_dataset_shuffle(ctx, ds, 0, 0);
+done:
+    GPUDL_FREE(hx);
+    GPUDL_FREE(hy);
+    if (s != GPUDL_OK) gpudl_dataset_free(ctx, ds);
+    return s;
+}
+
+GPUDL__DEF gpudl_status gpudl_dataset_shuffle(gpudl_ctx *ctx, gpudl_dataset *ds, int shuffle, uint64_t epoch) {
+    int32_t *p;
+    int64_t i;
+    gpudl_status s;
+    GPUDL__ENTER(ctx);
+    if (!ds || !ds->perm.data) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_shuffle: the dataset is not created");
+    p = (int32_t *)GPUDL_MALLOC(sizeof(int32_t) * (size_t)ds->n);
+    if (!p) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "dataset_shuffle: no host memory");
+    for (i = 0; i < ds->n; i++) p[i] = (int32_t)i;
+    if (shuffle) {   /* Fisher-Yates from the counter RNG: (seed, epoch) fixes the order */
+        uint64_t key = gpudl__mix64(ds->seed ^ gpudl__mix64(epoch + 0x5eed));
+        for (i = ds->n - 1; i > 0; i--) {
+            int64_t j = (int64_t)(gpudl_rng_bits(key, (uint64_t)i) % (uint64_t)(i + 1));
+            int32_t t = p[i]; p[i] = p[j]; p[j] = t;
+        }
+    }
+    s = gpudl_tensor_upload(ctx, &ds->perm, p, sizeof(int32_t) * (size_t)ds->n);   /* once per epoch */
+    GPUDL_FREE(p);
+    return s;
+}
+
+GPUDL__DEF int64_t gpudl_dataset_num_batches(const gpudl_dataset *ds) {
+    return ds && ds->batch ? (ds->n + ds->batch - 1) / ds->batch : 0;
+}
+
+GPUDL__DEF gpudl_status gpudl_dataset_batch(gpudl_ctx *ctx, gpudl_dataset *ds, int64_t b, gpudl_tensor *x, gpudl_tensor *y) {
+    int64_t start, count, sample, i;
+    GPUDL__ENTER(ctx);
+    if (!ds || !ds->xb.data || !x || !y) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_batch: NULL or uncreated dataset");
+    if (b < 0 || b >= gpudl_dataset_num_batches(ds))
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_batch: batch %lld outside [0, %lld)", (long long)b,
+                          (long long)gpudl_dataset_num_batches(ds));
+    start = b * ds->batch;
+    count = GPUDL__MIN(ds->batch, ds->n - start);
+    sample = gpudl_tensor_numel(&ds->images) / ds->n;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(&ds->images)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_gather(ctx->stream, (float *)ds->xb.data, (int32_t *)ds->yb.data, (const float *)ds->images.data,
+                                          (const int32_t *)ds->labels.data, (const int32_t *)ds->perm.data, start, count, sample));
+    } else
+#endif
+    {
+        GPUDL__OMP(omp parallel for if (count * sample > 65536))
+        for (i = 0; i < count; i++) {
+            int64_t k = ((const int32_t *)ds->perm.data)[start + i];
+            memcpy((float *)ds->xb.data + i * sample, (const float *)ds->images.data + k * sample, sizeof(float) * (size_t)sample);
+            ((int32_t *)ds->yb.data)[i] = ((const int32_t *)ds->labels.data)[k];
+        }
+    }
+    *x = gpudl__view(&ds->xb, 0, count, 3, ds->images.shape + 1);
+    *y = gpudl__view(&ds->yb, 0, count, 0, NULL);
+    return GPUDL_OK;
+}
+
+/* >>io -------------------------------------------------------------------- */
+/* safetensors: 8-byte little-endian header length, a JSON header
+   {"__metadata__": {string: string}, name: {"dtype", "shape", "data_offsets"}},
+   then the tensors' bytes. */
+
+#define GPUDL__CKPT_MAX_DIMS 8
+#define GPUDL__CKPT_MAX_HEADER (64u << 20)
+
+typedef struct gpudl__ck_entry {
+    char name[128], dtype[8];
+    int ndim;
+    int64_t shape[GPUDL__CKPT_MAX_DIMS];
+    uint64_t begin, end;
+} gpudl__ck_entry;
+
+typedef struct gpudl__ck_meta { char key[64], value[64]; } gpudl__ck_meta;
+
+/* What the model has to save or load: name, where it lives, and its shape. */
+typedef struct gpudl__ck_item {
+    char name[128];
+    const gpudl_tensor *flat;   /* m->params, m->buffers, m->m1 or m->m2 */
+    int64_t off;
+    int ndim;
+    int64_t shape[4];
+} gpudl__ck_item;
+
+static int gpudl__ck_items(const gpudl_model *m, gpudl__ck_item *items, int max) {
+    int i, n = 0, k;
+    for (i = 0; i < m->n; i++) {
+        const gpudl__layer *l = &m->L[i];
+        int64_t nb = l->kind == GPUDL__L_BN ? l->in_f : l->out_f;
+        if (l->w_off < 0) continue;
+        for (k = 0; k < (l->kind == GPUDL__L_BN ? 4 : 2) && n < max; k++, n++) {
+            static const char *suffix[4] = {"weight", "bias", "running_mean", "running_var"};
+            gpudl__ck_item *it = &items[n];
+            snprintf(it->name, sizeof it->name, "%d.%s", i, suffix[k]);
+            it->flat = k < 2 ? &m->params : &m->buffers;
+            it->off = k == 0 ? l->w_off : k == 1 ? l->b_off : l->buf_off + (k == 3 ? l->in_f : 0);
+            it->ndim = k == 0 ? l->w_ndim : 1;
+            if (k == 0) memcpy(it->shape, l->w_shape, sizeof it->shape);
+            else it->shape[0] = nb;
+        }
+    }
+    /* optimizer state: the flat buffers as they are */
+    for (k = 0; k < 2 && n < max; k++) {
+        const gpudl_tensor *t = k == 0 ? &m->m1 : &m->m2;
+        if (!t->data) continue;
+        snprintf(items[n].name, sizeof items[n].name, "optimizer.%s", k == 0 ? "m" : "v");
+        items[n].flat = t;
+        items[n].off = 0;
+        items[n].ndim = 1;
+        items[n].shape[0] = m->nparams;
+        n++;
+    }
+    return n;
+}
+
+/* ---- a strict JSON reader for the header ---- */
+typedef struct gpudl__js { const char *p, *end; const char *err; } gpudl__js;
+
+static void gpudl__js_ws(gpudl__js *j) { while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++; }
+static int gpudl__js_eat(gpudl__js *j, char c) {
+    gpudl__js_ws(j);
+    if (j->p < j->end && *j->p == c) { j->p++; return 1; }
+    if (!j->err) j->err = c == '"' ? "expected a string" : c == ':' ? "expected ':'" : c == '{' ? "expected '{'" : c == '[' ? "expected '['" : "unexpected character";
+    return 0;
+}
+static int gpudl__js_peek(gpudl__js *j, char c) { gpudl__js_ws(j); return j->p < j->end && *j->p == c; }
+
+static int gpudl__js_str(gpudl__js *j, char *out, size_t cap) {
+    size_t n = 0;
+    if (!gpudl__js_eat(j, '"')) return 0;
+    while (j->p < j->end && *j->p != '"') {
+        char c = *j->p++;
+        if ((unsigned char)c < 0x20) { j->err = "control character in a string"; return 0; }
+        if (c == '\\') {
+            if (j->p >= j->end) break;
+            c = *j->p++;
+            switch (c) {
+            case '"': case '\\': case '/': break;
+            case 'b': c = '\b'; break; case 'f': c = '\f'; break; case 'n': c = '\n'; break;
+            case 'r': c = '\r'; break; case 't': c = '\t'; break;
+            default: j->err = "unsupported escape in a string"; return 0;
+            }
+        }
+        if (n + 1 >= cap) { j->err = "string too long"; return 0; }
+        out[n++] = c;
+    }
+    if (j->p >= j->end) { j->err = "unterminated string"; return 0; }
+    j->p++;
+    out[n] = 0;
+    return 1;
+}
+
+static int gpudl__js_uint(gpudl__js *j, uint64_t *v) {
+    uint64_t x = 0;
+    int digits = 0;
+    gpudl__js_ws(j);
+    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+        unsigned d = (unsigned)(*j->p++ - '0');
+        if (x > (UINT64_MAX - d) / 10) { j->err = "integer overflows"; return 0; }
+        x = x * 10 + d;
+        digits++;
+    }
+    if (!digits) { j->err = "expected a non-negative integer"; return 0; }
+    *v = x;
+    return 1;
+}
+
+/* [u, u, ...] into v (at most max) */
+static int gpudl__js_uarr(gpudl__js *j, uint64_t *v, int max, int *n) {
+    *n = 0;
+    if (!gpudl__js_eat(j, '[')) return 0;
+    if (gpudl__js_peek(j, ']')) { j->p++; return 1; }
+    for (;;) {
+        if (*n >= max) { j->err = "array too long"; return 0; }
+        if (!gpudl__js_uint(j, &v[(*n)++])) return 0;
+        if (gpudl__js_peek(j, ',')) { j->p++; continue; }
+        return gpudl__js_eat(j, ']');
+    }
+}
+
+/* Parses the header into entries and metadata. Returns an error message or NULL. */
+static const char *gpudl__ck_parse(const char *text, size_t len, gpudl__ck_entry *e, int max_e, int *ne,
+                                   gpudl__ck_meta *meta, int max_m, int *nm) {
+    gpudl__js j;
+    j.p = text; j.end = text + len; j.err = NULL;
+    *ne = *nm = 0;
+    if (!gpudl__js_eat(&j, '{')) return j.err;
+    if (gpudl__js_peek(&j, '}')) j.p++;
+    else for (;;) {
+        char key[128];
+        if (!gpudl__js_str(&j, key, sizeof key) || !gpudl__js_eat(&j, ':') || !gpudl__js_eat(&j, '{')) return j.err;
+        if (!strcmp(key, "__metadata__")) {
+            if (gpudl__js_peek(&j, '}')) j.p++;
+            else for (;;) {
+                if (*nm >= max_m) return "too many metadata entries";
+                if (!gpudl__js_str(&j, meta[*nm].key, sizeof meta[*nm].key) || !gpudl__js_eat(&j, ':') ||
+                    !gpudl__js_str(&j, meta[*nm].value, sizeof meta[*nm].value)) return j.err;
+                (*nm)++;
+                if (gpudl__js_peek(&j, ',')) { j.p++; continue; }
+                if (!gpudl__js_eat(&j, '}')) return j.err;
+                break;
+            }
+        } else {
+            gpudl__ck_entry *t;
+            int have = 0, i;
+            if (*ne >= max_e) return "too many tensors";
+            for (i = 0; i < *ne; i++) if (!strcmp(e[i].name, key)) return "a tensor name appears twice";
+            t = &e[(*ne)++];
+            memset(t, 0, sizeof *t);
+            snprintf(t->name, sizeof t->name, "%s", key);
+            for (;;) {
+                char field[32];
+                if (!gpudl__js_str(&j, field, sizeof field) || !gpudl__js_eat(&j, ':')) return j.err;
+                if (!strcmp(field, "dtype") && !(have & 1)) {
+                    if (!gpudl__js_str(&j, t->dtype, sizeof t->dtype)) return j.err;
+                    have |= 1;
+                } else if (!strcmp(field, "shape") && !(have & 2)) {
+                    uint64_t v[GPUDL__CKPT_MAX_DIMS];
+                    if (!gpudl__js_uarr(&j, v, GPUDL__CKPT_MAX_DIMS, &t->ndim)) return j.err;
+                    for (i = 0; i < t->ndim; i++) {
+                        if (v[i] > (uint64_t)INT64_MAX / 8) return "a dimension is too large";
+                        t->shape[i] = (int64_t)v[i];
+                    }
+                    have |= 2;
+                } else if (!strcmp(field, "data_offsets") && !(have & 4)) {
+                    uint64_t v[2];
+                    int n2;
+                    if (!gpudl__js_uarr(&j, v, 2, &n2)) return j.err;
+                    if (n2 != 2) return "data_offsets needs two numbers";
+                    t->begin = v[0]; t->end = v[1];
+                    have |= 4;
+                } else {
+                    return "unknown or repeated field in a tensor entry";
+                }
+                if (gpudl__js_peek(&j, ',')) { j.p++; continue; }
+                if (!gpudl__js_eat(&j, '}')) return j.err;
+                break;
+            }
+            if (have != 7) return "a tensor entry lacks dtype, shape or data_offsets";
+        }
+        if (gpudl__js_peek(&j, ',')) { j.p++; continue; }
+        if (!gpudl__js_eat(&j, '}')) return j.err;
+        break;
+    }
+    gpudl__js_ws(&j);
+    if (j.p != j.end) return "bytes after the header's closing brace";
+    return NULL;
+}
+
+static const char *gpudl__ck_meta_get(const gpudl__ck_meta *m, int n, const char *key) {
+    int i;
+    for (i = 0; i < n; i++) if (!strcmp(m[i].key, key)) return m[i].value;
+    return NULL;
+}
+
+static int gpudl__parse_u64(const char *s, uint64_t *v) {
+    gpudl__js j;
+    if (!s) return 0;
+    j.p = s; j.end = s + strlen(s); j.err = NULL;
+    return gpudl__js_uint(&j, v) && j.p == j.end;
+}
+
+static const char *gpudl__optim_name(const gpudl_model *m) {
+    if (!m->has_opt) return "none";
+    return m->opt.kind == GPUDL_OPTIM_SGD ? "sgd" : m->opt.kind == GPUDL_OPTIM_ADAM ? "adam" : "adamw";
+}
+
+/* Host copies of the model's flat buffers (one download each). */
+typedef struct gpudl__ck_host { float *flat[4]; } gpudl__ck_host;
+
+static const gpudl_tensor *gpudl__ck_flat(const gpudl_model *m, int k) {
+    return k == 0 ? &m->params : k == 1 ? &m->buffers : k == 2 ? &m->m1 : &m->m2;
+}
+
+static void gpudl__ck_host_free(gpudl__ck_host *h) { int k; for (k = 0; k < 4; k++) GPUDL_FREE(h->flat[k]); }
+
+static gpudl_status gpudl__ck_host_alloc(gpudl_ctx *ctx, const gpudl_model *m, gpudl__ck_host *h, int download) {
+    int k;
+    memset(h, 0, sizeof *h);
+    for (k = 0; k < 4; k++) {
+        const gpudl_tensor *t = gpudl__ck_flat(m, k);
+        if (!t->data) continue;
+        h->flat[k] = (float *)GPUDL_MALLOC(gpudl_tensor_bytes(t));
+        if (!h->flat[k]) { gpudl__ck_host_free(h); return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "checkpoint: no host staging memory"); }
+        if (download) {
+            gpudl_status s = gpudl_tensor_download(ctx, t, h->flat[k], gpudl_tensor_bytes(t));
+            if (s != GPUDL_OK) { gpudl__ck_host_free(h); return s; }
+        } else {
+            memset(h->flat[k], 0, gpudl_tensor_bytes(t));
+        }
+    }
+    return GPUDL_OK;
+}
+
+static float *gpudl__ck_item_host(const gpudl_model *m, const gpudl__ck_host *h, const gpudl__ck_item *it) {
+    int k;
+    for (k = 0; k < 4; k++) if (it->flat == gpudl__ck_flat(m, k)) return h->flat[k] + it->off;
+    return NULL;
+}
+
+#define GPUDL__CK_MAX_ITEMS 512
+
+GPUDL__DEF gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const char *path) {
+    gpudl__ck_item *items = NULL;
+    gpudl__ck_host h;
+    char *hdr = NULL, *tmp = NULL;
+    size_t cap = 4096, len = 0, pad;
+    uint64_t off = 0, hlen;
+    unsigned char len8[8];
+    int n, i, k;
+    FILE *f = NULL;
+    gpudl_status s = GPUDL_OK;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_built(m, "model_save"));
+    if (!path || !path[0]) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_save: path is NULL or empty");
+    items = (gpudl__ck_item *)GPUDL_MALLOC(sizeof *items * GPUDL__CK_MAX_ITEMS);
+    tmp = (char *)GPUDL_MALLOC(strlen(path) + 32);
+    if (!items || !tmp) { GPUDL_FREE(items); GPUDL_FREE(tmp); return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model_save: no host memory"); }
+    n = gpudl__ck_items(m, items, GPUDL__CK_MAX_ITEMS);
+    s = gpudl__ck_host_alloc(ctx, m, &h, 1);
+    if (s != GPUDL_OK) { GPUDL_FREE(items); GPUDL_FREE(tmp); return s; }
+    /* the header */
+    for (;;) {
+        int w;
+        hdr = (char *)GPUDL_MALLOC(cap);
+        if (!hdr) { s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model_save: no host memory for the header"); goto done; }
+        off = 0;
+        w = snprintf(hdr, cap, "{\"__metadata__\":{\"format\":\"gpudl\",\"gpudl_version\":\"%s\",\"step\":\"%lld\","
+                     "\"optimizer\":\"%s\",\"model_seed\":\"%llu\",\"model_rng_offset\":\"%llu\",\"ctx_seed\":\"%llu\","
+                     "\"ctx_rng_offset\":\"%llu\"}", GPUDL_VERSION_STRING, (long long)m->step, gpudl__optim_name(m),
+                     (unsigned long long)m->seed, (unsigned long long)m->rng_offset, (unsigned long long)ctx->rng_seed,
+                     (unsigned long long)ctx->rng_offset);
+        len = (size_t)w;
+        for (i = 0; i < n && len < cap; i++) {
+            uint64_t bytes = (uint64_t)gpudl__prod(items[i].ndim, items[i].shape) * 4u;
+            len += (size_t)snprintf(hdr + len, cap - len, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[", items[i].name);
+            for (k = 0; k < items[i].ndim && len < cap; k++)
+                len += (size_t)snprintf(hdr + len, cap - len, "%s%lld", k ? "," : "", (long long)items[i].shape[k]);
+            if (len < cap)
+                len += (size_t)snprintf(hdr + len, cap - len, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                                        (unsigned long long)(off + bytes));
+            off += bytes;
+        }
+        if (len + 2 + 8 < cap) break;
+        GPUDL_FREE(hdr);
+        hdr = NULL;
+        cap *= 4;
+    }
+    hdr[len++] = '}';
+    pad = (8 - (8 + len) % 8) % 8;   /* the data starts 8-byte aligned */
+    while (pad--) hdr[len++] = ' ';
+    hlen = len;
+    for (k = 0; k < 8; k++) len8[k] = (unsigned char)(hlen >> (8 * k));
+    /* write a temporary file, flush it to disk, then rename it over the target */
+    snprintf(tmp, strlen(path) + 32, "%s.tmp%ld", path, (long)
+#if defined(_WIN32)
+             0
+#else
+             getpid()
+#endif
+    );
+    f = fopen(tmp, "wb");
+    if (!f) { s = GPUDL__ERR(ctx, GPUDL_ERR_IO, "model_save: cannot create '%s': %s", tmp, strerror(errno)); goto done; }
+    if (fwrite(len8, 1, 8, f) != 8 || fwrite(hdr, 1, len, f) != len) goto write_error;
+    for (i = 0; i < n; i++) {
+        size_t bytes = (size_t)gpudl__prod(items[i].ndim, items[i].shape) * 4u;
+        if (fwrite(gpudl__ck_item_host(m, &h, &items[i]), 1, bytes, f) != bytes) goto write_error;
+    }
+    if (fflush(f) != 0) goto write_error;
+#if !defined(_WIN32)
+    if (fsync(fileno(f)) != 0) goto write_error;
+#endif
+    if (fclose(f) != 0) { f = NULL; goto write_error; }
+    f = NULL;
+    if (rename(tmp, path) != 0) {
+        s = GPUDL__ERR(ctx, GPUDL_ERR_IO, "model_save: cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        remove(tmp);
+        goto done;
+    }
+#if !defined(_WIN32)
+    {   /* make the rename itself durable */
+        char *dir = (char *)GPUDL_MALLOC(strlen(path) + 2), *slash;
+        if (dir) {
+            int fd;
+            strcpy(dir, path);
+            slash = strrchr(dir, '/');
+            if (slash) { if (slash == dir) slash[1] = 0; else *slash = 0; } else strcpy(dir, ".");
+            fd = open(dir, O_RDONLY);
+            if (fd >= 0) { (void)fsync(fd); close(fd); }
+            GPUDL_FREE(dir);
+        }
+    }
+#endif
+    goto done;
+write_error:
+    s = GPUDL__ERR(ctx, GPUDL_ERR_IO, "model_save: writing '%s' failed: %s (the previous '%s' is untouched)", tmp,
+                   strerror(errno), path);
+    if (f) fclose(f);
+    remove(tmp);
+done:
+    gpudl__ck_host_free(&h);
+    GPUDL_FREE(hdr);
+    GPUDL_FREE(items);
+    GPUDL_FREE(tmp);
+    return s;
+}
+
+static int gpudl__cmp_entry(const void *a, const void *b) {
+    const gpudl__ck_entry *x = (const gpudl__ck_entry *)a, *y = (const gpudl__ck_entry *)b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end < y->end ? -1 : x->end > y->end);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_load(gpudl_ctx *ctx, gpudl_model *m, const char *path) {
+    unsigned char *buf = NULL;
+    size_t size = 0;
+    uint64_t hlen = 0, data_size, step = 0, mseed = 0, moff = 0, cseed = 0, coff = 0;
+    gpudl__ck_entry *e = NULL, *sorted = NULL;
+    gpudl__ck_meta meta[32];
+    gpudl__ck_item *items = NULL;
+    gpudl__ck_host h;
+    int ne = 0, nm = 0, n, i, k, found;
+    const char *why, *v;
+    gpudl_status s = GPUDL_OK;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_built(m, "model_load"));
+    if (!path) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_load: path is NULL");
+    memset(&h, 0, sizeof h);
+    GPUDL__TRY(gpudl__read_file(ctx, path, "model_load", &buf, &size));
+#define GPUDL__CK_FAIL(...) do { s = GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, __VA_ARGS__); goto done; } while (0)
+    e = (gpudl__ck_entry *)GPUDL_MALLOC(sizeof *e * GPUDL__CK_MAX_ITEMS);
+    sorted = (gpudl__ck_entry *)GPUDL_MALLOC(sizeof *e * GPUDL__CK_MAX_ITEMS);
+    items = (gpudl__ck_item *)GPUDL_MALLOC(sizeof *items * GPUDL__CK_MAX_ITEMS);
+    if (!e || !sorted || !items) { s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model_load: no host memory"); goto done; }
+    if (size < 8) GPUDL__CK_FAIL("model_load: '%s' is %zu bytes, too short for a safetensors header length", path, size);
+    for (k = 0; k < 8; k++) hlen |= (uint64_t)buf[k] << (8 * k);
+    if (hlen > size - 8) GPUDL__CK_FAIL("model_load: '%s': header length %llu exceeds the file (%zu bytes)", path,
+                                        (unsigned long long)hlen, size);
+    if (hlen < 2 || hlen > GPUDL__CKPT_MAX_HEADER) GPUDL__CK_FAIL("model_load: '%s': implausible header length %llu", path, (unsigned long long)hlen);
+    data_size = size - 8 - hlen;
+    why = gpudl__ck_parse((const char *)buf + 8, (size_t)hlen, e, GPUDL__CK_MAX_ITEMS, &ne, meta, 32, &nm);
+    if (why) GPUDL__CK_FAIL("model_load: '%s': malformed JSON header: %s", path, why);
+    /* offsets: in bounds, sizes match shapes, contiguous from 0 to the end, no overlap */
+    for (i = 0; i < ne; i++) {
+        uint64_t esz = !strcmp(e[i].dtype, "F32") || !strcmp(e[i].dtype, "I32") ? 4 : !strcmp(e[i].dtype, "F16") ||
+                       !strcmp(e[i].dtype, "BF16") ? 2 : !strcmp(e[i].dtype, "U8") ? 1 : !strcmp(e[i].dtype, "F64") ||
+                       !strcmp(e[i].dtype, "I64") ? 8 : 0;
+        uint64_t numel = 1;
+        if (!esz) GPUDL__CK_FAIL("model_load: '%s': tensor '%s' has unknown dtype '%s'", path, e[i].name, e[i].dtype);
+        if (e[i].end < e[i].begin || e[i].end > data_size)
+            GPUDL__CK_FAIL("model_load: '%s': tensor '%s' has data_offsets [%llu, %llu] outside the %llu data bytes", path,
+                           e[i].name, (unsigned long long)e[i].begin, (unsigned long long)e[i].end, (unsigned long long)data_size);
+        for (k = 0; k < e[i].ndim; k++) {
+            if (e[i].shape[k] != 0 && numel > UINT64_MAX / 8 / (uint64_t)e[i].shape[k])
+                GPUDL__CK_FAIL("model_load: '%s': tensor '%s': shape overflows", path, e[i].name);
+            numel *= (uint64_t)e[i].shape[k];
+        }
+        if (e[i].end - e[i].begin != numel * esz)
+            GPUDL__CK_FAIL("model_load: '%s': tensor '%s' has %llu bytes but its shape and dtype need %llu", path, e[i].name,
+                           (unsigned long long)(e[i].end - e[i].begin), (unsigned long long)(numel * esz));
+    }
+    memcpy(sorted, e, sizeof *e * (size_t)ne);
+    qsort(sorted, (size_t)ne, sizeof *sorted, gpudl__cmp_entry);
+    for (i = 0, k = 0; i < ne; i++) {
+        uint64_t expect = i ? sorted[i - 1].end : 0;
+        if (sorted[i].begin != expect)
+            GPUDL__CK_FAIL("model_load: '%s': tensor '%s' starts at byte %llu, expected %llu (%s)", path, sorted[i].name,
+                           (unsigned long long)sorted[i].begin, (unsigned long long)expect,
+                           sorted[i].begin < expect ? "overlaps the previous tensor" : "a gap before it");
+    }
+    if ((ne ? sorted[ne - 1].end : 0) != data_size)
+        GPUDL__CK_FAIL("model_load: '%s': the tensors cover %llu bytes but %llu data bytes follow the header", path,
+                       (unsigned long long)(ne ? sorted[ne - 1].end : 0), (unsigned long long)data_size);
+    /* the model's side: names, shapes, dtypes */
+    v = gpudl__ck_meta_get(meta, nm, "format");
+    if (!v || strcmp(v, "gpudl")) GPUDL__CK_FAIL("model_load: '%s' was not written by gpudl_model_save (no \"format\": \"gpudl\")", path);
+    if (!gpudl__parse_u64(gpudl__ck_meta_get(meta, nm, "step"), &step) ||
+        !gpudl__parse_u64(gpudl__ck_meta_get(meta, nm, "model_seed"), &mseed) ||
+        !gpudl__parse_u64(gpudl__ck_meta_get(meta, nm, "model_rng_offset"), &moff) ||
+        !gpudl__parse_u64(gpudl__ck_meta_get(meta, nm, "ctx_seed"), &cseed) ||
+        !gpudl__parse_u64(gpudl__ck_meta_get(meta, nm, "ctx_rng_offset"), &coff))
+        GPUDL__CK_FAIL("model_load: '%s': metadata step / seeds / offsets missing or not integers", path);
+    v = gpudl__ck_meta_get(meta, nm, "optimizer");
+    if (!v || (m->has_opt && strcmp(v, gpudl__optim_name(m))))
+        GPUDL__CK_FAIL("model_load: '%s' holds optimizer state '%s' but the model uses '%s'", path, v ? v : "(none)",
+                       gpudl__optim_name(m));
+    n = gpudl__ck_items(m, items, GPUDL__CK_MAX_ITEMS);
+    s = gpudl__ck_host_alloc(ctx, m, &h, 0);
+    if (s != GPUDL_OK) goto done;
+    for (i = 0; i < n; i++) {
+        char want[64], got[64];
+        for (k = 0, found = -1; k < ne; k++) if (!strcmp(e[k].name, items[i].name)) found = k;
+        if (found < 0) GPUDL__CK_FAIL("model_load: '%s' has no tensor '%s', which the model needs", path, items[i].name);
+        if (strcmp(e[found].dtype, "F32")) GPUDL__CK_FAIL("model_load: '%s': tensor '%s' is %s, need F32", path, items[i].name, e[found].dtype);
+        if (e[found].ndim != items[i].ndim || memcmp(e[found].shape, items[i].shape, sizeof(int64_t) * (size_t)items[i].ndim))
+            GPUDL__CK_FAIL("model_load: '%s': tensor '%s' has shape %s but the model's is %s", path, items[i].name,
+                           gpudl__shape_str(e[found].ndim, e[found].shape, got, sizeof got),
+                           gpudl__shape_str(items[i].ndim, items[i].shape, want, sizeof want));
+        memcpy(gpudl__ck_item_host(m, &h, &items[i]), buf + 8 + hlen + e[found].begin, (size_t)(e[found].end - e[found].begin));
+    }
+    for (k = 0; k < ne; k++) {
+        for (i = 0, found = 0; i < n; i++) if (!strcmp(e[k].name, items[i].name)) found = 1;
+        if (!found && strncmp(e[k].name, "optimizer.", 10))
+            GPUDL__CK_FAIL("model_load: '%s' has a tensor '%s' that this model does not have (another architecture?)", path, e[k].name);
+    }
+#undef GPUDL__CK_FAIL
+    /* everything checked: now, and only now, the model changes */
+    for (k = 0; k < 4 && s == GPUDL_OK; k++) {
+        gpudl_tensor *t = (gpudl_tensor *)gpudl__ck_flat(m, k);
+        if (t->data) s = gpudl_tensor_upload(ctx, t, h.flat[k], gpudl_tensor_bytes(t));
+    }
+    if (s == GPUDL_OK) {
+        m->step = (int64_t)step;
+        m->seed = mseed;
+        m->rng_offset = moff;
+        ctx->rng_seed = cseed;
+        ctx->rng_offset = coff;
+    }
+done:
+    gpudl__ck_host_free(&h);
+    GPUDL_FREE(buf);
+    GPUDL_FREE(e);
+    GPUDL_FREE(sorted);
+    GPUDL_FREE(items);
+    return s;
+}
+
+/* >>gradcheck ------------------------------------------------------------- */
+
+/* The loss of the current forward output, in float64. */
+static double gpudl__loss64(gpudl_model *m, const gpudl_tensor *target) {
+    gpudl_tensor out = gpudl__lout(m, m->n - 1, 0);
+    int64_t N = m->batch, K = gpudl_tensor_numel(&out) / N, r, k;
+    const float *z = (const float *)out.data;
+    double total = 0;
+    if (m->desc.loss == GPUDL_LOSS_MSE) {
+        for (r = 0; r < N * K; r++) { double d = (double)z[r] - ((const float *)target->data)[r]; total += d * d; }
+        return total / (double)(N * K);
+    }
+    for (r = 0; r < N; r++) {
+        double mx = z[r * K], s = 0;
+        for (k = 1; k < K; k++) if (z[r * K + k] > mx) mx = z[r * K + k];
+        for (k = 0; k < K; k++) s += exp((double)z[r * K + k] - mx);
+        total += mx + log(s) - z[r * K + gpudl__label(target, r)];
+    }
+    return total / (double)N;
+}
+
+GPUDL__DEF gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *target, double eps,
+                                        double atol, double rtol, int64_t max_per_tensor, gpudl_gradcheck_result *res) {
+    gpudl_ctx *ctx;
+    gpudl_tensor xc;
+    float *g_an = NULL, *dx_an = NULL, *bufs = NULL, *vals;
+    uint64_t off0;
+    int64_t i, j, nx;
+    int li, part;
+    gpudl_status s = GPUDL_OK;
+    GPUDL__TRY(gpudl__check_built(m, "gradcheck"));
+    ctx = m->ctx;
+    if (!res) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "gradcheck: res is NULL");
+    memset(res, 0, sizeof *res);
+    if (m->params.device != GPUDL_DEVICE_CPU)
+        return GPUDL__ERR(ctx, GPUDL_ERR_DEVICE, "gradcheck: runs on the CPU; build the model on a CPU context");
+    if (eps <= 0) eps = 1e-3;
+    if (atol <= 0) atol = 1e-5;
+    if (rtol <= 0) rtol = 1e-2;
+    memset(&xc, 0, sizeof xc);
+    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl_tensor_create_on(ctx, &xc, GPUDL_DEVICE_CPU, GPUDL_F32, x->ndim, x->shape));
+    GPUDL__TRY(gpudl_tensor_copy(ctx, &xc, x));
+    nx = gpudl_tensor_numel(x);
+    if (!m->dinput.data) {
+        int64_t shape[4];
+        shape[0] = m->desc.max_batch;
+        memcpy(shape + 1, m->in_shape, sizeof m->in_shape);
+        s = gpudl_tensor_create(ctx, &m->dinput, GPUDL_F32, 1 + m->in_ndim, shape);
+    }
+    g_an = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)m->nparams);
+    dx_an = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)nx);
+    bufs = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)(m->nbuffers + 1));
+    if (s == GPUDL_OK && (!g_an || !dx_an || !bufs)) s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "gradcheck: no host memory");
+    if (s != GPUDL_OK) goto done;
+    if (m->nbuffers) memcpy(bufs, m->buffers.data, sizeof(float) * (size_t)m->nbuffers);
+    off0 = m->rng_offset;   /* every forward below draws the same dropout masks */
+    m->want_dinput = 1;
+    s = gpudl_model_zero_grad(m);
+    if (s == GPUDL_OK) s = gpudl_model_forward(m, &xc, NULL);
+    if (s == GPUDL_OK) s = gpudl_model_loss(m, target);
+    if (s == GPUDL_OK) s = gpudl_model_backward(m);
+    if (s != GPUDL_OK) goto done;
+    memcpy(g_an, m->grads.data, sizeof(float) * (size_t)m->nparams);
+    memcpy(dx_an, m->dinput.data, sizeof(float) * (size_t)nx);
+    /* central differences: each parameter tensor, then the input */
+    for (li = 0; li <= m->n && s == GPUDL_OK; li++) {
+        for (part = 0; part < 2 && s == GPUDL_OK; part++) {
+            int64_t base, cnt, stride;
+            const float *an;
+            if (li < m->n) {
+                gpudl__layer *l = &m->L[li];
+                if (l->w_off < 0) continue;
+                base = part ? l->b_off : l->w_off;
+                cnt = part ? (l->kind == GPUDL__L_BN ? l->in_f : l->out_f) : gpudl__prod(l->w_ndim, l->w_shape);
+                vals = (float *)m->params.data + base;
+                an = g_an + base;
+            } else {
+                if (part) continue;
+                cnt = nx;
+                vals = (float *)xc.data;
+                an = dx_an;
+            }
+            stride = (max_per_tensor > 0 && cnt > max_per_tensor) ? (cnt + max_per_tensor - 1) / max_per_tensor : 1;
+            for (j = 0; j < cnt && s == GPUDL_OK; j += stride) {
+                float orig = vals[j], up = (float)(orig + eps), dn = (float)(orig - eps);
+                double lp, lm, num, err, rel;
+                m->rng_offset = off0;
+                vals[j] = up;
+                s = gpudl_model_forward(m, &xc, NULL);
+                lp = gpudl__loss64(m, target);
+                m->rng_offset = off0;
+                vals[j] = dn;
+                if (s == GPUDL_OK) s = gpudl_model_forward(m, &xc, NULL);
+                lm = gpudl__loss64(m, target);
+                vals[j] = orig;
+                num = (lp - lm) / ((double)up - (double)dn);
+                err = fabs((double)an[j] - num);
+                rel = err / (fabs(num) + atol);
+                res->checked++;
+                if (err > atol + rtol * fabs(num)) res->failed++;
+                if (err > res->max_abs_err) res->max_abs_err = err;
+                if (rel > res->max_rel_err) {
+                    res->max_rel_err = rel;
+                    if (li < m->n) snprintf(res->worst, sizeof res->worst, "layer %d %s[%lld]: analytic %.6g numeric %.6g",
+                                            li, part ? "bias" : "weight", (long long)j, (double)an[j], num);
+                    else snprintf(res->worst, sizeof res->worst, "input[%lld]: analytic %.6g numeric %.6g", (long long)j,
+                                  (double)an[j], num);
+                }
+            }
+        }
+    }
+done:
+    if (m->nbuffers && bufs) memcpy(m->buffers.data, bufs, sizeof(float) * (size_t)m->nbuffers);
+    m->want_dinput = 0;
+    GPUDL_FREE(g_an); GPUDL_FREE(dx_an); GPUDL_FREE(bufs);
+    gpudl_tensor_free(ctx, &xc);
+    (void)i;
+    return s;
 }
 
 /* >>timing ---------------------------------------------------------------- */

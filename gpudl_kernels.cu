@@ -155,6 +155,219 @@ __global__ void gpudl_argmax_rows_kernel(int32_t *out, const T *x, int64_t rows,
     if (lane == 0) out[row] = (int32_t)(bi < cols ? bi : 0);
 }
 
+/* >>layers ---------------------------------------------------------------- */
+
+__global__ void gpudl_act_fwd_kernel(int act, float alpha, float *y, const float *x, int64_t n) {
+    GPUDL__GRID_STRIDE(i, n) y[i] = gpudl_act_f(act, x[i], alpha);
+}
+
+__global__ void gpudl_act_bwd_kernel(int act, float alpha, float *dx, const float *dy, const float *x, const float *y, int64_t n) {
+    GPUDL__GRID_STRIDE(i, n) dx[i] = dy[i] * gpudl_act_df(act, x[i], y[i], alpha);
+}
+
+__global__ void gpudl_bias_add_kernel(float *y, const float *b, int64_t n, int64_t C, int64_t inner) {
+    GPUDL__GRID_STRIDE(i, n) y[i] += b[(i / inner) % C];
+}
+
+/* out[c] += sum_n x[n, c]: one thread per column, rows in order (coalesced, deterministic). */
+__global__ void gpudl_col_sum_acc_kernel(float *out, const float *x, int64_t N, int64_t C) {
+    int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float s = 0.0f;
+    for (int64_t n = 0; n < N; n++) s += x[n * C + c];
+    out[c] += s;
+}
+
+/* out[c] += sum over (n, i) of x[n, c, i]: one block per channel. */
+__global__ void gpudl_channel_sum_acc_kernel(float *out, const float *x, int64_t N, int64_t C, int64_t inner) {
+    int64_t c = blockIdx.x, M = N * inner;
+    float s = 0.0f;
+    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) s += x[((k / inner) * C + c) * inner + k % inner];
+    s = gpudl__block_reduce(GPUDL_K_SUM, s);
+    if (threadIdx.x == 0) out[c] += s;
+}
+
+__device__ __forceinline__ int64_t gpudl__label_at(const void *labels, int dt, int64_t i) {
+    return dt == GPUDL_U8 ? (int64_t)((const uint8_t *)labels)[i] : (int64_t)((const int32_t *)labels)[i];
+}
+
+/* One warp per row: stable softmax, the row's loss into rowloss[r]. */
+__global__ void gpudl_softmax_xent_rows_kernel(float *probs, float *rowloss, const float *logits, const void *labels, int ldt,
+                                               int64_t N, int64_t K) {
+    int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (r >= N) return;
+    const float *z = logits + r * K;
+    float mx = -INFINITY, s = 0.0f;
+    for (int64_t k = lane; k < K; k += 32) mx = gpudl_nanmax(mx, z[k]);
+    for (int o = 16; o > 0; o >>= 1) mx = gpudl_nanmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    for (int64_t k = lane; k < K; k += 32) s += expf(z[k] - mx);
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    for (int64_t k = lane; k < K; k += 32) probs[r * K + k] = expf(z[k] - mx) / s;
+    if (lane == 0) {
+        int64_t lab = gpudl__label_at(labels, ldt, r);
+        rowloss[r] = (lab < 0 || lab >= K) ? NAN : mx + logf(s) - z[lab];
+    }
+}
+
+/* out = scale * sum of v[0..n) in a fixed order (one block). */
+__global__ void gpudl_sum_scaled_kernel(float *out, const float *v, int64_t n, float scale) {
+    float s = 0.0f;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += v[i];
+    s = gpudl__block_reduce(GPUDL_K_SUM, s);
+    if (threadIdx.x == 0) *out = s * scale;
+}
+
+__global__ void gpudl_softmax_xent_bwd_kernel(float *dl, const float *probs, const void *labels, int ldt, int64_t N, int64_t K,
+                                              float scale) {
+    GPUDL__GRID_STRIDE(i, N * K) {
+        int64_t r = i / K, k = i % K;
+        dl[i] = scale * (probs[i] - (k == gpudl__label_at(labels, ldt, r) ? 1.0f : 0.0f)) / (float)N;
+    }
+}
+
+__global__ void gpudl_sq_diff_partial_kernel(const float *p, const float *t, int64_t n, float *partial) {
+    float acc = 0.0f;
+    GPUDL__GRID_STRIDE(i, n) { float d = p[i] - t[i]; acc += d * d; }
+    acc = gpudl__block_reduce(GPUDL_K_SUM, acc);
+    if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+__global__ void gpudl_mse_bwd_kernel(float *dp, const float *p, const float *t, int64_t n, float scale) {
+    GPUDL__GRID_STRIDE(i, n) dp[i] = scale * 2.0f * (p[i] - t[i]) / (float)n;
+}
+
+__global__ void gpudl_pool_fwd_kernel(int kind, float *y, const float *x, int64_t NC, int64_t H, int64_t W, int64_t Ho, int64_t Wo,
+                                      int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
+    GPUDL__GRID_STRIDE(i, NC * Ho * Wo) {
+        int64_t p = i / (Ho * Wo), oh = (i / Wo) % Ho, ow = i % Wo, arg;
+        y[i] = gpudl_pool_window(kind, x + p * H * W, H, W, oh, ow, kh, kw, sh, sw, ph, pw, &arg);
+    }
+}
+
+__global__ void gpudl_pool_bwd_kernel(int kind, float *dx, const float *dy, const float *x, int64_t NC, int64_t H, int64_t W,
+                                      int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
+    GPUDL__GRID_STRIDE(i, NC * H * W) {
+        int64_t p = i / (H * W);
+        dx[i] = gpudl_pool_backward_elem(kind, x + p * H * W, dy + p * Ho * Wo, H, W, Ho, Wo, (i / W) % H, i % W, kh, kw, sh,
+                                         sw, ph, pw);
+    }
+}
+
+/* One block per channel: statistics (two passes: mean, then squared
+   deviations), then the normalised output. */
+__global__ void gpudl_bn_fwd_kernel(float *y, float *save_mean, float *save_invstd, const float *x, const float *gamma,
+                                    const float *beta, float *rmean, float *rvar, int64_t N, int64_t C, int64_t inner,
+                                    int training, float momentum, float eps) {
+    __shared__ float stat[2];
+    int64_t c = blockIdx.x, M = N * inner;
+#define GPUDL__BN_AT(k) (((k) / inner) * C + c) * inner + (k) % inner
+    if (training) {
+        float s = 0.0f, ss = 0.0f, mean;
+        for (int64_t k = threadIdx.x; k < M; k += blockDim.x) s += x[GPUDL__BN_AT(k)];
+        s = gpudl__block_reduce(GPUDL_K_SUM, s);
+        if (threadIdx.x == 0) stat[0] = s / (float)M;
+        __syncthreads();
+        mean = stat[0];
+        for (int64_t k = threadIdx.x; k < M; k += blockDim.x) { float d = x[GPUDL__BN_AT(k)] - mean; ss += d * d; }
+        ss = gpudl__block_reduce(GPUDL_K_SUM, ss);
+        if (threadIdx.x == 0) {
+            float var = ss / (float)M;
+            stat[1] = rsqrtf(var + eps);
+            save_mean[c] = mean;
+            save_invstd[c] = stat[1];
+            gpudl_bn_update_running(&rmean[c], &rvar[c], mean, var, M, momentum);
+        }
+    } else if (threadIdx.x == 0) {
+        stat[0] = rmean[c];
+        stat[1] = rsqrtf(rvar[c] + eps);
+    }
+    __syncthreads();
+    float mean = stat[0], invstd = stat[1], g = gamma[c], b = beta[c];
+    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) {
+        int64_t at = GPUDL__BN_AT(k);
+        y[at] = (x[at] - mean) * invstd * g + b;
+    }
+}
+
+__global__ void gpudl_bn_bwd_kernel(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *gamma,
+                                    const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner) {
+    __shared__ float stat[2];
+    int64_t c = blockIdx.x, M = N * inner;
+    float mean = save_mean[c], invstd = save_invstd[c], sdy = 0.0f, sdyx = 0.0f;
+    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) {
+        int64_t at = GPUDL__BN_AT(k);
+        sdy += dy[at];
+        sdyx += dy[at] * (x[at] - mean) * invstd;
+    }
+    sdy = gpudl__block_reduce(GPUDL_K_SUM, sdy);
+    __syncthreads();   /* gpudl__block_reduce reuses its shared memory */
+    sdyx = gpudl__block_reduce(GPUDL_K_SUM, sdyx);
+    if (threadIdx.x == 0) {
+        stat[0] = sdy; stat[1] = sdyx;
+        if (dgamma) dgamma[c] += sdyx;
+        if (dbeta) dbeta[c] += sdy;
+    }
+    __syncthreads();
+    if (!dx) return;
+    float g = gamma[c], mdy = stat[0] / (float)M, mdyx = stat[1] / (float)M;
+    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) {
+        int64_t at = GPUDL__BN_AT(k);
+        dx[at] = gpudl_bn_backward_elem(dy[at], x[at], mean, invstd, g, mdy, mdyx);
+    }
+#undef GPUDL__BN_AT
+}
+
+__global__ void gpudl_dropout_kernel(float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset) {
+    GPUDL__GRID_STRIDE(i, n) y[i] = gpudl_dropout_elem(x[i], p, seed, offset + (uint64_t)i);
+}
+
+/* >>model ----------------------------------------------------------------- */
+
+__global__ void gpudl_optim_kernel(gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale) {
+    float sc = gscale ? *gscale : 1.0f;
+    GPUDL__GRID_STRIDE(i, n) {
+        float mi = m ? m[i] : 0.0f, vi = v ? v[i] : 0.0f;
+        gpudl_optim_update(&hp, &w[i], g[i] * sc, &mi, &vi);
+        if (m) m[i] = mi;
+        if (v) v[i] = vi;
+    }
+}
+
+__global__ void gpudl_sumsq_partial_kernel(const float *g, int64_t n, float *partial) {
+    float acc = 0.0f;
+    GPUDL__GRID_STRIDE(i, n) acc += g[i] * g[i];
+    acc = gpudl__block_reduce(GPUDL_K_SUM, acc);
+    if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+__global__ void gpudl_clip_final_kernel(float *scale, const float *partial, int nparts, float max_norm) {
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < nparts; i += blockDim.x) s += partial[i];
+    s = gpudl__block_reduce(GPUDL_K_SUM, s);
+    if (threadIdx.x == 0) {
+        float norm = sqrtf(s);
+        scale[0] = s;
+        scale[1] = norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
+    }
+}
+
+__global__ void gpudl_gather_kernel(float *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
+                                    int64_t start, int64_t count, int64_t sample) {
+    GPUDL__GRID_STRIDE(i, count * sample) {
+        int64_t r = i / sample, k = perm[start + r];
+        xb[i] = images[k * sample + i % sample];
+        if (i % sample == 0) yb[r] = labels[k];
+    }
+}
+
+__global__ void gpudl_count_correct_kernel(float *count, const int32_t *pred, const void *labels, int ldt, int64_t n) {
+    float c = 0.0f;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) c += pred[i] == gpudl__label_at(labels, ldt, i) ? 1.0f : 0.0f;
+    c = gpudl__block_reduce(GPUDL_K_SUM, c);
+    if (threadIdx.x == 0) *count += c;
+}
+
 /* >>kernel-abi: launchers ------------------------------------------------- */
 
 #define GPUDL__STR2(...) #__VA_ARGS__
@@ -220,6 +433,117 @@ int gpudl_k_argmax_rows(void *stream, int32_t *out, const void *x, int dtype, in
     unsigned nb = (unsigned)((rows + rows_per_block - 1) / rows_per_block);
     GPUDL__DISPATCH(dtype, T, (gpudl_argmax_rows_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         out, (const T *)x, rows, cols)));
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_act_fwd(void *stream, int act, float alpha, float *y, const float *x, int64_t n) {
+    gpudl_act_fwd_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(act, alpha, y, x, n);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_act_bwd(void *stream, int act, float alpha, float *dx, const float *dy, const float *x, const float *y, int64_t n) {
+    gpudl_act_bwd_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(act, alpha, dx, dy, x, y, n);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_bias_add(void *stream, float *y, const float *b, int64_t n, int64_t C, int64_t inner) {
+    gpudl_bias_add_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(y, b, n, C, inner);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_channel_sum_acc(void *stream, float *out, const float *x, int64_t N, int64_t C, int64_t inner) {
+    if (inner == 1)
+        gpudl_col_sum_acc_kernel<<<(unsigned)((C + GPUDL__THREADS - 1) / GPUDL__THREADS), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(out, x, N, C);
+    else
+        gpudl_channel_sum_acc_kernel<<<(unsigned)C, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(out, x, N, C, inner);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const float *logits, const void *labels, int label_dtype,
+                             int64_t N, int64_t K, float *scratch) {
+    float *rowloss = scratch + GPUDL__REDUCE_BLOCKS;
+    unsigned nb = (unsigned)((N + (GPUDL__THREADS / 32) - 1) / (GPUDL__THREADS / 32));
+    gpudl_softmax_xent_rows_kernel<<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(probs, rowloss, logits, labels, label_dtype, N, K);
+    gpudl_sum_scaled_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(loss, rowloss, N, 1.0f / (float)N);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_softmax_xent_bwd(void *stream, float *dlogits, const float *probs, const void *labels, int label_dtype,
+                             int64_t N, int64_t K, float scale) {
+    gpudl_softmax_xent_bwd_kernel<<<gpudl__blocks(N * K), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(dlogits, probs, labels,
+                                                                                                   label_dtype, N, K, scale);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_mse_fwd(void *stream, float *loss, const float *pred, const float *target, int64_t n, float *scratch) {
+    unsigned nb = gpudl__blocks(n);
+    if (nb > GPUDL__REDUCE_BLOCKS) nb = GPUDL__REDUCE_BLOCKS;
+    gpudl_sq_diff_partial_kernel<<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(pred, target, n, scratch);
+    gpudl_sum_scaled_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(loss, scratch, nb, 1.0f / (float)n);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_mse_bwd(void *stream, float *dpred, const float *pred, const float *target, int64_t n, float scale) {
+    gpudl_mse_bwd_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(dpred, pred, target, n, scale);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_pool_fwd(void *stream, int kind, float *y, const float *x, int64_t NC, int64_t H, int64_t W, int64_t Ho,
+                     int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
+    gpudl_pool_fwd_kernel<<<gpudl__blocks(NC * Ho * Wo), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(kind, y, x, NC, H, W, Ho, Wo,
+                                                                                                  kh, kw, sh, sw, ph, pw);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_pool_bwd(void *stream, int kind, float *dx, const float *dy, const float *x, int64_t NC, int64_t H, int64_t W,
+                     int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
+    gpudl_pool_bwd_kernel<<<gpudl__blocks(NC * H * W), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(kind, dx, dy, x, NC, H, W, Ho,
+                                                                                                Wo, kh, kw, sh, sw, ph, pw);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_bn_fwd(void *stream, float *y, float *save_mean, float *save_invstd, const float *x, const float *gamma,
+                   const float *beta, float *running_mean, float *running_var, int64_t N, int64_t C, int64_t inner,
+                   int training, float momentum, float eps) {
+    gpudl_bn_fwd_kernel<<<(unsigned)C, 1024, 0, (cudaStream_t)stream>>>(y, save_mean, save_invstd, x, gamma, beta, running_mean,
+                                                                        running_var, N, C, inner, training, momentum, eps);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_bn_bwd(void *stream, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *gamma,
+                   const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner) {
+    gpudl_bn_bwd_kernel<<<(unsigned)C, 1024, 0, (cudaStream_t)stream>>>(dx, dgamma, dbeta, dy, x, gamma, save_mean, save_invstd,
+                                                                        N, C, inner);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_dropout(void *stream, float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset) {
+    gpudl_dropout_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(y, x, n, p, seed, offset);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale) {
+    gpudl_optim_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(hp, w, g, m, v, n, gscale);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch) {
+    unsigned nb = gpudl__blocks(n);
+    if (nb > GPUDL__REDUCE_BLOCKS) nb = GPUDL__REDUCE_BLOCKS;
+    gpudl_sumsq_partial_kernel<<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(g, n, scratch);
+    gpudl_clip_final_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(scale, scratch, (int)nb, max_norm);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_gather(void *stream, float *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
+                   int64_t start, int64_t count, int64_t sample) {
+    gpudl_gather_kernel<<<gpudl__blocks(count * sample), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(xb, yb, images, labels, perm,
+                                                                                                  start, count, sample);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n) {
+    gpudl_count_correct_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(count, pred, labels, label_dtype, n);
     return (int)cudaGetLastError();
 }
 
