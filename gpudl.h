@@ -2482,7 +2482,7 @@ GPUDL__DEF gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor 
     GPUDL__TRY(gpudl__same_device(ctx, "softmax_xent", "probs", probs, "logits", logits));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(logits)) {
-        float *scratch;
+        float *scratch = NULL;
         GPUDL__TRY(gpudl__dev_scratch(ctx, (size_t)gpudl_k_reduce_scratch() + (size_t)N, &scratch));
         GPUDL__LAUNCH(ctx, gpudl_k_softmax_xent_fwd(ctx->stream, (float *)loss->data, (float *)probs->data,
                                                    (const float *)logits->data, labels->data, (int)labels->dtype, N, K, scratch));
@@ -3959,7 +3959,7 @@ GPUDL__DEF gpudl_status gpudl_idx_load(gpudl_ctx *ctx, const char *path, gpudl_t
                           "(gunzip -k '%s') or build gpudl with -DGPUDL_ZLIB -lz", path, path);
 #endif
     }
-#define GPUDL__IDX_FAIL(st, ...) do { GPUDL_FREE(buf); return GPUDL__ERR(ctx, st, __VA_ARGS__); } while (0)
+#define GPUDL__IDX_FAIL(st, ...) do { gpudl_status st_ = GPUDL__ERR(ctx, st, __VA_ARGS__); GPUDL_FREE(buf); return st_; } while (0)
     if (size < 4) GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' is truncated: %zu bytes, less than the 4-byte magic", path, size);
     if (buf[0] != 0 || buf[1] != 0)
         GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has a bad magic number (%02x %02x %02x %02x): not an IDX file", path,
