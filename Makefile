@@ -29,9 +29,13 @@ test:
 # On a GPU machine: the GPU suite, under compute-sanitizer memcheck when installed.
 test-gpu: | build
 	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o build/test_cuda tests/test_gpudl.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o build/test_layers_cuda tests/test_layers.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+	mkdir -p build/test/data && for f in data/fashion-mnist-subset/*.gz; do gunzip -c $$f > build/test/data/$$(basename $$f .gz); done
 	./build/test_cuda --gpu-only
+	GPUDL_TEST_DATA=build/test/data ./build/test_layers_cuda --gpu-only
 	@if command -v compute-sanitizer >/dev/null 2>&1; then \
-	    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 ./build/test_cuda --gpu-only; \
+	    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 ./build/test_cuda --gpu-only && \
+	    GPUDL_TEST_DATA=build/test/data compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 ./build/test_layers_cuda --gpu-only; \
 	else echo "compute-sanitizer not installed: memcheck SKIPPED"; fi
 
 ifdef HAVE_OPENBLAS

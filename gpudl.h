@@ -3455,7 +3455,11 @@ GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc
             if (l->kind == GPUDL__L_FLATTEN) {
                 /* a view: the same memory as the layer before (or the input) */
                 if (i > 0) { l->out = m->L[i - 1].out; l->dout = m->L[i - 1].dout; }
-                else s = gpudl_tensor_create(ctx, &l->dout, GPUDL_F32, 2, shape);
+                else {   /* the input itself: its data pointer is set by each forward */
+                    s = gpudl_tensor_create(ctx, &l->dout, GPUDL_F32, 2, shape);
+                    l->out.dtype = GPUDL_F32;
+                    l->out.device = ctx->device;
+                }
                 l->out.ndim = l->dout.ndim = 2;
                 l->out.shape[1] = l->dout.shape[1] = l->out_shape[0];
                 l->out.owner = 0;

@@ -87,12 +87,37 @@ else
     skip nvcc_builds "nvcc not found"
 fi
 
+echo "== data: the shipped Fashion-MNIST subset, decompressed for the tests"
+export GPUDL_TEST_DATA=$B/data
+mkdir -p "$GPUDL_TEST_DATA"
+for f in data/fashion-mnist-subset/*.gz; do gunzip -c "$f" > "$GPUDL_TEST_DATA/$(basename "$f" .gz)"; done
+HAVE_ZLIB=0
+printf '#include <zlib.h>\nint main(void){return 0;}\n' | $CC -x c - -o $B/zlib_probe -lz >/dev/null 2>&1 && HAVE_ZLIB=1
+
 echo "== CPU suite (OpenMP)"
 if $CC -std=c99 -O2 -Wall -Wextra -DGPUDL_NO_CUDA -fopenmp -o $B/test_cpu tests/test_gpudl.c -lm >$B/test_cpu.log 2>&1; then
     OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} run_suite $B/test_cpu
 else
     echo "FAIL    build tests/test_gpudl.c (cc)"; cat $B/test_cpu.log; failed=$((failed + 1))
 fi
+echo "== CPU training suite (OpenMP)"
+if $CC -std=c99 -O2 -Wall -Wextra -DGPUDL_NO_CUDA -fopenmp -o $B/test_layers tests/test_layers.c -lm >$B/test_layers.log 2>&1; then
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} run_suite $B/test_layers
+else
+    echo "FAIL    build tests/test_layers.c (cc)"; cat $B/test_layers.log; failed=$((failed + 1))
+fi
+if [ $HAVE_ZLIB = 1 ]; then
+    check build_with_zlib     $CC -std=c99 -O2 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_ZLIB -o $B/test_layers_z tests/test_layers.c -lm -lz
+    [ -x $B/test_layers_z ] && run_suite $B/test_layers_z idx_
+else
+    skip idx_gzip_with_zlib "zlib.h not installed (Debian: zlib1g-dev)"
+fi
+if python3 -c 'import safetensors, numpy' >/dev/null 2>&1 && [ -f $B/tmp_good.safetensors ]; then
+    check safetensors_library_reads_checkpoint python3 tests/check_safetensors.py $B/tmp_good.safetensors
+else
+    skip safetensors_library_reads_checkpoint "python3 safetensors + numpy not installed (pip install safetensors numpy)"
+fi
+
 echo "== CPU suite (single-threaded build, CPU tests only)"
 if $CC -std=c99 -O2 -DGPUDL_NO_CUDA -o $B/test_cpu1 tests/test_gpudl.c -lm >$B/test_cpu1.log 2>&1; then
     run_suite $B/test_cpu1 --cpu-only
@@ -106,6 +131,12 @@ if [ $HAVE_NVCC = 1 ]; then
         run_suite $B/test_cuda
     else
         echo "FAIL    build tests/test_gpudl.c (nvcc)"; cat $B/test_cuda.log; failed=$((failed + 1))
+    fi
+    if $NVCC -O2 $CUDA_ARCH -Xcompiler -fopenmp -o $B/test_layers_cuda tests/test_layers.c gpudl_kernels.cu \
+            -lcublas -lcublasLt -lcudnn -lgomp >$B/test_layers_cuda.log 2>&1; then
+        run_suite $B/test_layers_cuda
+    else
+        echo "FAIL    build tests/test_layers.c (nvcc)"; cat $B/test_layers_cuda.log; failed=$((failed + 1))
     fi
 else
     skip test_cuda "nvcc not found"

@@ -1,0 +1,1350 @@
+/* gpudl tests, training half: every layer on the CPU against a float64
+   reference, gradient checks for every layer, optimizers and schedules, the
+   IDX loader's fault cases, the dataset, checkpoints (round trip, resume,
+   corruption) and a short training run; in the nvcc build, every layer on
+   the GPU against the CPU (SKIPPED without a GPU).
+
+   Data: the Fashion-MNIST subset decompressed into $GPUDL_TEST_DATA
+   (tests/run.sh does that; default build/test/data).
+   Run:  ./test_layers [substring | --cpu-only | --gpu-only] */
+#define GPUDL_IMPLEMENTATION
+#include "../gpudl.h"
+#include "harness.h"
+
+/* >>helpers --------------------------------------------------------------- */
+
+static gpudl_tensor mk(gpudl_ctx *ctx, gpudl_dtype dt, int ndim, const int64_t *shape) {
+    gpudl_tensor t;
+    GPUDL_CHECK(gpudl_tensor_create_on(ctx, &t, GPUDL_DEVICE_CPU, dt, ndim, shape));
+    return t;
+}
+
+static gpudl_tensor rnd(int ndim, const int64_t *shape, float lo, float hi) {
+    gpudl_tensor t = mk(cpu_ctx(), GPUDL_F32, ndim, shape);
+    GPUDL_CHECK(gpudl_tensor_uniform(cpu_ctx(), &t, lo, hi));
+    return t;
+}
+
+static float *F(const gpudl_tensor *t) { return (float *)t->data; }
+
+/* max over i of |got - ref| / (|ref| + floor) */
+static double rel_err(const float *got, const double *ref, int64_t n, double floor) {
+    double w = 0;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        double e = fabs(got[i] - ref[i]) / (fabs(ref[i]) + floor);
+        if (!(e <= w)) w = e;
+    }
+    return w;
+}
+
+static double *dalloc(int64_t n) {
+    double *d = (double *)calloc((size_t)(n ? n : 1), sizeof(double));
+    if (!d) { fprintf(stderr, "out of memory\n"); exit(1); }
+    return d;
+}
+
+static const char *data_dir(void) {
+    const char *d = getenv("GPUDL_TEST_DATA");
+    return d ? d : "build/test/data";
+}
+
+/* >>activations ----------------------------------------------------------- */
+
+static double act_ref(int act, double x, double a) {
+    switch (act) {
+    case GPUDL_ACT_RELU: return x > 0 ? x : 0;
+    case GPUDL_ACT_LEAKY_RELU: return x > 0 ? x : a * x;
+    case GPUDL_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case GPUDL_ACT_TANH: return tanh(x);
+    default: return 1 / (1 + exp(-x));
+    }
+}
+
+static double dact_ref(int act, double x, double a) {
+    switch (act) {
+    case GPUDL_ACT_RELU: return x > 0 ? 1 : 0;
+    case GPUDL_ACT_LEAKY_RELU: return x > 0 ? 1 : a;
+    case GPUDL_ACT_GELU: return 0.5 * (1 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2 * 3.14159265358979323846);
+    case GPUDL_ACT_TANH: return 1 - tanh(x) * tanh(x);
+    default: { double s = 1 / (1 + exp(-x)); return s * (1 - s); }
+    }
+}
+
+static void test_activations(void) {
+    static const int64_t ns[] = {1, 7, 33, 1000};
+    gpudl_ctx *c = cpu_ctx();
+    int act;
+    size_t s;
+    for (act = GPUDL_ACT_RELU; act <= GPUDL_ACT_SIGMOID; act++)
+        for (s = 0; s < 4; s++) {
+            int64_t n = ns[s], i;
+            float alpha = act == GPUDL_ACT_LEAKY_RELU && s == 2 ? 0.2f : 0.0f;
+            double a = alpha == 0.0f ? 0.01 : alpha;
+            gpudl_tensor x = rnd(1, &n, -4.0f, 4.0f), y = mk(c, GPUDL_F32, 1, &n), dy = rnd(1, &n, -1.0f, 1.0f), dx = mk(c, GPUDL_F32, 1, &n);
+            double *ry = dalloc(n), *rdx = dalloc(n);
+            CHECK_OK(gpudl_act_forward(c, (gpudl_act)act, alpha, &y, &x));
+            CHECK_OK(gpudl_act_backward(c, (gpudl_act)act, alpha, &dx, &dy, &x, &y));
+            for (i = 0; i < n; i++) {
+                ry[i] = act_ref(act, F(&x)[i], a);
+                rdx[i] = F(&dy)[i] * dact_ref(act, F(&x)[i], a);
+            }
+            /* values are O(1): errors relative to |ref| + 1 */
+            CHECKF(rel_err(F(&y), ry, n, 1.0) < 2e-6, "act %d forward n=%lld: rel err %g", act, (long long)n, rel_err(F(&y), ry, n, 1.0));
+            CHECKF(rel_err(F(&dx), rdx, n, 1.0) < 2e-6, "act %d backward n=%lld: rel err %g", act, (long long)n, rel_err(F(&dx), rdx, n, 1.0));
+            free(ry); free(rdx);
+            gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx);
+        }
+    {
+        int64_t n = 4, m = 5;
+        gpudl_tensor x = rnd(1, &n, -1, 1), y = mk(c, GPUDL_F32, 1, &m);
+        CHECK_ST(gpudl_act_forward(c, GPUDL_ACT_RELU, 0, &y, &x), GPUDL_ERR_SHAPE);
+        CHECK_ST(gpudl_act_forward(c, (gpudl_act)99, 0, &x, &x), GPUDL_ERR_INVALID_ARG);
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y);
+    }
+}
+
+/* >>linear ---------------------------------------------------------------- */
+
+static void test_linear(void) {
+    static const int64_t dims[][3] = {{1, 1, 1}, {7, 33, 5}, {33, 7, 1000}, {128, 784, 33}};   /* N, F, O */
+    gpudl_ctx *c = cpu_ctx();
+    size_t s;
+    for (s = 0; s < sizeof dims / sizeof dims[0]; s++) {
+        int64_t N = dims[s][0], Fi = dims[s][1], O = dims[s][2], n, f, o;
+        int64_t xs[2] = {N, Fi}, ws[2] = {O, Fi}, ys[2] = {N, O};
+        gpudl_tensor x = rnd(2, xs, -1, 1), w = rnd(2, ws, -1, 1), b = rnd(1, &O, -1, 1), y = mk(c, GPUDL_F32, 2, ys);
+        gpudl_tensor dy = rnd(2, ys, -1, 1), dx = mk(c, GPUDL_F32, 2, xs), dw = rnd(2, ws, -1, 1), db = rnd(1, &O, -1, 1);
+        double *ry = dalloc(N * O), *rdx = dalloc(N * Fi), *rdw = dalloc(O * Fi), *rdb = dalloc(O);
+        for (o = 0; o < O * Fi; o++) rdw[o] = F(&dw)[o];   /* parameter gradients accumulate */
+        for (o = 0; o < O; o++) rdb[o] = F(&db)[o];
+        CHECK_OK(gpudl_linear_forward(c, &y, &x, &w, &b));
+        CHECK_OK(gpudl_linear_backward(c, &dx, &dw, &db, &dy, &x, &w));
+        for (n = 0; n < N; n++)
+            for (o = 0; o < O; o++) {
+                double acc = F(&b)[o];
+                for (f = 0; f < Fi; f++) acc += (double)F(&x)[n * Fi + f] * F(&w)[o * Fi + f];
+                ry[n * O + o] = acc;
+                rdb[o] += F(&dy)[n * O + o];
+                for (f = 0; f < Fi; f++) {
+                    rdx[n * Fi + f] += (double)F(&dy)[n * O + o] * F(&w)[o * Fi + f];
+                    rdw[o * Fi + f] += (double)F(&dy)[n * O + o] * F(&x)[n * Fi + f];
+                }
+            }
+        CHECKF(rel_err(F(&y), ry, N * O, 1.0) < 1e-5, "linear fwd %lldx%lldx%lld", (long long)N, (long long)Fi, (long long)O);
+        CHECKF(rel_err(F(&dx), rdx, N * Fi, 1.0) < 1e-5, "linear dx");
+        CHECKF(rel_err(F(&dw), rdw, O * Fi, 1.0) < 1e-5, "linear dw");
+        CHECKF(rel_err(F(&db), rdb, O, 1.0) < 1e-5, "linear db");
+        free(ry); free(rdx); free(rdw); free(rdb);
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &w); gpudl_tensor_free(c, &b); gpudl_tensor_free(c, &y);
+        gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx); gpudl_tensor_free(c, &dw); gpudl_tensor_free(c, &db);
+    }
+    {
+        int64_t xs[2] = {3, 4}, ws[2] = {5, 6}, ys[2] = {3, 5};
+        gpudl_tensor x = rnd(2, xs, -1, 1), w = rnd(2, ws, -1, 1), y = mk(c, GPUDL_F32, 2, ys);
+        CHECK_ST(gpudl_linear_forward(c, &y, &x, &w, NULL), GPUDL_ERR_SHAPE);
+        CHECKF(strstr(gpudl_ctx_last_error(c), "f32[3,4]") && strstr(gpudl_ctx_last_error(c), "f32[5,6]"), "%s", gpudl_ctx_last_error(c));
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &w); gpudl_tensor_free(c, &y);
+    }
+}
+
+/* >>losses ---------------------------------------------------------------- */
+
+static void test_softmax_xent(void) {
+    static const int64_t dims[][2] = {{1, 1}, {7, 10}, {33, 3}, {100, 1000}};
+    gpudl_ctx *c = cpu_ctx();
+    size_t s;
+    int ldt;
+    for (s = 0; s < 4; s++)
+        for (ldt = 0; ldt < 2; ldt++) {
+            int64_t N = dims[s][0], K = dims[s][1], one = 1, r, k;
+            int64_t zs[2] = {N, K};
+            gpudl_tensor z = rnd(2, zs, -20, 20), p = mk(c, GPUDL_F32, 2, zs), dz = mk(c, GPUDL_F32, 2, zs), loss = mk(c, GPUDL_F32, 1, &one);
+            gpudl_tensor lab = mk(c, ldt ? GPUDL_U8 : GPUDL_I32, 1, &N);
+            double total = 0, *rp = dalloc(N * K), *rdz = dalloc(N * K);
+            float got;
+            if (N > 1) F(&z)[K] = 1000.0f;   /* a huge logit: log-sum-exp must stay finite */
+            for (r = 0; r < N; r++) {
+                int64_t L = (int64_t)(gpudl_rng_bits(11, (uint64_t)r) % (uint64_t)K);
+                if (ldt) ((uint8_t *)lab.data)[r] = (uint8_t)(L % 256 < K ? L % 256 : 0);
+                else ((int32_t *)lab.data)[r] = (int32_t)L;
+            }
+            CHECK_OK(gpudl_softmax_xent_forward(c, &loss, &p, &z, &lab));
+            CHECK_OK(gpudl_softmax_xent_backward(c, &dz, &p, &lab, 2.0f));
+            for (r = 0; r < N; r++) {
+                double mx = -1e300, se = 0;
+                int64_t L = ldt ? ((uint8_t *)lab.data)[r] : ((int32_t *)lab.data)[r];
+                for (k = 0; k < K; k++) mx = F(&z)[r * K + k] > mx ? F(&z)[r * K + k] : mx;
+                for (k = 0; k < K; k++) se += exp(F(&z)[r * K + k] - mx);
+                total += mx + log(se) - F(&z)[r * K + L];
+                for (k = 0; k < K; k++) {
+                    rp[r * K + k] = exp(F(&z)[r * K + k] - mx) / se;
+                    rdz[r * K + k] = 2.0 * (rp[r * K + k] - (k == L)) / N;
+                }
+            }
+            got = F(&loss)[0];
+            CHECKF(isfinite(got) && fabs(got - total / N) <= 1e-5 * (1 + fabs(total / N)), "xent %lldx%lld loss %g want %g",
+                   (long long)N, (long long)K, (double)got, total / N);
+            CHECKF(rel_err(F(&p), rp, N * K, 1e-6) < 1e-4, "xent probs");
+            CHECKF(rel_err(F(&dz), rdz, N * K, 1e-3) < 1e-4, "xent backward");
+            free(rp); free(rdz);
+            if (N > 1) {   /* a label out of range is an error on the CPU */
+                if (ldt) ((uint8_t *)lab.data)[0] = (uint8_t)K; else ((int32_t *)lab.data)[0] = -1;
+                if (ldt == 0 || K < 256) CHECK_ST(gpudl_softmax_xent_forward(c, &loss, &p, &z, &lab), GPUDL_ERR_INVALID_ARG);
+            }
+            gpudl_tensor_free(c, &z); gpudl_tensor_free(c, &p); gpudl_tensor_free(c, &dz); gpudl_tensor_free(c, &loss); gpudl_tensor_free(c, &lab);
+        }
+}
+
+static void test_mse(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int64_t s[2] = {33, 7}, one = 1, i;
+    gpudl_tensor p = rnd(2, s, -2, 2), t = rnd(2, s, -2, 2), d = mk(c, GPUDL_F32, 2, s), l = mk(c, GPUDL_F32, 1, &one);
+    double ref = 0, *rd = dalloc(231);
+    CHECK_OK(gpudl_mse_forward(c, &l, &p, &t));
+    CHECK_OK(gpudl_mse_backward(c, &d, &p, &t, 0.5f));
+    for (i = 0; i < 231; i++) {
+        double e = (double)F(&p)[i] - F(&t)[i];
+        ref += e * e;
+        rd[i] = 0.5 * 2 * e / 231;
+    }
+    CHECK(fabs(F(&l)[0] - ref / 231) < 1e-6 * ref);
+    CHECK(rel_err(F(&d), rd, 231, 1e-4) < 1e-5);
+    free(rd);
+    gpudl_tensor_free(c, &p); gpudl_tensor_free(c, &t); gpudl_tensor_free(c, &d); gpudl_tensor_free(c, &l);
+}
+
+/* >>conv ------------------------------------------------------------------ */
+
+typedef struct { int64_t N, C, H, W, O, kh, kw, sh, sw, ph, pw, dh, dw; } conv_case;
+
+static const conv_case conv_cases[] = {
+    {2, 3, 7, 7, 4, 3, 3, 1, 1, 0, 0, 1, 1},
+    {1, 1, 5, 5, 1, 1, 1, 1, 1, 0, 0, 1, 1},
+    {3, 2, 9, 8, 5, 3, 3, 2, 2, 1, 1, 1, 1},
+    {2, 3, 11, 10, 4, 3, 3, 1, 1, 2, 2, 2, 2},
+    {1, 4, 6, 6, 3, 5, 5, 1, 1, 2, 2, 1, 1},
+    {2, 2, 7, 9, 3, 2, 3, 2, 1, 1, 0, 1, 2},
+    {4, 1, 28, 28, 8, 5, 5, 1, 1, 2, 2, 1, 1},
+};
+
+static void conv_ref(const conv_case *q, const float *x, const float *w, const float *b, const float *dy, int64_t Ho, int64_t Wo,
+                     double *y, double *dx, double *dw, double *db) {
+    int64_t n, o, c, oh, ow, i, j;
+    for (n = 0; n < q->N; n++)
+        for (o = 0; o < q->O; o++)
+            for (oh = 0; oh < Ho; oh++)
+                for (ow = 0; ow < Wo; ow++) {
+                    double acc = b[o], g = dy[((n * q->O + o) * Ho + oh) * Wo + ow];
+                    db[o] += g;
+                    for (c = 0; c < q->C; c++)
+                        for (i = 0; i < q->kh; i++)
+                            for (j = 0; j < q->kw; j++) {
+                                int64_t h = oh * q->sh - q->ph + i * q->dh, ww = ow * q->sw - q->pw + j * q->dw, xi, wi;
+                                if (h < 0 || h >= q->H || ww < 0 || ww >= q->W) continue;
+                                xi = ((n * q->C + c) * q->H + h) * q->W + ww;
+                                wi = ((o * q->C + c) * q->kh + i) * q->kw + j;
+                                acc += (double)x[xi] * w[wi];
+                                dx[xi] += g * w[wi];
+                                dw[wi] += g * x[xi];
+                            }
+                    y[((n * q->O + o) * Ho + oh) * Wo + ow] = acc;
+                }
+}
+
+static void test_conv2d(void) {
+    gpudl_ctx *c = cpu_ctx();
+    size_t s;
+    for (s = 0; s < sizeof conv_cases / sizeof conv_cases[0]; s++) {
+        const conv_case *q = &conv_cases[s];
+        int64_t Ho = (q->H + 2 * q->ph - q->dh * (q->kh - 1) - 1) / q->sh + 1, Wo = (q->W + 2 * q->pw - q->dw * (q->kw - 1) - 1) / q->sw + 1;
+        int64_t xs[4] = {q->N, q->C, q->H, q->W}, ws[4] = {q->O, q->C, q->kh, q->kw}, ys[4] = {q->N, q->O, Ho, Wo}, i;
+        int64_t nx = q->N * q->C * q->H * q->W, nw = q->O * q->C * q->kh * q->kw, ny = q->N * q->O * Ho * Wo;
+        gpudl_conv2d_desc d;
+        gpudl_tensor x = rnd(4, xs, -1, 1), w = rnd(4, ws, -1, 1), b = rnd(1, &q->O, -1, 1), y = mk(c, GPUDL_F32, 4, ys);
+        gpudl_tensor dy = rnd(4, ys, -1, 1), dx = mk(c, GPUDL_F32, 4, xs), dw = rnd(4, ws, -1, 1), db = rnd(1, &q->O, -1, 1);
+        double *ry = dalloc(ny), *rdx = dalloc(nx), *rdw = dalloc(nw), *rdb = dalloc(q->O);
+        memset(&d, 0, sizeof d);
+        d.stride_h = q->sh; d.stride_w = q->sw; d.pad_h = q->ph; d.pad_w = q->pw; d.dil_h = q->dh; d.dil_w = q->dw;
+        for (i = 0; i < nw; i++) rdw[i] = F(&dw)[i];
+        for (i = 0; i < q->O; i++) rdb[i] = F(&db)[i];
+        CHECK_OK(gpudl_conv2d_forward(c, &y, &x, &w, &b, &d));
+        CHECK_OK(gpudl_conv2d_backward(c, &dx, &dw, &db, &dy, &x, &w, &d));
+        conv_ref(q, F(&x), F(&w), F(&b), F(&dy), Ho, Wo, ry, rdx, rdw, rdb);
+        /* FP32 sums of K terms: error grows like sqrt(K) */
+        CHECKF(rel_err(F(&y), ry, ny, 1.0) < 1e-6 * sqrt((double)(q->C * q->kh * q->kw)) + 1e-6, "conv case %zu forward: %g", s, rel_err(F(&y), ry, ny, 1.0));
+        CHECKF(rel_err(F(&dx), rdx, nx, 1.0) < 1e-6 * sqrt((double)(q->O * q->kh * q->kw)) + 1e-6, "conv case %zu dx: %g", s, rel_err(F(&dx), rdx, nx, 1.0));
+        CHECKF(rel_err(F(&dw), rdw, nw, 1.0) < 1e-6 * sqrt((double)(q->N * Ho * Wo)) + 1e-6, "conv case %zu dw: %g", s, rel_err(F(&dw), rdw, nw, 1.0));
+        CHECKF(rel_err(F(&db), rdb, q->O, 1.0) < 1e-6 * sqrt((double)(q->N * Ho * Wo)) + 1e-6, "conv case %zu db", s);
+        free(ry); free(rdx); free(rdw); free(rdb);
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &w); gpudl_tensor_free(c, &b); gpudl_tensor_free(c, &y);
+        gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx); gpudl_tensor_free(c, &dw); gpudl_tensor_free(c, &db);
+    }
+    {
+        int64_t xs[4] = {1, 3, 5, 5}, ws[4] = {2, 4, 3, 3}, ys[4] = {1, 2, 3, 3};
+        gpudl_tensor x = rnd(4, xs, -1, 1), w = rnd(4, ws, -1, 1), y = mk(c, GPUDL_F32, 4, ys);
+        CHECK_ST(gpudl_conv2d_forward(c, &y, &x, &w, NULL, NULL), GPUDL_ERR_SHAPE);
+        CHECKF(strstr(gpudl_ctx_last_error(c), "f32[1,3,5,5]") && strstr(gpudl_ctx_last_error(c), "f32[2,4,3,3]"), "%s", gpudl_ctx_last_error(c));
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &w); gpudl_tensor_free(c, &y);
+    }
+}
+
+/* >>pool ------------------------------------------------------------------ */
+
+static void test_pool2d(void) {
+    static const int64_t cases[][7] = {   /* H W k s p kind(1 max 2 avg) N*C */
+        {6, 6, 2, 2, 0, 1, 6}, {7, 7, 3, 2, 1, 1, 4}, {5, 8, 2, 1, 0, 1, 3}, {6, 6, 2, 2, 0, 2, 6}, {7, 9, 3, 2, 1, 2, 2},
+        {28, 28, 2, 2, 0, 1, 16}, {1, 1, 1, 1, 0, 1, 1},
+    };
+    gpudl_ctx *c = cpu_ctx();
+    size_t s;
+    for (s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+        int64_t H = cases[s][0], W = cases[s][1], k = cases[s][2], st = cases[s][3], p = cases[s][4], NC = cases[s][6];
+        int64_t Ho = (H + 2 * p - k) / st + 1, Wo = (W + 2 * p - k) / st + 1, pl, oh, ow, i, j;
+        int64_t xs[4] = {1, NC, H, W}, ys[4] = {1, NC, Ho, Wo};
+        gpudl_pool2d_desc d;
+        gpudl_tensor x = rnd(4, xs, -1, 1), y = mk(c, GPUDL_F32, 4, ys), dy = rnd(4, ys, -1, 1), dx = mk(c, GPUDL_F32, 4, xs);
+        double *ry = dalloc(NC * Ho * Wo), *rdx = dalloc(NC * H * W);
+        memset(&d, 0, sizeof d);
+        d.kind = (gpudl_pool)cases[s][5]; d.k_h = d.k_w = k; d.stride_h = d.stride_w = st; d.pad_h = d.pad_w = p;
+        CHECK_OK(gpudl_pool2d_forward(c, &y, &x, &d));
+        CHECK_OK(gpudl_pool2d_backward(c, &dx, &dy, &x, &d));
+        for (pl = 0; pl < NC; pl++)
+            for (oh = 0; oh < Ho; oh++)
+                for (ow = 0; ow < Wo; ow++) {
+                    double best = -1e300, sum = 0, g = F(&dy)[(pl * Ho + oh) * Wo + ow];
+                    int64_t arg = -1;
+                    for (i = 0; i < k; i++)
+                        for (j = 0; j < k; j++) {
+                            int64_t h = oh * st - p + i, w = ow * st - p + j;
+                            if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                            sum += F(&x)[(pl * H + h) * W + w];
+                            if (F(&x)[(pl * H + h) * W + w] > best) { best = F(&x)[(pl * H + h) * W + w]; arg = h * W + w; }
+                        }
+                    ry[(pl * Ho + oh) * Wo + ow] = d.kind == GPUDL_POOL_MAX ? best : sum / (double)(k * k);
+                    if (d.kind == GPUDL_POOL_MAX) rdx[pl * H * W + arg] += g;
+                    else for (i = 0; i < k; i++) for (j = 0; j < k; j++) {
+                        int64_t h = oh * st - p + i, w = ow * st - p + j;
+                        if (h >= 0 && h < H && w >= 0 && w < W) rdx[(pl * H + h) * W + w] += g / (double)(k * k);
+                    }
+                }
+        CHECKF(rel_err(F(&y), ry, NC * Ho * Wo, 1e-6) < 1e-6, "pool case %zu forward", s);
+        CHECKF(rel_err(F(&dx), rdx, NC * H * W, 1.0) < 1e-6, "pool case %zu backward", s);
+        free(ry); free(rdx);
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx);
+    }
+}
+
+/* >>batchnorm ------------------------------------------------------------- */
+
+static void test_batchnorm(void) {
+    static const int64_t cases[][3] = {{4, 3, 25}, {7, 5, 1}, {2, 1, 33}, {16, 8, 49}};   /* N C inner */
+    gpudl_ctx *c = cpu_ctx();
+    size_t s;
+    int training;
+    for (s = 0; s < 4; s++)
+        for (training = 1; training >= 0; training--) {
+            int64_t N = cases[s][0], C = cases[s][1], in = cases[s][2], M = N * in, ch, n, i;
+            int64_t xs[3] = {N, C, in};
+            gpudl_tensor x = rnd(3, xs, -2, 3), y = mk(c, GPUDL_F32, 3, xs), dy = rnd(3, xs, -1, 1), dx = mk(c, GPUDL_F32, 3, xs);
+            gpudl_tensor g = rnd(1, &C, 0.5f, 1.5f), b = rnd(1, &C, -1, 1), rm = rnd(1, &C, -1, 1), rv = rnd(1, &C, 0.5f, 2.0f);
+            gpudl_tensor sm = mk(c, GPUDL_F32, 1, &C), si = mk(c, GPUDL_F32, 1, &C), dg = rnd(1, &C, -1, 1), db = rnd(1, &C, -1, 1);
+            double *ry = dalloc(N * C * in), *rdx = dalloc(N * C * in), *rrm = dalloc(C), *rrv = dalloc(C), *rdg = dalloc(C), *rdb = dalloc(C);
+            for (ch = 0; ch < C; ch++) {
+                double mean = 0, var = 0, inv, sdy = 0, sdyx = 0;
+                for (n = 0; n < N; n++) for (i = 0; i < in; i++) mean += F(&x)[(n * C + ch) * in + i];
+                mean /= M;
+                for (n = 0; n < N; n++) for (i = 0; i < in; i++) { double e = F(&x)[(n * C + ch) * in + i] - mean; var += e * e; }
+                var /= M;
+                if (!training) { mean = F(&rm)[ch]; var = F(&rv)[ch]; }
+                inv = 1 / sqrt(var + 1e-5);
+                rrm[ch] = training ? 0.9 * F(&rm)[ch] + 0.1 * mean : F(&rm)[ch];
+                rrv[ch] = training ? 0.9 * F(&rv)[ch] + 0.1 * var * M / (M - 1) : F(&rv)[ch];
+                for (n = 0; n < N; n++) for (i = 0; i < in; i++) {
+                    int64_t k = (n * C + ch) * in + i;
+                    double xh = (F(&x)[k] - mean) * inv;
+                    ry[k] = xh * F(&g)[ch] + F(&b)[ch];
+                    sdy += F(&dy)[k];
+                    sdyx += F(&dy)[k] * xh;
+                }
+                rdg[ch] = F(&dg)[ch] + sdyx;
+                rdb[ch] = F(&db)[ch] + sdy;
+                for (n = 0; n < N; n++) for (i = 0; i < in; i++) {
+                    int64_t k = (n * C + ch) * in + i;
+                    double xh = (F(&x)[k] - mean) * inv;
+                    rdx[k] = F(&g)[ch] * inv * (F(&dy)[k] - sdy / M - xh * sdyx / M);
+                }
+            }
+            CHECK_OK(gpudl_batchnorm_forward(c, &y, &sm, &si, &x, &g, &b, &rm, &rv, training, 0.1f, 1e-5f));
+            CHECKF(rel_err(F(&y), ry, N * C * in, 1.0) < 1e-5, "bn forward case %zu training %d", s, training);
+            CHECKF(rel_err(F(&rm), rrm, C, 1e-3) < 1e-5 && rel_err(F(&rv), rrv, C, 1e-3) < 1e-5, "bn running stats case %zu", s);
+            if (training) {
+                CHECK_OK(gpudl_batchnorm_backward(c, &dx, &dg, &db, &dy, &x, &g, &sm, &si));
+                CHECKF(rel_err(F(&dx), rdx, N * C * in, 1.0) < 2e-5, "bn dx case %zu: %g", s, rel_err(F(&dx), rdx, N * C * in, 1.0));
+                CHECKF(rel_err(F(&dg), rdg, C, 1.0) < 1e-5 && rel_err(F(&db), rdb, C, 1.0) < 1e-5, "bn dgamma/dbeta case %zu", s);
+            }
+            free(ry); free(rdx); free(rrm); free(rrv); free(rdg); free(rdb);
+            gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx);
+            gpudl_tensor_free(c, &g); gpudl_tensor_free(c, &b); gpudl_tensor_free(c, &rm); gpudl_tensor_free(c, &rv);
+            gpudl_tensor_free(c, &sm); gpudl_tensor_free(c, &si); gpudl_tensor_free(c, &dg); gpudl_tensor_free(c, &db);
+        }
+}
+
+/* >>dropout --------------------------------------------------------------- */
+
+static void test_dropout(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int64_t n = 100003, i, kept = 0, bad = 0;
+    gpudl_tensor x = rnd(1, &n, 0.5f, 1.5f), y = mk(c, GPUDL_F32, 1, &n), dy = rnd(1, &n, -1, 1), dx = mk(c, GPUDL_F32, 1, &n);
+    gpudl_tensor y2 = mk(c, GPUDL_F32, 1, &n);
+    CHECK_OK(gpudl_dropout_forward(c, &y, &x, 0.3f, 42, 1000));
+    CHECK_OK(gpudl_dropout_backward(c, &dx, &dy, 0.3f, 42, 1000));
+    for (i = 0; i < n; i++) {
+        int keep = F(&y)[i] != 0.0f;
+        kept += keep;
+        if (keep && F(&y)[i] != F(&x)[i] / 0.7f) bad++;
+        if (F(&dx)[i] != (keep ? F(&dy)[i] / 0.7f : 0.0f)) bad++;   /* the same mask in backward */
+    }
+    CHECKF(fabs((double)kept / n - 0.7) < 0.01, "kept fraction %g", (double)kept / n);
+    CHECKF(bad == 0, "%lld elements disagree with the mask", (long long)bad);
+    CHECK_OK(gpudl_dropout_forward(c, &y2, &x, 0.3f, 42, 1000));          /* reproducible */
+    CHECK(memcmp(y.data, y2.data, (size_t)n * 4) == 0);
+    CHECK_OK(gpudl_dropout_forward(c, &y2, &x, 0.3f, 42, 1001));          /* another offset, another mask */
+    CHECK(memcmp(y.data, y2.data, (size_t)n * 4) != 0);
+    CHECK_OK(gpudl_dropout_forward(c, &y2, &x, 0.0f, 42, 0));
+    CHECK(memcmp(x.data, y2.data, (size_t)n * 4) == 0);
+    CHECK_OK(gpudl_dropout_forward(c, &y2, &x, 1.0f, 42, 0));
+    CHECK(F(&y2)[0] == 0.0f && F(&y2)[n - 1] == 0.0f);
+    CHECK_ST(gpudl_dropout_forward(c, &y2, &x, 1.5f, 42, 0), GPUDL_ERR_INVALID_ARG);
+    gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx); gpudl_tensor_free(c, &y2);
+}
+
+/* >>gradcheck: every layer through a small model -------------------------- */
+
+/* Inputs whose entries are distinct and at least `gap` apart and away from
+   zero: no ReLU kink or pooling tie is crossed by a step of eps < gap/2. */
+static gpudl_tensor spaced_input(int ndim, const int64_t *shape, double gap, uint64_t seed) {
+    gpudl_tensor t = mk(cpu_ctx(), GPUDL_F32, ndim, shape);
+    int64_t n = gpudl_tensor_numel(&t), i;
+    for (i = 0; i < n; i++) F(&t)[i] = (float)(i + 1) * (float)gap;
+    for (i = n - 1; i > 0; i--) {   /* shuffle, then centre and flip signs */
+        int64_t j = (int64_t)(gpudl_rng_bits(seed, (uint64_t)i) % (uint64_t)(i + 1));
+        float v = F(&t)[i]; F(&t)[i] = F(&t)[j]; F(&t)[j] = v;
+    }
+    for (i = 0; i < n; i++) if (gpudl_rng_bits(seed + 1, (uint64_t)i) & 1) F(&t)[i] = -F(&t)[i];
+    return t;
+}
+
+typedef gpudl_status (*model_fn)(gpudl_model *m);
+
+/* eps and atol: a float32 forward makes a central difference noisy by about
+   1e-7 |loss| / eps, so smooth layers use eps 1e-2; layers with kinks or
+   ties use 1e-3 (below half the input spacing) and a larger atol. */
+static void gradcheck_model(const char *name, int ndim, const int64_t *sample, int64_t N, model_fn add, gpudl_loss loss, int K,
+                            int smooth) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    gpudl_model_desc md;
+    gpudl_gradcheck_result r;
+    int64_t xs[4], i, ls[2];
+    gpudl_tensor x, t;
+    xs[0] = N;
+    memcpy(xs + 1, sample, sizeof(int64_t) * (size_t)ndim);
+    CHECK_OK(gpudl_model_create(c, &m, ndim, sample));
+    CHECKF(add(m) == GPUDL_OK, "%s: the model does not assemble: %s", name, gpudl_ctx_last_error(c));
+    memset(&md, 0, sizeof md);
+    md.max_batch = N;
+    md.loss = loss;
+    md.seed = 7;
+    CHECK_OK(gpudl_model_build(m, &md));
+    x = spaced_input(1 + ndim, xs, 2.0 / (double)gpudl__prod(1 + ndim, xs), 3);
+    if (loss == GPUDL_LOSS_SOFTMAX_XENT) {
+        t = mk(c, GPUDL_I32, 1, &N);
+        for (i = 0; i < N; i++) ((int32_t *)t.data)[i] = (int32_t)(i % K);
+    } else {
+        ls[0] = N; ls[1] = K;
+        t = rnd(2, ls, -1, 1);
+    }
+    CHECK_OK(gpudl_gradcheck(m, &x, &t, smooth ? 1e-2 : 1e-3, smooth ? 5e-5 : 3e-4, 2e-2, 40, &r));
+    CHECKF(r.checked > 0 && r.failed == 0, "%s: %lld of %lld gradients off; worst %s (rel %.3g)", name, (long long)r.failed,
+           (long long)r.checked, r.worst, r.max_rel_err);
+    gpudl_tensor_free(c, &x);
+    gpudl_tensor_free(c, &t);
+    gpudl_model_destroy(m);
+}
+
+static gpudl_conv2d_desc conv_desc(int64_t stride, int64_t pad, int64_t dil) {
+    gpudl_conv2d_desc d;
+    memset(&d, 0, sizeof d);
+    d.stride_h = d.stride_w = stride; d.pad_h = d.pad_w = pad; d.dil_h = d.dil_w = dil;
+    return d;
+}
+
+static gpudl_status m_linear(gpudl_model *m) { return gpudl_model_add_linear(m, 7, 5); }
+static gpudl_status m_relu(gpudl_model *m) { gpudl_model_add_relu(m); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_leaky(gpudl_model *m) { gpudl_model_add_act(m, GPUDL_ACT_LEAKY_RELU, 0.1f); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_gelu(gpudl_model *m) { gpudl_model_add_act(m, GPUDL_ACT_GELU, 0); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_tanh(gpudl_model *m) { gpudl_model_add_act(m, GPUDL_ACT_TANH, 0); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_sigmoid(gpudl_model *m) { gpudl_model_add_act(m, GPUDL_ACT_SIGMOID, 0); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_conv(gpudl_model *m) {
+    gpudl_conv2d_desc d = conv_desc(2, 1, 1);
+    gpudl_model_add_conv2d(m, 2, 3, 3, &d);
+    gpudl_model_add_flatten(m);
+    return gpudl_model_add_linear(m, 3 * 3 * 3, 4);
+}
+static gpudl_status m_conv_dil(gpudl_model *m) {
+    gpudl_conv2d_desc d = conv_desc(1, 1, 2);
+    gpudl_model_add_conv2d(m, 2, 2, 2, &d);
+    gpudl_model_add_flatten(m);
+    return gpudl_model_add_linear(m, 2 * 6 * 6, 3);
+}
+static gpudl_status m_maxpool(gpudl_model *m) { gpudl_model_add_maxpool2d(m, 2, 2); gpudl_model_add_flatten(m); return gpudl_model_add_linear(m, 2 * 3 * 3, 4); }
+static gpudl_status m_maxpool_overlap(gpudl_model *m) {
+    gpudl_pool2d_desc p;
+    memset(&p, 0, sizeof p);
+    p.kind = GPUDL_POOL_MAX; p.k_h = p.k_w = 3; p.stride_h = p.stride_w = 2; p.pad_h = p.pad_w = 1;
+    gpudl_model_add_pool2d(m, &p);
+    gpudl_model_add_flatten(m);
+    return gpudl_model_add_linear(m, 2 * 3 * 3, 4);
+}
+static gpudl_status m_avgpool(gpudl_model *m) {
+    gpudl_pool2d_desc p;
+    memset(&p, 0, sizeof p);
+    p.kind = GPUDL_POOL_AVG; p.k_h = p.k_w = 3; p.stride_h = p.stride_w = 2; p.pad_h = p.pad_w = 1;
+    gpudl_model_add_pool2d(m, &p);
+    gpudl_model_add_flatten(m);
+    return gpudl_model_add_linear(m, 2 * 3 * 3, 4);
+}
+static gpudl_status m_bn2d(gpudl_model *m) { gpudl_model_add_batchnorm2d(m, 2); gpudl_model_add_flatten(m); return gpudl_model_add_linear(m, 2 * 6 * 5, 4); }
+static gpudl_status m_bn1d(gpudl_model *m) { gpudl_model_add_batchnorm2d(m, 6); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_dropout(gpudl_model *m) { gpudl_model_add_dropout(m, 0.4f); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_flatten(gpudl_model *m) { gpudl_model_add_flatten(m); return gpudl_model_add_linear(m, 2 * 6 * 5, 4); }
+static gpudl_status m_cnn(gpudl_model *m) {
+    gpudl_conv2d_desc d = conv_desc(1, 1, 1);
+    gpudl_model_add_conv2d(m, 2, 3, 3, &d);
+    gpudl_model_add_batchnorm2d(m, 3);
+    gpudl_model_add_act(m, GPUDL_ACT_TANH, 0);
+    gpudl_model_add_maxpool2d(m, 2, 2);
+    gpudl_model_add_flatten(m);
+    gpudl_model_add_linear(m, 3 * 3 * 3, 8);
+    gpudl_model_add_act(m, GPUDL_ACT_SIGMOID, 0);
+    gpudl_model_add_dropout(m, 0.25f);
+    return gpudl_model_add_linear(m, 8, 4);
+}
+
+static void test_gradcheck_layers(void) {
+    static const int64_t v7[1] = {7}, v6[1] = {6}, img[3] = {2, 6, 5}, img6[3] = {2, 6, 6};
+    gradcheck_model("linear + softmax-xent", 1, v7, 3, m_linear, GPUDL_LOSS_SOFTMAX_XENT, 5, 1);
+    gradcheck_model("linear + mse", 1, v7, 3, m_linear, GPUDL_LOSS_MSE, 5, 1);
+    gradcheck_model("relu", 1, v6, 4, m_relu, GPUDL_LOSS_SOFTMAX_XENT, 4, 0);
+    gradcheck_model("leaky relu", 1, v6, 4, m_leaky, GPUDL_LOSS_SOFTMAX_XENT, 4, 0);
+    gradcheck_model("gelu", 1, v6, 4, m_gelu, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("tanh", 1, v6, 4, m_tanh, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("sigmoid", 1, v6, 4, m_sigmoid, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("conv2d stride 2 pad 1", 3, img, 2, m_conv, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("conv2d dilation 2", 3, img6, 2, m_conv_dil, GPUDL_LOSS_SOFTMAX_XENT, 3, 1);
+    gradcheck_model("max-pool 2x2", 3, img6, 3, m_maxpool, GPUDL_LOSS_SOFTMAX_XENT, 4, 0);
+    gradcheck_model("max-pool 3x3 stride 2 pad 1", 3, img6, 3, m_maxpool_overlap, GPUDL_LOSS_SOFTMAX_XENT, 4, 0);
+    gradcheck_model("avg-pool 3x3 stride 2 pad 1", 3, img6, 3, m_avgpool, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("batch norm 2d", 3, img, 4, m_bn2d, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("batch norm 1d", 1, v6, 5, m_bn1d, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("dropout", 1, v6, 4, m_dropout, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("flatten first", 3, img, 2, m_flatten, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("small CNN", 3, img6, 3, m_cnn, GPUDL_LOSS_SOFTMAX_XENT, 4, 0);
+}
+
+/* gradcheck must notice a disagreement: max-pool over exact ties routes the
+   gradient to the first maximum, while a central difference splits it
+   between the tied entries (this is why the layer tests avoid ties). */
+static gpudl_status m_tiepool(gpudl_model *m) { gpudl_model_add_maxpool2d(m, 2, 2); gpudl_model_add_flatten(m); return gpudl_model_add_linear(m, 1, 3); }
+
+static void test_gradcheck_catches_errors(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    gpudl_gradcheck_result r;
+    int64_t img[3] = {1, 2, 2}, xs[4] = {2, 1, 2, 2}, N = 2, i;
+    gpudl_tensor x = mk(c, GPUDL_F32, 4, xs), t = mk(c, GPUDL_I32, 1, &N);
+    for (i = 0; i < 8; i++) F(&x)[i] = i < 4 ? 0.75f : -0.5f;   /* every window is a 4-way tie */
+    ((int32_t *)t.data)[0] = 0; ((int32_t *)t.data)[1] = 2;
+    CHECK_OK(gpudl_model_create(c, &m, 3, img));
+    CHECK_OK(m_tiepool(m));
+    CHECK_OK(gpudl_model_build(m, NULL));
+    CHECK_OK(gpudl_gradcheck(m, &x, &t, 1e-3, 1e-5, 1e-2, 0, &r));
+    CHECKF(r.failed > 0 && strstr(r.worst, "input") != NULL, "gradcheck missed the tie (%lld failed, worst %s)",
+           (long long)r.failed, r.worst);
+    gpudl_tensor_free(c, &x);
+    gpudl_tensor_free(c, &t);
+    gpudl_model_destroy(m);
+}
+
+/* >>model API ------------------------------------------------------------- */
+
+static void test_model_api_errors(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    int64_t img[3] = {1, 28, 28}, xs[4] = {2, 1, 28, 28}, big[4] = {200, 1, 28, 28}, bad[4] = {2, 1, 27, 28};
+    gpudl_tensor x = rnd(4, xs, -1, 1), xb = rnd(4, big, -1, 1), xbad = rnd(4, bad, -1, 1);
+    char buf[2048];
+    CHECK_OK(gpudl_model_create(c, &m, 3, img));
+    CHECK_ST(gpudl_model_forward(m, &x, NULL), GPUDL_ERR_INVALID_ARG);                 /* used before it is built */
+    CHECK(strstr(gpudl_ctx_last_error(c), "not built") != NULL);
+    CHECK_ST(gpudl_model_add_linear(m, 784, 10), GPUDL_ERR_SHAPE);                     /* needs a flatten */
+    CHECKF(strstr(gpudl_ctx_last_error(c), "1x28x28") && strstr(gpudl_ctx_last_error(c), "flatten"), "%s", gpudl_ctx_last_error(c));
+    CHECK_ST(gpudl_model_add_conv2d(m, 3, 8, 5, NULL), GPUDL_ERR_SHAPE);               /* wrong in_channels */
+    CHECK_OK(gpudl_model_add_conv2d(m, 1, 4, 5, NULL));
+    CHECK_OK(gpudl_model_add_relu(m));
+    CHECK_OK(gpudl_model_add_maxpool2d(m, 2, 2));
+    CHECK_ST(gpudl_model_build(m, NULL), GPUDL_ERR_SHAPE);                             /* softmax needs K scores */
+    CHECK_OK(gpudl_model_add_flatten(m));
+    CHECK_OK(gpudl_model_add_linear(m, 4 * 12 * 12, 10));
+    CHECK_ST(gpudl_model_add_dropout(m, 1.0f), GPUDL_ERR_INVALID_ARG);
+    CHECK_OK(gpudl_model_build(m, NULL));
+    CHECK_ST(gpudl_model_build(m, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_add_relu(m), GPUDL_ERR_INVALID_ARG);                          /* after build */
+    CHECK_ST(gpudl_model_forward(m, &xb, NULL), GPUDL_ERR_SHAPE);                      /* batch > max_batch */
+    CHECK_ST(gpudl_model_forward(m, &xbad, NULL), GPUDL_ERR_SHAPE);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "f32[2,1,27,28]") && strstr(gpudl_ctx_last_error(c), "1x28x28"), "%s", gpudl_ctx_last_error(c));
+    CHECK_ST(gpudl_model_backward(m), GPUDL_ERR_INVALID_ARG);                          /* no loss yet */
+    CHECK_ST(gpudl_model_step(m), GPUDL_ERR_INVALID_ARG);                              /* no optimizer */
+    CHECK(gpudl_model_num_params(m) >= 4 * 25 + 4 + 576 * 10 + 10);
+    gpudl_model_summary(m, buf, sizeof buf);
+    CHECKF(strstr(buf, "conv2d") && strstr(buf, "parameters: 5874"), "%s", buf);
+    gpudl_model_destroy(m);
+    gpudl_model_destroy(NULL);
+    CHECK_ST(gpudl_model_add_relu(NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_forward(NULL, &x, NULL), GPUDL_ERR_INVALID_ARG);
+    gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &xb); gpudl_tensor_free(c, &xbad);
+}
+
+/* Gradients accumulate across backward calls until zero_grad. */
+static void test_grad_accumulation(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    int64_t v[1] = {5}, xs[2] = {4, 5}, N = 4, i, n;
+    gpudl_tensor x = rnd(2, xs, -1, 1), lab = mk(c, GPUDL_I32, 1, &N), g;
+    float *once;
+    memset(&g, 0, sizeof g);
+    for (i = 0; i < N; i++) ((int32_t *)lab.data)[i] = (int32_t)(i % 3);
+    CHECK_OK(gpudl_model_create(c, &m, 1, v));
+    CHECK_OK(gpudl_model_add_linear(m, 5, 6));
+    CHECK_OK(gpudl_model_add_relu(m));
+    CHECK_OK(gpudl_model_add_linear(m, 6, 3));
+    CHECK_OK(gpudl_model_build(m, NULL));
+    CHECK_OK(gpudl_model_params(m, NULL, &g));
+    n = gpudl_model_num_params(m);
+    once = (float *)malloc(sizeof(float) * (size_t)n);
+    CHECK_OK(gpudl_model_zero_grad(m));
+    CHECK_OK(gpudl_model_forward(m, &x, NULL)); CHECK_OK(gpudl_model_loss(m, &lab)); CHECK_OK(gpudl_model_backward(m));
+    memcpy(once, g.data, sizeof(float) * (size_t)n);
+    CHECK_OK(gpudl_model_forward(m, &x, NULL)); CHECK_OK(gpudl_model_loss(m, &lab)); CHECK_OK(gpudl_model_backward(m));
+    for (i = 0; i < n; i++) if (fabsf(F(&g)[i] - 2.0f * once[i]) > 1e-6f * (1.0f + fabsf(once[i]))) break;
+    CHECKF(i == n, "gradient %lld did not accumulate: %g vs 2 x %g", (long long)i, (double)F(&g)[i], (double)once[i]);
+    CHECK_OK(gpudl_model_zero_grad(m));
+    for (i = 0; i < n; i++) if (F(&g)[i] != 0.0f) break;
+    CHECK(i == n);
+    free(once);
+    gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &lab);
+    gpudl_model_destroy(m);
+}
+
+/* >>optimizers ------------------------------------------------------------ */
+
+/* One parameter vector through several steps of each optimizer against the
+   PyTorch update rules in float64. */
+static void test_optimizers(void) {
+    gpudl_ctx *c = cpu_ctx();
+    static const struct { gpudl_optim_kind kind; float lr, mom, wd; int nesterov; float clip; } cases[] = {
+        {GPUDL_OPTIM_SGD, 0.1f, 0, 0, 0, 0}, {GPUDL_OPTIM_SGD, 0.05f, 0.9f, 0, 0, 0}, {GPUDL_OPTIM_SGD, 0.05f, 0.9f, 1e-2f, 1, 0},
+        {GPUDL_OPTIM_SGD, 0.1f, 0, 5e-2f, 0, 0}, {GPUDL_OPTIM_ADAM, 1e-2f, 0, 0, 0, 0}, {GPUDL_OPTIM_ADAM, 1e-2f, 0, 1e-2f, 0, 0},
+        {GPUDL_OPTIM_ADAMW, 1e-2f, 0, 0.1f, 0, 0}, {GPUDL_OPTIM_SGD, 0.1f, 0, 0, 0, 0.5f}, {GPUDL_OPTIM_ADAM, 1e-2f, 0, 0, 0, 0.1f},
+    };
+    size_t s;
+    for (s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+        gpudl_model *m;
+        gpudl_optim_desc od;
+        gpudl_tensor P, G;
+        int64_t v[1] = {9}, n, i;
+        memset(&P, 0, sizeof P);
+        memset(&G, 0, sizeof G);
+        int step;
+        double *w, *mb, *vb;
+        CHECK_OK(gpudl_model_create(c, &m, 1, v));
+        CHECK_OK(gpudl_model_add_linear(m, 9, 7));
+        CHECK_OK(gpudl_model_build(m, NULL));
+        memset(&od, 0, sizeof od);
+        od.kind = cases[s].kind; od.lr = cases[s].lr; od.momentum = cases[s].mom; od.weight_decay = cases[s].wd;
+        od.nesterov = cases[s].nesterov; od.clip_norm = cases[s].clip;
+        CHECK_OK(gpudl_model_set_optimizer(m, &od));
+        CHECK_OK(gpudl_model_params(m, &P, &G));
+        n = gpudl_model_num_params(m);
+        w = dalloc(n); mb = dalloc(n); vb = dalloc(n);
+        for (i = 0; i < n; i++) w[i] = F(&P)[i];
+        for (step = 0; step < 3; step++) {
+            double ss = 0, scale = 1;
+            for (i = 0; i < n; i++) { F(&G)[i] = (float)(gpudl_rng_uniform(100 + (uint64_t)step, (uint64_t)i) - 0.5); ss += (double)F(&G)[i] * F(&G)[i]; }
+            if (od.clip_norm > 0 && sqrt(ss) > od.clip_norm) scale = od.clip_norm / (sqrt(ss) + 1e-6);
+            CHECK_OK(gpudl_model_step(m));
+            for (i = 0; i < n; i++) {
+                double g = F(&G)[i] * scale;
+                if (od.kind == GPUDL_OPTIM_SGD) {
+                    g += od.weight_decay * w[i];
+                    if (od.momentum > 0) {
+                        mb[i] = step == 0 ? g : od.momentum * mb[i] + g;
+                        g = od.nesterov ? g + od.momentum * mb[i] : mb[i];
+                    }
+                    w[i] -= od.lr * g;
+                } else {
+                    double b1 = 0.9, b2 = 0.999;
+                    if (od.kind == GPUDL_OPTIM_ADAMW) w[i] -= od.lr * od.weight_decay * w[i];
+                    else g += od.weight_decay * w[i];
+                    mb[i] = b1 * mb[i] + (1 - b1) * g;
+                    vb[i] = b2 * vb[i] + (1 - b2) * g * g;
+                    w[i] -= od.lr * (mb[i] / (1 - pow(b1, step + 1))) / (sqrt(vb[i] / (1 - pow(b2, step + 1))) + 1e-8);
+                }
+            }
+        }
+        CHECKF(rel_err(F(&P), w, n, 1e-3) < 1e-4, "optimizer case %zu: rel err %g", s, rel_err(F(&P), w, n, 1e-3));
+        CHECK(gpudl_model_step_count(m) == 3);
+        free(w); free(mb); free(vb);
+        gpudl_model_destroy(m);
+    }
+}
+
+static void test_lr_schedules(void) {
+    gpudl_optim_desc d;
+    memset(&d, 0, sizeof d);
+    d.lr = 0.1f;
+    CHECK(gpudl_optim_lr(&d, 0) == 0.1f && gpudl_optim_lr(&d, 12345) == 0.1f);
+    d.schedule = GPUDL_SCHED_STEP; d.step_size = 10; d.gamma = 0.5f;
+    CHECK(fabs(gpudl_optim_lr(&d, 9) - 0.1) < 1e-7 && fabs(gpudl_optim_lr(&d, 10) - 0.05) < 1e-7 && fabs(gpudl_optim_lr(&d, 25) - 0.025) < 1e-7);
+    d.schedule = GPUDL_SCHED_COSINE; d.warmup_steps = 10; d.total_steps = 110; d.min_lr = 0.001f;
+    CHECK(fabs(gpudl_optim_lr(&d, 0) - 0.01) < 1e-7);                         /* warm-up: (step + 1) / warmup */
+    CHECK(fabs(gpudl_optim_lr(&d, 9) - 0.1) < 1e-7);
+    CHECK(fabs(gpudl_optim_lr(&d, 10) - 0.1) < 1e-7);                         /* cosine starts at lr */
+    CHECK(fabs(gpudl_optim_lr(&d, 60) - (0.001 + 0.5 * 0.099)) < 1e-6);        /* halfway */
+    CHECK(fabs(gpudl_optim_lr(&d, 110) - 0.001) < 1e-7 && fabs(gpudl_optim_lr(&d, 500) - 0.001) < 1e-7);
+    d.kind = GPUDL_OPTIM_ADAM; d.lr = 0; d.schedule = GPUDL_SCHED_CONSTANT;
+    CHECK(fabs(gpudl_optim_lr(&d, 3) - 0.001) < 1e-9);
+}
+
+/* >>data ------------------------------------------------------------------ */
+
+static const char *tmp_path(const char *name) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "build/test/tmp_%s", name);
+    return buf[k];
+}
+
+static void write_bytes(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) { fprintf(stderr, "cannot write %s\n", path); exit(1); }
+    if (n) fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+/* An IDX header + payload in a byte buffer. */
+static size_t idx_bytes(unsigned char *b, int type, int ndim, const uint32_t *dims, size_t payload) {
+    size_t n = 4, i;
+    b[0] = 0; b[1] = 0; b[2] = (unsigned char)type; b[3] = (unsigned char)ndim;
+    for (i = 0; i < (size_t)ndim; i++) {
+        b[n++] = (unsigned char)(dims[i] >> 24); b[n++] = (unsigned char)(dims[i] >> 16);
+        b[n++] = (unsigned char)(dims[i] >> 8); b[n++] = (unsigned char)dims[i];
+    }
+    for (i = 0; i < payload; i++) b[n + i] = (unsigned char)(i * 7 + 3);
+    return n + payload;
+}
+
+static void expect_idx_error(const char *what, const unsigned char *b, size_t n, gpudl_status want, const char *phrase) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor t;
+    const char *p = tmp_path("bad.idx");
+    write_bytes(p, b, n);
+    memset(&t, 0x5a, sizeof t);
+    CHECKF(gpudl_idx_load(c, p, &t) == want, "%s: got %s", what, gpudl_ctx_last_error(c));
+    CHECKF(t.data == NULL, "%s: the tensor was not left empty", what);
+    CHECKF(strstr(gpudl_ctx_last_error(c), phrase) && strstr(gpudl_ctx_last_error(c), p), "%s: message '%s' lacks '%s' or the path",
+           what, gpudl_ctx_last_error(c), phrase);
+}
+
+static void test_idx_loader(void) {
+    gpudl_ctx *c = cpu_ctx();
+    unsigned char b[256];
+    uint32_t d3[3] = {2, 3, 4}, d1[1] = {5}, d2[2] = {2, 2}, huge[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, d0[1] = {0};
+    gpudl_tensor t;
+    size_t n;
+    int64_t i;
+    /* valid files: ubyte 3-D, int 1-D, float 2-D (big-endian) */
+    n = idx_bytes(b, 0x08, 3, d3, 24);
+    write_bytes(tmp_path("ok.idx"), b, n);
+    CHECK_OK(gpudl_idx_load(c, tmp_path("ok.idx"), &t));
+    CHECK(t.dtype == GPUDL_U8 && t.ndim == 3 && t.shape[0] == 2 && t.shape[1] == 3 && t.shape[2] == 4);
+    for (i = 0; i < 24; i++) if (((uint8_t *)t.data)[i] != (uint8_t)(i * 7 + 3)) break;
+    CHECK(i == 24);
+    gpudl_tensor_free(c, &t);
+    n = idx_bytes(b, 0x0C, 1, d1, 20);
+    b[20] = 0xff; b[21] = 0xff; b[22] = 0xff; b[23] = 0xfe;   /* element 3 (bytes 8 + 12..15) = -2 */
+    write_bytes(tmp_path("ok.idx"), b, n);
+    CHECK_OK(gpudl_idx_load(c, tmp_path("ok.idx"), &t));
+    CHECK(t.dtype == GPUDL_I32 && ((int32_t *)t.data)[3] == -2 && ((int32_t *)t.data)[0] == (int32_t)((3u << 24) | (10u << 16) | (17u << 8) | 24u));
+    gpudl_tensor_free(c, &t);
+    n = idx_bytes(b, 0x0D, 2, d2, 16);
+    b[12] = 0x3f; b[13] = 0x80; b[14] = 0; b[15] = 0;           /* 1.0f */
+    write_bytes(tmp_path("ok.idx"), b, n);
+    CHECK_OK(gpudl_idx_load(c, tmp_path("ok.idx"), &t));
+    CHECK(t.dtype == GPUDL_F32 && F(&t)[0] == 1.0f);
+    gpudl_tensor_free(c, &t);
+    /* every fault: its own status or message, nothing allocated */
+    n = idx_bytes(b, 0x08, 3, d3, 24); b[0] = 0x12;
+    expect_idx_error("bad magic", b, n, GPUDL_ERR_FORMAT, "bad magic");
+    n = idx_bytes(b, 0x0B, 1, d1, 10);
+    expect_idx_error("unsupported type", b, n, GPUDL_ERR_UNSUPPORTED, "type 0x0b");
+    n = idx_bytes(b, 0x07, 1, d1, 5);
+    expect_idx_error("unknown type", b, n, GPUDL_ERR_FORMAT, "unknown IDX type");
+    n = idx_bytes(b, 0x08, 0, d1, 0);
+    expect_idx_error("0 dimensions", b, n, GPUDL_ERR_FORMAT, "0 dimensions");
+    n = idx_bytes(b, 0x08, 5, huge, 0);
+    expect_idx_error("5 dimensions", b, n, GPUDL_ERR_FORMAT, "5 dimensions");
+    n = idx_bytes(b, 0x08, 4, huge, 0);
+    expect_idx_error("overflowing dimensions", b, n, GPUDL_ERR_FORMAT, "overflows");
+    n = idx_bytes(b, 0x08, 1, d0, 0);
+    expect_idx_error("a zero dimension", b, n, GPUDL_ERR_FORMAT, "size 0");
+    n = idx_bytes(b, 0x08, 3, d3, 24);
+    expect_idx_error("truncated header", b, 9, GPUDL_ERR_FORMAT, "inside its header");
+    expect_idx_error("truncated magic", b, 3, GPUDL_ERR_FORMAT, "less than the 4-byte magic");
+    expect_idx_error("truncated data", b, n - 1, GPUDL_ERR_FORMAT, "truncated");
+    n = idx_bytes(b, 0x08, 3, d3, 25);
+    expect_idx_error("trailing bytes", b, n, GPUDL_ERR_FORMAT, "trailing bytes");
+    memset(&t, 0, sizeof t);
+    CHECK_ST(gpudl_idx_load(c, NULL, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_idx_load(c, "build/test", &t), GPUDL_ERR_IO);
+    CHECK(strstr(gpudl_ctx_last_error(c), "is a directory") != NULL);
+    CHECK_ST(gpudl_idx_load(c, "build/test/no-such-file.idx", &t), GPUDL_ERR_IO);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "No such file") && strstr(gpudl_ctx_last_error(c), "no-such-file.idx"), "%s", gpudl_ctx_last_error(c));
+    CHECK(t.data == NULL);
+}
+
+/* A .gz file: read through zlib when built with GPUDL_ZLIB, otherwise a clear message. */
+static void test_idx_gzip(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor t, raw;
+    char gz[512], plain[512];
+    snprintf(gz, sizeof gz, "data/fashion-mnist-subset/t10k-labels-idx1-ubyte.gz");
+    snprintf(plain, sizeof plain, "%s/t10k-labels-idx1-ubyte", data_dir());
+#ifdef GPUDL_ZLIB
+    CHECK_OK(gpudl_idx_load(c, gz, &t));
+    CHECK_OK(gpudl_idx_load(c, plain, &raw));
+    CHECK(t.shape[0] == 1000 && gpudl_tensor_bytes(&t) == gpudl_tensor_bytes(&raw) && memcmp(t.data, raw.data, 1000) == 0);
+    gpudl_tensor_free(c, &t);
+    gpudl_tensor_free(c, &raw);
+    {   /* a truncated gzip stream */
+        FILE *f = fopen(gz, "rb");
+        unsigned char buf[300];
+        size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+        if (f) fclose(f);
+        write_bytes(tmp_path("cut.gz"), buf, n);
+        CHECK_ST(gpudl_idx_load(c, tmp_path("cut.gz"), &t), GPUDL_ERR_FORMAT);
+        CHECK(strstr(gpudl_ctx_last_error(c), "gzip") != NULL && t.data == NULL);
+    }
+#else
+    (void)raw; (void)plain;
+    CHECK_ST(gpudl_idx_load(c, gz, &t), GPUDL_ERR_UNSUPPORTED);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "gzip-compressed") && strstr(gpudl_ctx_last_error(c), "gunzip"), "%s", gpudl_ctx_last_error(c));
+    CHECK(t.data == NULL);
+#endif
+}
+
+static int load_subset(gpudl_tensor *xtr, gpudl_tensor *ytr, gpudl_tensor *xte, gpudl_tensor *yte) {
+    gpudl_ctx *c = cpu_ctx();
+    char p[4][512];
+    snprintf(p[0], 512, "%s/train-images-idx3-ubyte", data_dir());
+    snprintf(p[1], 512, "%s/train-labels-idx1-ubyte", data_dir());
+    snprintf(p[2], 512, "%s/t10k-images-idx3-ubyte", data_dir());
+    snprintf(p[3], 512, "%s/t10k-labels-idx1-ubyte", data_dir());
+    return gpudl_idx_load(c, p[0], xtr) == GPUDL_OK && gpudl_idx_load(c, p[1], ytr) == GPUDL_OK &&
+           gpudl_idx_load(c, p[2], xte) == GPUDL_OK && gpudl_idx_load(c, p[3], yte) == GPUDL_OK;
+}
+
+static void test_dataset(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor xtr, ytr, xte, yte, xb, yb;
+    gpudl_dataset ds;
+    int32_t *order1;
+    int64_t b, i, seen = 0;
+    if (!load_subset(&xtr, &ytr, &xte, &yte)) SKIP("no data under %s (tests/run.sh prepares it)", data_dir());
+    CHECK(xtr.ndim == 3 && xtr.shape[0] == 2000 && xtr.shape[1] == 28 && ytr.shape[0] == 2000 && yte.shape[0] == 1000);
+    CHECK_OK(gpudl_dataset_create(c, &ds, &xtr, &ytr, 64, 0.5f, 0.5f));
+    CHECK(gpudl_dataset_num_batches(&ds) == 32);   /* 31 full batches and one of 16 */
+    CHECK_OK(gpudl_dataset_shuffle(c, &ds, 1, 3));
+    order1 = (int32_t *)malloc(2000 * sizeof(int32_t));
+    memcpy(order1, ds.perm.data, 2000 * sizeof(int32_t));
+    for (b = 0; b < gpudl_dataset_num_batches(&ds); b++) {
+        CHECK_OK(gpudl_dataset_batch(c, &ds, b, &xb, &yb));
+        CHECK(xb.ndim == 4 && xb.shape[1] == 1 && xb.shape[2] == 28 && xb.shape[0] == (b < 31 ? 64 : 16));
+        for (i = 0; i < xb.shape[0]; i++) {
+            int64_t k = order1[b * 64 + i];
+            CHECK(((int32_t *)yb.data)[i] == ((uint8_t *)ytr.data)[k]);
+            CHECK(F(&xb)[i * 784 + 300] == (((uint8_t *)xtr.data)[k * 784 + 300] / 255.0f - 0.5f) / 0.5f);
+        }
+        seen += xb.shape[0];
+    }
+    CHECK(seen == 2000);
+    CHECK_OK(gpudl_dataset_shuffle(c, &ds, 1, 3));                        /* same epoch: same order */
+    CHECK(memcmp(order1, ds.perm.data, 2000 * sizeof(int32_t)) == 0);
+    CHECK_OK(gpudl_dataset_shuffle(c, &ds, 1, 4));                        /* another epoch: another */
+    CHECK(memcmp(order1, ds.perm.data, 2000 * sizeof(int32_t)) != 0);
+    CHECK_OK(gpudl_dataset_shuffle(c, &ds, 0, 0));
+    CHECK(((int32_t *)ds.perm.data)[1999] == 1999);
+    CHECK_ST(gpudl_dataset_batch(c, &ds, 32, &xb, &yb), GPUDL_ERR_INVALID_ARG);
+    free(order1);
+    gpudl_dataset_free(c, &ds);
+    CHECK_ST(gpudl_dataset_create(c, &ds, &ytr, &xtr, 64, 0, 1), GPUDL_ERR_SHAPE);
+    gpudl_tensor_free(c, &xtr); gpudl_tensor_free(c, &ytr); gpudl_tensor_free(c, &xte); gpudl_tensor_free(c, &yte);
+}
+
+/* >>training -------------------------------------------------------------- */
+
+static gpudl_model *small_cnn(gpudl_ctx *c, uint64_t seed, gpudl_optim_kind opt) {
+    gpudl_model *m;
+    gpudl_model_desc md;
+    gpudl_optim_desc od;
+    gpudl_conv2d_desc cd = conv_desc(1, 2, 1);
+    int64_t img[3] = {1, 28, 28};
+    GPUDL_CHECK(gpudl_model_create(c, &m, 3, img));
+    GPUDL_CHECK(gpudl_model_add_conv2d(m, 1, 6, 5, &cd));
+    GPUDL_CHECK(gpudl_model_add_batchnorm2d(m, 6));
+    GPUDL_CHECK(gpudl_model_add_relu(m));
+    GPUDL_CHECK(gpudl_model_add_maxpool2d(m, 2, 2));
+    GPUDL_CHECK(gpudl_model_add_flatten(m));
+    GPUDL_CHECK(gpudl_model_add_dropout(m, 0.2f));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 6 * 14 * 14, 10));
+    memset(&md, 0, sizeof md);
+    md.max_batch = 64;
+    md.seed = seed;
+    GPUDL_CHECK(gpudl_model_build(m, &md));
+    memset(&od, 0, sizeof od);
+    od.kind = opt;
+    od.lr = opt == GPUDL_OPTIM_SGD ? 0.05f : 2e-3f;
+    od.momentum = opt == GPUDL_OPTIM_SGD ? 0.9f : 0.0f;
+    od.weight_decay = 1e-4f;
+    od.clip_norm = 5.0f;
+    GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+    return m;
+}
+
+static void train_steps(gpudl_model *m, gpudl_dataset *ds, int64_t first, int64_t count, float *last_loss) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor x, y;
+    int64_t s;
+    for (s = first; s < first + count; s++) {
+        int64_t b = s % gpudl_dataset_num_batches(ds);
+        if (b == 0) CHECK_OK(gpudl_dataset_shuffle(c, ds, 1, (uint64_t)(s / gpudl_dataset_num_batches(ds))));
+        CHECK_OK(gpudl_dataset_batch(c, ds, b, &x, &y));
+        CHECK_OK(gpudl_model_zero_grad(m));
+        CHECK_OK(gpudl_model_forward(m, &x, NULL));
+        CHECK_OK(gpudl_model_loss(m, &y));
+        CHECK_OK(gpudl_model_backward(m));
+        CHECK_OK(gpudl_model_step(m));
+        if (last_loss) CHECK_OK(gpudl_model_loss_value(m, last_loss));
+    }
+}
+
+static double evaluate(gpudl_model *m, gpudl_dataset *ds) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor x, y, count;
+    int64_t one = 1, b;
+    float correct = 0;
+    count = mk(c, GPUDL_F32, 1, &one);
+    F(&count)[0] = 0;
+    gpudl_model_train(m, 0);
+    CHECK_OK(gpudl_dataset_shuffle(c, ds, 0, 0));
+    for (b = 0; b < gpudl_dataset_num_batches(ds); b++) {
+        CHECK_OK(gpudl_dataset_batch(c, ds, b, &x, &y));
+        CHECK_OK(gpudl_model_forward(m, &x, NULL));
+        CHECK_OK(gpudl_model_count_correct(m, &y, &count));
+    }
+    CHECK_OK(gpudl_tensor_item(c, &count, 0, &correct));
+    gpudl_model_train(m, 1);
+    gpudl_tensor_free(c, &count);
+    return correct / (double)ds->n;
+}
+
+/* A short CPU run on the subset must reduce the loss and beat chance widely. */
+static void test_training_learns(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor xtr, ytr, xte, yte;
+    gpudl_dataset tr, te;
+    gpudl_model *m;
+    float first = 0, last = 0;
+    double acc;
+    if (!load_subset(&xtr, &ytr, &xte, &yte)) SKIP("no data under %s", data_dir());
+    CHECK_OK(gpudl_dataset_create(c, &tr, &xtr, &ytr, 64, 0.2860f, 0.3530f));
+    CHECK_OK(gpudl_dataset_create(c, &te, &xte, &yte, 64, 0.2860f, 0.3530f));
+    m = small_cnn(c, 1, GPUDL_OPTIM_ADAM);
+    train_steps(m, &tr, 0, 1, &first);
+    train_steps(m, &tr, 1, 3 * 32 - 1, &last);
+    acc = evaluate(m, &te);
+    printf("    3 epochs of 2000 images: loss %.3f -> %.3f, test accuracy %.1f%%\n", first, last, 100 * acc);
+    CHECKF(last < 0.6f * first, "loss %g -> %g did not fall", first, last);
+    CHECKF(acc > 0.65, "test accuracy %.3f is not far above chance (0.1)", acc);
+    gpudl_model_destroy(m);
+    gpudl_dataset_free(c, &tr); gpudl_dataset_free(c, &te);
+    gpudl_tensor_free(c, &xtr); gpudl_tensor_free(c, &ytr); gpudl_tensor_free(c, &xte); gpudl_tensor_free(c, &yte);
+}
+
+/* >>checkpoints ----------------------------------------------------------- */
+
+typedef struct { float *flat[4]; size_t bytes[4]; int64_t step; uint64_t seed, off, cseed, coff; } snapshot;
+
+static void snap(gpudl_model *m, snapshot *s) {
+    int k;
+    for (k = 0; k < 4; k++) {
+        const gpudl_tensor *t = gpudl__ck_flat(m, k);
+        s->bytes[k] = t->data ? gpudl_tensor_bytes(t) : 0;
+        s->flat[k] = (float *)malloc(s->bytes[k] + 1);
+        if (s->bytes[k]) memcpy(s->flat[k], t->data, s->bytes[k]);
+    }
+    s->step = m->step; s->seed = m->seed; s->off = m->rng_offset; s->cseed = m->ctx->rng_seed; s->coff = m->ctx->rng_offset;
+}
+
+static int snap_equal(const snapshot *a, const snapshot *b) {
+    int k;
+    for (k = 0; k < 4; k++) if (a->bytes[k] != b->bytes[k] || memcmp(a->flat[k], b->flat[k], a->bytes[k])) return 0;
+    return a->step == b->step && a->seed == b->seed && a->off == b->off && a->cseed == b->cseed && a->coff == b->coff;
+}
+
+static void snap_free(snapshot *s) { int k; for (k = 0; k < 4; k++) free(s->flat[k]); }
+
+static void test_checkpoint_roundtrip_and_resume(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor xtr, ytr, xte, yte;
+    gpudl_dataset tr;
+    gpudl_model *a, *b;
+    snapshot sa, sb, sa2, sb2;
+    const char *path = tmp_path("ckpt.safetensors");
+    FILE *f;
+    if (!load_subset(&xtr, &ytr, &xte, &yte)) SKIP("no data under %s", data_dir());
+    CHECK_OK(gpudl_dataset_create(c, &tr, &xtr, &ytr, 64, 0.2860f, 0.3530f));
+    a = small_cnn(c, 1, GPUDL_OPTIM_ADAMW);
+    train_steps(a, &tr, 0, 5, NULL);
+    CHECK_OK(gpudl_model_save(c, a, path));
+    snap(a, &sa);
+    b = small_cnn(c, 99, GPUDL_OPTIM_ADAMW);          /* other initial weights */
+    gpudl_ctx_set_seed(c, 4242);
+    CHECK_OK(gpudl_model_load(c, b, path));
+    snap(b, &sb);
+    CHECKF(snap_equal(&sa, &sb), "the round trip is not bit-identical (params, moments, step, RNG)");
+    /* resume: a trains on; b, loaded from the checkpoint, trains the same steps */
+    train_steps(a, &tr, 5, 7, NULL);
+    train_steps(b, &tr, 5, 7, NULL);
+    snap(a, &sa2);
+    snap(b, &sb2);
+    CHECKF(snap_equal(&sa2, &sb2), "train-save-train and load-train differ");
+    snap_free(&sa); snap_free(&sb); snap_free(&sa2); snap_free(&sb2);
+    f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (f) fclose(f);
+    {   /* no temporary file is left behind */
+        char tmp[600];
+        snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+        f = fopen(tmp, "rb");
+        CHECK(f == NULL);
+        if (f) fclose(f);
+    }
+    gpudl_model_destroy(a); gpudl_model_destroy(b);
+    gpudl_dataset_free(c, &tr);
+    gpudl_tensor_free(c, &xtr); gpudl_tensor_free(c, &ytr); gpudl_tensor_free(c, &xte); gpudl_tensor_free(c, &yte);
+}
+
+/* Builds a valid checkpoint, then corrupts it in each way a file can be
+   wrong; every load must fail with its own message and leave the model as
+   it was. */
+static unsigned char *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *b;
+    long sz;
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END); sz = ftell(f); fseek(f, 0, SEEK_SET);
+    b = (unsigned char *)malloc((size_t)sz + 1);
+    *n = fread(b, 1, (size_t)sz, f);
+    fclose(f);
+    return b;
+}
+
+static void corrupt_case(gpudl_model *m, const char *what, const unsigned char *data, size_t n, const char *phrase) {
+    gpudl_ctx *c = cpu_ctx();
+    snapshot before, after;
+    const char *p = tmp_path("corrupt.safetensors");
+    write_bytes(p, data, n);
+    snap(m, &before);
+    CHECKF(gpudl_model_load(c, m, p) != GPUDL_OK, "%s: loaded", what);
+    CHECKF(strstr(gpudl_ctx_last_error(c), phrase) != NULL, "%s: message '%s' lacks '%s'", what, gpudl_ctx_last_error(c), phrase);
+    snap(m, &after);
+    CHECKF(snap_equal(&before, &after), "%s: the model changed", what);
+    snap_free(&before); snap_free(&after);
+}
+
+/* Rewrites the JSON header (keeping the 8-byte length in step) and the data. */
+static unsigned char *with_header(const unsigned char *file, size_t n, const char *from, const char *to, size_t *out_n) {
+    uint64_t hlen = 0, nh;
+    size_t k;
+    char *h;
+    const char *at;
+    unsigned char *o;
+    for (k = 0; k < 8; k++) hlen |= (uint64_t)file[k] << (8 * k);
+    h = (char *)malloc(hlen + 1);
+    memcpy(h, file + 8, hlen);
+    h[hlen] = 0;
+    at = strstr(h, from);
+    if (!at) { free(h); *out_n = 0; return NULL; }
+    nh = hlen - strlen(from) + strlen(to);
+    o = (unsigned char *)malloc(8 + nh + (n - 8 - hlen) + 1);
+    for (k = 0; k < 8; k++) o[k] = (unsigned char)(nh >> (8 * k));
+    memcpy(o + 8, h, (size_t)(at - h));
+    memcpy(o + 8 + (at - h), to, strlen(to));
+    memcpy(o + 8 + (at - h) + strlen(to), at + strlen(from), hlen - (size_t)(at - h) - strlen(from));
+    memcpy(o + 8 + nh, file + 8 + hlen, n - 8 - hlen);
+    *out_n = 8 + nh + (n - 8 - hlen);
+    free(h);
+    return o;
+}
+
+static void test_checkpoint_corruption(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m = small_cnn(c, 5, GPUDL_OPTIM_ADAM), *other;
+    char path[512];
+    unsigned char *good, *bad;
+    size_t n, bn;
+    uint64_t hlen = 0;
+    int k;
+    static const struct { const char *what, *from, *to, *phrase; } edits[] = {
+        {"unknown dtype", "\"dtype\":\"F32\"", "\"dtype\":\"Q7\"", "unknown dtype"},
+        {"F64 where F32 is needed", "\"dtype\":\"F32\",\"shape\":[6]", "\"dtype\":\"F64\",\"shape\":[3]", "need F32"},
+        {"shape disagrees with bytes", "\"shape\":[6,1,5,5]", "\"shape\":[6,1,5,4]", "its shape and dtype need"},
+        {"wrong shape for the model", "\"shape\":[6,1,5,5]", "\"shape\":[6,5,5,1]", "but the model's is"},
+        {"missing tensor", "\"0.bias\"", "\"0.bais\"", "has no tensor '0.bias'"},
+        {"not a gpudl file", "\"format\":\"gpudl\"", "\"format\":\"torch\"", "not written by gpudl_model_save"},
+        {"optimizer mismatch", "\"optimizer\":\"adam\"", "\"optimizer\":\"sgd\"", "holds optimizer state"},
+        {"bad step metadata", "\"step\":\"", "\"step\":\"x", "not integers"},
+        {"malformed JSON", "{\"__metadata__\":{", "{\"__metadata__\":{{", "malformed"},
+        {"duplicate field", "\"dtype\":\"F32\",", "\"dtype\":\"F32\",\"dtype\":\"F32\",", "unknown or repeated field"},
+        {"overlapping offsets", "\"data_offsets\":[600,624]", "\"data_offsets\":[596,620]", "overlaps the previous tensor"},
+        {"a gap between tensors", "\"data_offsets\":[600,624]", "\"data_offsets\":[604,628]", "a gap before it"},
+    };
+    snprintf(path, sizeof path, "%s", tmp_path("good.safetensors"));
+    CHECK_OK(gpudl_model_save(c, m, path));
+    good = read_all(path, &n);
+    if (!good) { CHECK(0); gpudl_model_destroy(m); return; }
+    for (k = 0; k < 8; k++) hlen |= (uint64_t)good[k] << (8 * k);
+    corrupt_case(m, "shorter than 8 bytes", good, 5, "too short");
+    corrupt_case(m, "header longer than the file", good, 8 + (size_t)hlen - 10, "exceeds the file");
+    corrupt_case(m, "data truncated", good, n - 4, "outside the");
+    {   /* trailing bytes after the data */
+        unsigned char *t = (unsigned char *)malloc(n + 16);
+        memcpy(t, good, n);
+        memset(t + n, 0, 16);
+        corrupt_case(m, "trailing bytes", t, n + 16, "data bytes follow the header");
+        free(t);
+    }
+    {   /* header length zero and a header of garbage */
+        unsigned char z[16] = {0};
+        corrupt_case(m, "header length 0", z, 16, "implausible header length");
+        bad = (unsigned char *)malloc(n);
+        memcpy(bad, good, n);
+        memset(bad + 8, 'x', 16);
+        corrupt_case(m, "garbage header", bad, n, "malformed JSON header");
+        free(bad);
+    }
+    for (k = 0; k < (int)(sizeof edits / sizeof edits[0]); k++) {
+        bad = with_header(good, n, edits[k].from, edits[k].to, &bn);
+        CHECKF(bad != NULL, "edit '%s' did not apply", edits[k].what);
+        if (bad) corrupt_case(m, edits[k].what, bad, bn, edits[k].phrase);
+        free(bad);
+    }
+    corrupt_case(m, "an empty file", good, 0, "too short");
+    CHECK_ST(gpudl_model_load(c, m, "build/test"), GPUDL_ERR_IO);
+    CHECK(strstr(gpudl_ctx_last_error(c), "is a directory") != NULL);
+    CHECK_ST(gpudl_model_load(c, m, "build/test/none.safetensors"), GPUDL_ERR_IO);
+    CHECK(strstr(gpudl_ctx_last_error(c), "none.safetensors") && strstr(gpudl_ctx_last_error(c), "No such file"));
+    /* another architecture */
+    other = small_cnn(c, 5, GPUDL_OPTIM_ADAM);
+    gpudl_model_destroy(other);
+    {
+        gpudl_model *o;
+        int64_t v[1] = {10};
+        CHECK_OK(gpudl_model_create(c, &o, 1, v));
+        CHECK_OK(gpudl_model_add_linear(o, 10, 10));
+        CHECK_OK(gpudl_model_build(o, NULL));
+        CHECK_ST(gpudl_model_load(c, o, path), GPUDL_ERR_FORMAT);
+        CHECKF(strstr(gpudl_ctx_last_error(c), "has shape 6x1x5x5 but the model's is 10x10") != NULL, "%s", gpudl_ctx_last_error(c));
+        gpudl_model_destroy(o);
+    }
+    /* an unwritable path: GPUDL_ERR_IO naming the path */
+    CHECK_ST(gpudl_model_save(c, m, "build/test/no-such-dir/x.safetensors"), GPUDL_ERR_IO);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "no-such-dir/x.safetensors") && strstr(gpudl_ctx_last_error(c), "No such file"), "%s",
+           gpudl_ctx_last_error(c));
+    free(good);
+    gpudl_model_destroy(m);
+}
+
+/* >>gpu: every layer on the GPU against the CPU --------------------------- */
+
+static void gpu_vs_cpu(gpudl_ctx *g, const char *what, const gpudl_tensor *dev, const gpudl_tensor *host, double tol) {
+    gpudl_tensor back = to_host(g, dev);
+    double e = max_rel(&back, host, 1.0);
+    CHECKF(e <= tol, "%s: GPU vs CPU rel err %g > %g", what, e, tol);
+    gpudl_tensor_free(g, &back);
+}
+
+static void test_gpu_layers(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int act;
+    size_t s;
+    NEED_GPU(g);
+    for (act = GPUDL_ACT_RELU; act <= GPUDL_ACT_SIGMOID; act++) {
+        int64_t n = 1000;
+        gpudl_tensor x = rnd(1, &n, -4, 4), y = mk(c, GPUDL_F32, 1, &n), dy = rnd(1, &n, -1, 1), dx = mk(c, GPUDL_F32, 1, &n);
+        gpudl_tensor gx = to_dev(g, &x), gy = to_dev(g, &y), gdy = to_dev(g, &dy), gdx = to_dev(g, &dx);
+        CHECK_OK(gpudl_act_forward(c, (gpudl_act)act, 0, &y, &x));
+        CHECK_OK(gpudl_act_forward(g, (gpudl_act)act, 0, &gy, &gx));
+        CHECK_OK(gpudl_act_backward(c, (gpudl_act)act, 0, &dx, &dy, &x, &y));
+        CHECK_OK(gpudl_act_backward(g, (gpudl_act)act, 0, &gdx, &gdy, &gx, &gy));
+        gpu_vs_cpu(g, "activation forward", &gy, &y, 1e-5);
+        gpu_vs_cpu(g, "activation backward", &gdx, &dx, 1e-5);
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx);
+        gpudl_tensor_free(g, &gx); gpudl_tensor_free(g, &gy); gpudl_tensor_free(g, &gdy); gpudl_tensor_free(g, &gdx);
+    }
+    for (s = 0; s < sizeof conv_cases / sizeof conv_cases[0]; s++) {
+        const conv_case *q = &conv_cases[s];
+        int64_t Ho = (q->H + 2 * q->ph - q->dh * (q->kh - 1) - 1) / q->sh + 1, Wo = (q->W + 2 * q->pw - q->dw * (q->kw - 1) - 1) / q->sw + 1;
+        int64_t xs[4] = {q->N, q->C, q->H, q->W}, ws[4] = {q->O, q->C, q->kh, q->kw}, ys[4] = {q->N, q->O, Ho, Wo};
+        gpudl_conv2d_desc d;
+        gpudl_tensor x = rnd(4, xs, -1, 1), w = rnd(4, ws, -1, 1), b = rnd(1, &q->O, -1, 1), y = mk(c, GPUDL_F32, 4, ys);
+        gpudl_tensor dy = rnd(4, ys, -1, 1), dx = mk(c, GPUDL_F32, 4, xs), dw = rnd(4, ws, -1, 1), db = rnd(1, &q->O, -1, 1);
+        gpudl_tensor gx = to_dev(g, &x), gw = to_dev(g, &w), gb = to_dev(g, &b), gy = to_dev(g, &y), gdy = to_dev(g, &dy);
+        gpudl_tensor gdx = to_dev(g, &dx), gdw = to_dev(g, &dw), gdb = to_dev(g, &db);
+        memset(&d, 0, sizeof d);
+        d.stride_h = q->sh; d.stride_w = q->sw; d.pad_h = q->ph; d.pad_w = q->pw; d.dil_h = q->dh; d.dil_w = q->dw;
+        CHECK_OK(gpudl_conv2d_forward(c, &y, &x, &w, &b, &d));
+        CHECK_OK(gpudl_conv2d_forward(g, &gy, &gx, &gw, &gb, &d));
+        CHECK_OK(gpudl_conv2d_backward(c, &dx, &dw, &db, &dy, &x, &w, &d));
+        CHECK_OK(gpudl_conv2d_backward(g, &gdx, &gdw, &gdb, &gdy, &gx, &gw, &d));
+        gpu_vs_cpu(g, "conv2d forward", &gy, &y, 1e-4);
+        gpu_vs_cpu(g, "conv2d dx", &gdx, &dx, 1e-4);
+        gpu_vs_cpu(g, "conv2d dw", &gdw, &dw, 1e-4);
+        gpu_vs_cpu(g, "conv2d db", &gdb, &db, 1e-4);
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &w); gpudl_tensor_free(c, &b); gpudl_tensor_free(c, &y);
+        gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx); gpudl_tensor_free(c, &dw); gpudl_tensor_free(c, &db);
+        gpudl_tensor_free(g, &gx); gpudl_tensor_free(g, &gw); gpudl_tensor_free(g, &gb); gpudl_tensor_free(g, &gy);
+        gpudl_tensor_free(g, &gdy); gpudl_tensor_free(g, &gdx); gpudl_tensor_free(g, &gdw); gpudl_tensor_free(g, &gdb);
+    }
+    {   /* pool, batch norm, dropout, softmax-xent, linear bias grad */
+        int64_t xs[4] = {4, 3, 7, 9}, ps[4] = {4, 3, 4, 5}, C = 3, zs[2] = {33, 10}, N = 33, one = 1, i;
+        gpudl_pool2d_desc pd;
+        gpudl_tensor x = rnd(4, xs, -1, 1), y = mk(c, GPUDL_F32, 4, ps), dy = rnd(4, ps, -1, 1), dx = mk(c, GPUDL_F32, 4, xs);
+        gpudl_tensor gx = to_dev(g, &x), gy = to_dev(g, &y), gdy = to_dev(g, &dy), gdx = to_dev(g, &dx);
+        gpudl_tensor bn_y = mk(c, GPUDL_F32, 4, xs), gam = rnd(1, &C, 0.5f, 1.5f), bet = rnd(1, &C, -1, 1), rm = rnd(1, &C, -1, 1);
+        gpudl_tensor rv = rnd(1, &C, 0.5f, 2), sm = mk(c, GPUDL_F32, 1, &C), si = mk(c, GPUDL_F32, 1, &C), dg = rnd(1, &C, -1, 1), dbb = rnd(1, &C, -1, 1);
+        gpudl_tensor gbn_y = to_dev(g, &bn_y), ggam = to_dev(g, &gam), gbet = to_dev(g, &bet), grm = to_dev(g, &rm), grv = to_dev(g, &rv);
+        gpudl_tensor gsm = to_dev(g, &sm), gsi = to_dev(g, &si), gdg = to_dev(g, &dg), gdbb = to_dev(g, &dbb), bdy = rnd(4, xs, -1, 1), gbdy;
+        gpudl_tensor z = rnd(2, zs, -5, 5), p = mk(c, GPUDL_F32, 2, zs), l = mk(c, GPUDL_F32, 1, &one), lab = mk(c, GPUDL_I32, 1, &N), dz = mk(c, GPUDL_F32, 2, zs);
+        gpudl_tensor gz, gp, gl, glab, gdz;
+        int kind;
+        for (kind = 1; kind <= 2; kind++) {
+            memset(&pd, 0, sizeof pd);
+            pd.kind = (gpudl_pool)kind; pd.k_h = pd.k_w = 3; pd.stride_h = pd.stride_w = 2; pd.pad_h = pd.pad_w = 1;
+            CHECK_OK(gpudl_pool2d_forward(c, &y, &x, &pd)); CHECK_OK(gpudl_pool2d_forward(g, &gy, &gx, &pd));
+            CHECK_OK(gpudl_pool2d_backward(c, &dx, &dy, &x, &pd)); CHECK_OK(gpudl_pool2d_backward(g, &gdx, &gdy, &gx, &pd));
+            gpu_vs_cpu(g, "pool forward", &gy, &y, 1e-6);
+            gpu_vs_cpu(g, "pool backward", &gdx, &dx, 1e-6);
+        }
+        gbdy = to_dev(g, &bdy);
+        CHECK_OK(gpudl_batchnorm_forward(c, &bn_y, &sm, &si, &x, &gam, &bet, &rm, &rv, 1, 0.1f, 1e-5f));
+        CHECK_OK(gpudl_batchnorm_forward(g, &gbn_y, &gsm, &gsi, &gx, &ggam, &gbet, &grm, &grv, 1, 0.1f, 1e-5f));
+        gpu_vs_cpu(g, "batchnorm forward", &gbn_y, &bn_y, 1e-5);
+        gpu_vs_cpu(g, "batchnorm running var", &grv, &rv, 1e-5);
+        CHECK_OK(gpudl_batchnorm_backward(c, &dx, &dg, &dbb, &bdy, &x, &gam, &sm, &si));
+        CHECK_OK(gpudl_batchnorm_backward(g, &gdx, &gdg, &gdbb, &gbdy, &gx, &ggam, &gsm, &gsi));
+        gpu_vs_cpu(g, "batchnorm dx", &gdx, &dx, 1e-4);
+        gpu_vs_cpu(g, "batchnorm dgamma", &gdg, &dg, 1e-4);
+        CHECK_OK(gpudl_dropout_forward(c, &bn_y, &x, 0.3f, 9, 77)); CHECK_OK(gpudl_dropout_forward(g, &gbn_y, &gx, 0.3f, 9, 77));
+        gpu_vs_cpu(g, "dropout (the same mask)", &gbn_y, &bn_y, 1e-6);
+        for (i = 0; i < N; i++) ((int32_t *)lab.data)[i] = (int32_t)(i % 10);
+        gz = to_dev(g, &z); gp = to_dev(g, &p); gl = to_dev(g, &l); glab = to_dev(g, &lab); gdz = to_dev(g, &dz);
+        CHECK_OK(gpudl_softmax_xent_forward(c, &l, &p, &z, &lab)); CHECK_OK(gpudl_softmax_xent_forward(g, &gl, &gp, &gz, &glab));
+        CHECK_OK(gpudl_softmax_xent_backward(c, &dz, &p, &lab, 1.0f)); CHECK_OK(gpudl_softmax_xent_backward(g, &gdz, &gp, &glab, 1.0f));
+        gpu_vs_cpu(g, "softmax-xent loss", &gl, &l, 1e-5);
+        gpu_vs_cpu(g, "softmax-xent probs", &gp, &p, 1e-5);
+        gpu_vs_cpu(g, "softmax-xent backward", &gdz, &dz, 1e-5);
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx);
+        gpudl_tensor_free(g, &gx); gpudl_tensor_free(g, &gy); gpudl_tensor_free(g, &gdy); gpudl_tensor_free(g, &gdx);
+        gpudl_tensor_free(c, &bn_y); gpudl_tensor_free(c, &gam); gpudl_tensor_free(c, &bet); gpudl_tensor_free(c, &rm);
+        gpudl_tensor_free(c, &rv); gpudl_tensor_free(c, &sm); gpudl_tensor_free(c, &si); gpudl_tensor_free(c, &dg); gpudl_tensor_free(c, &dbb);
+        gpudl_tensor_free(g, &gbn_y); gpudl_tensor_free(g, &ggam); gpudl_tensor_free(g, &gbet); gpudl_tensor_free(g, &grm);
+        gpudl_tensor_free(g, &grv); gpudl_tensor_free(g, &gsm); gpudl_tensor_free(g, &gsi); gpudl_tensor_free(g, &gdg);
+        gpudl_tensor_free(g, &gdbb); gpudl_tensor_free(c, &bdy); gpudl_tensor_free(g, &gbdy);
+        gpudl_tensor_free(c, &z); gpudl_tensor_free(c, &p); gpudl_tensor_free(c, &l); gpudl_tensor_free(c, &lab); gpudl_tensor_free(c, &dz);
+        gpudl_tensor_free(g, &gz); gpudl_tensor_free(g, &gp); gpudl_tensor_free(g, &gl); gpudl_tensor_free(g, &glab); gpudl_tensor_free(g, &gdz);
+    }
+}
+
+/* The same model, weights and batches on both backends: losses agree step by step. */
+static void test_gpu_training_parity(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor xtr, ytr, xte, yte;
+    gpudl_dataset ct, gt;
+    gpudl_model *cm, *gm;
+    int64_t s;
+    float lc = 0, lg = 0, worst = 0;
+    NEED_GPU(g);
+    if (!load_subset(&xtr, &ytr, &xte, &yte)) SKIP("no data under %s", data_dir());
+    CHECK_OK(gpudl_dataset_create(c, &ct, &xtr, &ytr, 64, 0.2860f, 0.3530f));
+    CHECK_OK(gpudl_dataset_create(g, &gt, &xtr, &ytr, 64, 0.2860f, 0.3530f));
+    cm = small_cnn(c, 3, GPUDL_OPTIM_SGD);
+    gm = small_cnn(g, 3, GPUDL_OPTIM_SGD);
+    for (s = 0; s < 20; s++) {
+        gpudl_tensor x, y;
+        CHECK_OK(gpudl_dataset_batch(c, &ct, s, &x, &y));
+        CHECK_OK(gpudl_model_zero_grad(cm)); CHECK_OK(gpudl_model_forward(cm, &x, NULL)); CHECK_OK(gpudl_model_loss(cm, &y));
+        CHECK_OK(gpudl_model_backward(cm)); CHECK_OK(gpudl_model_step(cm)); CHECK_OK(gpudl_model_loss_value(cm, &lc));
+        CHECK_OK(gpudl_dataset_batch(g, &gt, s, &x, &y));
+        CHECK_OK(gpudl_model_zero_grad(gm)); CHECK_OK(gpudl_model_forward(gm, &x, NULL)); CHECK_OK(gpudl_model_loss(gm, &y));
+        CHECK_OK(gpudl_model_backward(gm)); CHECK_OK(gpudl_model_step(gm)); CHECK_OK(gpudl_model_loss_value(gm, &lg));
+        if (fabsf(lc - lg) / (fabsf(lc) + 1e-3f) > worst) worst = fabsf(lc - lg) / (fabsf(lc) + 1e-3f);
+    }
+    printf("    20 SGD steps: worst relative loss difference GPU vs CPU %.2e\n", (double)worst);
+    CHECKF(worst < 1e-3f, "GPU and CPU training diverge (rel %g)", (double)worst);
+    gpudl_model_destroy(cm); gpudl_model_destroy(gm);
+    gpudl_dataset_free(c, &ct); gpudl_dataset_free(g, &gt);
+    gpudl_tensor_free(c, &xtr); gpudl_tensor_free(c, &ytr); gpudl_tensor_free(c, &xte); gpudl_tensor_free(c, &yte);
+}
+
+/* >>main ------------------------------------------------------------------ */
+
+static const test_case tests[] = {
+    {"activations", test_activations},
+    {"linear", test_linear},
+    {"softmax_xent", test_softmax_xent},
+    {"mse", test_mse},
+    {"conv2d", test_conv2d},
+    {"pool2d", test_pool2d},
+    {"batchnorm", test_batchnorm},
+    {"dropout", test_dropout},
+    {"gradcheck_every_layer", test_gradcheck_layers},
+    {"gradcheck_api", test_gradcheck_catches_errors},
+    {"model_api_errors", test_model_api_errors},
+    {"grad_accumulation", test_grad_accumulation},
+    {"optimizers", test_optimizers},
+    {"lr_schedules", test_lr_schedules},
+    {"idx_loader_faults", test_idx_loader},
+    {"idx_gzip", test_idx_gzip},
+    {"dataset", test_dataset},
+    {"training_learns", test_training_learns},
+    {"checkpoint_roundtrip_resume", test_checkpoint_roundtrip_and_resume},
+    {"checkpoint_corruption", test_checkpoint_corruption},
+    {"gpu_layers", test_gpu_layers},
+    {"gpu_training_parity", test_gpu_training_parity},
+};
+
+int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }
