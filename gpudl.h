@@ -641,6 +641,12 @@ GPUDL_HD static inline void gpudl_optim_update(const gpudl_optim_hp *h, float *w
    decompress it. */
 GPUDL_API gpudl_status gpudl_idx_load(gpudl_ctx *ctx, const char *path, gpudl_tensor *out);
 
+/* Loads MNIST-layout files from dir: {train,t10k}-images-idx3-ubyte and
+   -labels-idx1-ubyte, plain or with .gz (which needs GPUDL_ZLIB). images
+   (N,28,28) U8 and labels (N) U8 are new host tensors; on error both are
+   empty and nothing is allocated. */
+GPUDL_API gpudl_status gpudl_mnist_load(gpudl_ctx *ctx, const char *dir, int train, gpudl_tensor *images, gpudl_tensor *labels);
+
 /* A dataset resident on the context's device: images as F32 (N, C, H, W)
    normalised as (pixel / 255 - mean) / std, labels as I32 (N). Batches are
    gathered on the device from a shuffled index (one upload per epoch, no
@@ -833,6 +839,21 @@ typedef gpudl_status (*gpudl_bench_fn)(gpudl_ctx *ctx, void *user);
 /* Times fn on the context's device: warm-up, then reps samples. */
 GPUDL_API gpudl_status gpudl_bench(gpudl_ctx *ctx, gpudl_bench_fn fn, void *user,
                                    const gpudl_bench_desc *desc, gpudl_bench_result *result);
+
+/* A progress bar for training loops: on a terminal it redraws one line
+   (step, loss, items/s, ETA); otherwise it prints a plain line at every
+   quarter and at the end. */
+typedef struct gpudl_progress {
+    char    label[64];
+    int64_t total, items_per_step, last_printed;
+    double  t0;
+    int     tty;
+} gpudl_progress;
+
+GPUDL_API void gpudl_progress_begin(gpudl_progress *p, const char *label, int64_t total_steps, int64_t items_per_step);
+/* done steps so far; loss < 0 = not shown. */
+GPUDL_API void gpudl_progress_update(gpudl_progress *p, int64_t done, float loss);
+GPUDL_API void gpudl_progress_end(gpudl_progress *p, float loss);
 
 /* Device information. On a CUDA context the GPU; on a CPU context the host.
    Peak figures are derived from clocks and unit counts (0 where unknown):
@@ -2326,8 +2347,16 @@ GPUDL__DEF gpudl_status gpudl_act_forward(gpudl_ctx *ctx, gpudl_act act, float a
 #endif
     xs = (const float *)x->data;
     ys = (float *)y->data;
-    GPUDL__OMP(omp parallel for if (n > 65536))
-    for (i = 0; i < n; i++) ys[i] = gpudl_act_f((int)act, xs[i], alpha);
+    /* one loop per kind: with the kind a constant each inlines to a plain loop */
+#define GPUDL__ACT_LOOP(A) GPUDL__OMP(omp parallel for if (n > 65536)) for (i = 0; i < n; i++) ys[i] = gpudl_act_f(A, xs[i], alpha);
+    switch (act) {
+    case GPUDL_ACT_RELU: GPUDL__ACT_LOOP(GPUDL_ACT_RELU) break;
+    case GPUDL_ACT_LEAKY_RELU: GPUDL__ACT_LOOP(GPUDL_ACT_LEAKY_RELU) break;
+    case GPUDL_ACT_GELU: GPUDL__ACT_LOOP(GPUDL_ACT_GELU) break;
+    case GPUDL_ACT_TANH: GPUDL__ACT_LOOP(GPUDL_ACT_TANH) break;
+    default: GPUDL__ACT_LOOP(GPUDL_ACT_SIGMOID) break;
+    }
+#undef GPUDL__ACT_LOOP
     return GPUDL_OK;
 }
 
@@ -2358,8 +2387,15 @@ GPUDL__DEF gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float 
     }
 #endif
     dxs = (float *)dx->data; dys = (const float *)dy->data; xs = (const float *)x->data; yv = (const float *)y->data;
-    GPUDL__OMP(omp parallel for if (n > 65536))
-    for (i = 0; i < n; i++) dxs[i] = dys[i] * gpudl_act_df((int)act, xs[i], yv[i], alpha);
+#define GPUDL__ACT_LOOP(A) GPUDL__OMP(omp parallel for if (n > 65536)) for (i = 0; i < n; i++) dxs[i] = dys[i] * gpudl_act_df(A, xs[i], yv[i], alpha);
+    switch (act) {
+    case GPUDL_ACT_RELU: GPUDL__ACT_LOOP(GPUDL_ACT_RELU) break;
+    case GPUDL_ACT_LEAKY_RELU: GPUDL__ACT_LOOP(GPUDL_ACT_LEAKY_RELU) break;
+    case GPUDL_ACT_GELU: GPUDL__ACT_LOOP(GPUDL_ACT_GELU) break;
+    case GPUDL_ACT_TANH: GPUDL__ACT_LOOP(GPUDL_ACT_TANH) break;
+    default: GPUDL__ACT_LOOP(GPUDL_ACT_SIGMOID) break;
+    }
+#undef GPUDL__ACT_LOOP
     return GPUDL_OK;
 }
 
@@ -2629,21 +2665,36 @@ static gpudl_status gpudl__conv_check(gpudl_ctx *ctx, const gpudl_tensor *y, con
     return GPUDL_OK;
 }
 
+/* The output columns ow whose input column ow*sw - pw + j*dw lies inside
+   [0, W): [*lo, *hi). Hoisting the bounds test out of the copy loops lets
+   im2col copy runs (a memcpy when the stride is 1). */
+static void gpudl__valid_range(int64_t off, int64_t stride, int64_t W, int64_t Wo, int64_t *lo, int64_t *hi) {
+    int64_t a = off >= 0 ? 0 : (-off + stride - 1) / stride;          /* first ow with ow*stride + off >= 0 */
+    int64_t b = W - 1 - off < 0 ? 0 : (W - 1 - off) / stride + 1;     /* first ow with ow*stride + off >= W */
+    *lo = GPUDL__MIN(a, Wo);
+    *hi = GPUDL__MAX(*lo, GPUDL__MIN(b, Wo));
+}
+
 /* col (C*kh*kw, N*Ho*Wo) from x (N,C,H,W); zero outside the image. */
 static void gpudl__im2col(const gpudl__convg *g, const float *x, float *col) {
     int64_t P = g->Ho * g->Wo, NP = g->N * P, rows = g->C * g->kh * g->kw, r;
     GPUDL__OMP(omp parallel for if (rows * NP > 65536))
     for (r = 0; r < rows; r++) {
-        int64_t c = r / (g->kh * g->kw), i = (r / g->kw) % g->kh, j = r % g->kw, n, oh, ow;
+        int64_t c = r / (g->kh * g->kw), i = (r / g->kw) % g->kh, j = r % g->kw, n, oh, ow, lo, hi;
+        int64_t woff = j * g->dw - g->pw;
         float *dst = col + r * NP;
+        gpudl__valid_range(woff, g->sw, g->W, g->Wo, &lo, &hi);
         for (n = 0; n < g->N; n++) {
             const float *xp = x + (n * g->C + c) * g->H * g->W;
-            for (oh = 0; oh < g->Ho; oh++) {
+            for (oh = 0; oh < g->Ho; oh++, dst += g->Wo) {
                 int64_t h = oh * g->sh - g->ph + i * g->dh;
-                for (ow = 0; ow < g->Wo; ow++) {
-                    int64_t w = ow * g->sw - g->pw + j * g->dw;
-                    *dst++ = (h >= 0 && h < g->H && w >= 0 && w < g->W) ? xp[h * g->W + w] : 0.0f;
-                }
+                const float *src;
+                if (h < 0 || h >= g->H) { memset(dst, 0, sizeof(float) * (size_t)g->Wo); continue; }
+                src = xp + h * g->W + woff;
+                for (ow = 0; ow < lo; ow++) dst[ow] = 0.0f;
+                if (g->sw == 1) memcpy(dst + lo, src + lo, sizeof(float) * (size_t)(hi - lo));
+                else for (ow = lo; ow < hi; ow++) dst[ow] = src[ow * g->sw];
+                for (ow = hi; ow < g->Wo; ow++) dst[ow] = 0.0f;
             }
         }
     }
@@ -2655,19 +2706,22 @@ static void gpudl__col2im(const gpudl__convg *g, const float *col, float *dx) {
     int64_t P = g->Ho * g->Wo, NP = g->N * P, plane;
     GPUDL__OMP(omp parallel for if (g->N * g->C * g->H * g->W > 16384))
     for (plane = 0; plane < g->N * g->C; plane++) {
-        int64_t n = plane / g->C, c = plane % g->C, i, j, oh, ow;
+        int64_t n = plane / g->C, c = plane % g->C, i, j, oh, ow, lo, hi;
         float *xp = dx + plane * g->H * g->W;
         memset(xp, 0, sizeof(float) * (size_t)(g->H * g->W));
         for (i = 0; i < g->kh; i++)
             for (j = 0; j < g->kw; j++) {
                 const float *src = col + ((c * g->kh + i) * g->kw + j) * NP + n * P;
+                int64_t woff = j * g->dw - g->pw;
+                gpudl__valid_range(woff, g->sw, g->W, g->Wo, &lo, &hi);
                 for (oh = 0; oh < g->Ho; oh++) {
                     int64_t h = oh * g->sh - g->ph + i * g->dh;
+                    float *dst;
+                    const float *s = src + oh * g->Wo;
                     if (h < 0 || h >= g->H) continue;
-                    for (ow = 0; ow < g->Wo; ow++) {
-                        int64_t w = ow * g->sw - g->pw + j * g->dw;
-                        if (w >= 0 && w < g->W) xp[h * g->W + w] += src[oh * g->Wo + ow];
-                    }
+                    dst = xp + h * g->W + woff;
+                    if (g->sw == 1) for (ow = lo; ow < hi; ow++) dst[ow] += s[ow];
+                    else for (ow = lo; ow < hi; ow++) dst[ow * g->sw] += s[ow];
                 }
             }
     }
@@ -2896,10 +2950,9 @@ static gpudl_status gpudl__pool_check(gpudl_ctx *ctx, const gpudl_tensor *y, con
 
 GPUDL__DEF gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, const gpudl_pool2d_desc *desc) {
     gpudl__poolg g;
-    int64_t i, n;
+    int64_t i;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__pool_check(ctx, y, x, desc, &g));
-    n = g.NC * g.Ho * g.Wo;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
         GPUDL__LAUNCH(ctx, gpudl_k_pool_fwd(ctx->stream, g.kind, (float *)y->data, (const float *)x->data, g.NC, g.H, g.W,
@@ -2907,11 +2960,14 @@ GPUDL__DEF gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
         return GPUDL_OK;
     }
 #endif
-    GPUDL__OMP(omp parallel for if (n > 16384))
-    for (i = 0; i < n; i++) {
-        int64_t p = i / (g.Ho * g.Wo), oh = (i / g.Wo) % g.Ho, ow = i % g.Wo, arg;
-        ((float *)y->data)[i] = gpudl_pool_window(g.kind, (const float *)x->data + p * g.H * g.W, g.H, g.W, oh, ow, g.kh, g.kw,
-                                                  g.sh, g.sw, g.ph, g.pw, &arg);
+    GPUDL__OMP(omp parallel for if (g.NC * g.Ho * g.Wo > 16384))
+    for (i = 0; i < g.NC; i++) {
+        const float *xp = (const float *)x->data + i * g.H * g.W;
+        float *yp = (float *)y->data + i * g.Ho * g.Wo;
+        int64_t oh, ow, arg;
+        for (oh = 0; oh < g.Ho; oh++)
+            for (ow = 0; ow < g.Wo; ow++)
+                yp[oh * g.Wo + ow] = gpudl_pool_window(g.kind, xp, g.H, g.W, oh, ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, &arg);
     }
     return GPUDL_OK;
 }
@@ -2919,13 +2975,12 @@ GPUDL__DEF gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
 GPUDL__DEF gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, const gpudl_tensor *dy, const gpudl_tensor *x,
                                               const gpudl_pool2d_desc *desc) {
     gpudl__poolg g;
-    int64_t i, n;
+    int64_t i;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__pool_check(ctx, dy, x, desc, &g));
     GPUDL__TRY(gpudl__check_f32(ctx, dx, "dx"));
     if (!gpudl__same_shape(dx, x)) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "pool2d backward", "dx", dx, "x", x, "same shape");
     GPUDL__TRY(gpudl__same_device(ctx, "pool2d backward", "dx", dx, "x", x));
-    n = g.NC * g.H * g.W;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
         GPUDL__LAUNCH(ctx, gpudl_k_pool_bwd(ctx->stream, g.kind, (float *)dx->data, (const float *)dy->data,
@@ -2933,12 +2988,29 @@ GPUDL__DEF gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
         return GPUDL_OK;
     }
 #endif
-    GPUDL__OMP(omp parallel for if (n > 16384))
-    for (i = 0; i < n; i++) {
-        int64_t p = i / (g.H * g.W);
-        ((float *)dx->data)[i] = gpudl_pool_backward_elem(g.kind, (const float *)x->data + p * g.H * g.W,
-                                                          (const float *)dy->data + p * g.Ho * g.Wo, g.H, g.W, g.Ho, g.Wo,
-                                                          (i / g.W) % g.H, i % g.W, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw);
+    /* The GPU gathers (gpudl_pool_backward_elem, one thread per input); on
+       the CPU a thread owns whole planes, so scattering each output's
+       gradient onto its window is race-free and does a quarter of the work. */
+    GPUDL__OMP(omp parallel for if (g.NC * g.H * g.W > 16384))
+    for (i = 0; i < g.NC; i++) {
+        const float *xp = (const float *)x->data + i * g.H * g.W, *dyp = (const float *)dy->data + i * g.Ho * g.Wo;
+        float *dxp = (float *)dx->data + i * g.H * g.W;
+        int64_t oh, ow, arg, a, b;
+        memset(dxp, 0, sizeof(float) * (size_t)(g.H * g.W));
+        for (oh = 0; oh < g.Ho; oh++)
+            for (ow = 0; ow < g.Wo; ow++) {
+                float d = dyp[oh * g.Wo + ow];
+                if (g.kind == GPUDL_POOL_MAX) {
+                    gpudl_pool_window(g.kind, xp, g.H, g.W, oh, ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, &arg);
+                    if (arg >= 0) dxp[arg] += d;
+                    continue;
+                }
+                for (a = 0; a < g.kh; a++)
+                    for (b = 0; b < g.kw; b++) {
+                        int64_t h = oh * g.sh - g.ph + a, w = ow * g.sw - g.pw + b;
+                        if (h >= 0 && h < g.H && w >= 0 && w < g.W) dxp[h * g.W + w] += d / (float)(g.kh * g.kw);
+                    }
+            }
     }
     return GPUDL_OK;
 }
@@ -4007,6 +4079,31 @@ GPUDL__DEF gpudl_status gpudl_idx_load(gpudl_ctx *ctx, const char *path, gpudl_t
     return GPUDL_OK;
 }
 
+GPUDL__DEF gpudl_status gpudl_mnist_load(gpudl_ctx *ctx, const char *dir, int train, gpudl_tensor *images, gpudl_tensor *labels) {
+    char p[1024];
+    const char *pre = train ? "train" : "t10k";
+    int k;
+    gpudl_status s = GPUDL_OK;
+    GPUDL__ENTER(ctx);
+    if (!images || !labels || !dir) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "mnist_load: NULL argument");
+    memset(images, 0, sizeof *images);
+    memset(labels, 0, sizeof *labels);
+    for (k = 0; k < 2 && s == GPUDL_OK; k++) {
+        gpudl_tensor *t = k ? labels : images;
+        FILE *f;
+        snprintf(p, sizeof p, "%s/%s-%s", dir, pre, k ? "labels-idx1-ubyte" : "images-idx3-ubyte");
+        f = fopen(p, "rb");
+        if (f) fclose(f);
+        else snprintf(p, sizeof p, "%s/%s-%s.gz", dir, pre, k ? "labels-idx1-ubyte" : "images-idx3-ubyte");
+        s = gpudl_idx_load(ctx, p, t);
+    }
+    if (s == GPUDL_OK && (images->ndim != 3 || labels->ndim != 1 || images->shape[0] != labels->shape[0] ||
+                          images->dtype != GPUDL_U8 || labels->dtype != GPUDL_U8))
+        s = GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, "mnist_load: %s/%s-* are not N images of HxW bytes with N byte labels", dir, pre);
+    if (s != GPUDL_OK) { gpudl_tensor_free(ctx, images); gpudl_tensor_free(ctx, labels); }
+    return s;
+}
+
 GPUDL__DEF void gpudl_dataset_free(gpudl_ctx *ctx, gpudl_dataset *ds) {
     if (!ds) return;
     gpudl_tensor_free(ctx, &ds->images); gpudl_tensor_free(ctx, &ds->labels); gpudl_tensor_free(ctx, &ds->perm);
@@ -4840,6 +4937,50 @@ GPUDL__DEF gpudl_status gpudl_bench(gpudl_ctx *ctx, gpudl_bench_fn fn, void *use
     GPUDL_FREE(ms);
     gpudl_timer_destroy(&tm);
     return s;
+}
+
+/* >>progress -------------------------------------------------------------- */
+
+GPUDL__DEF void gpudl_progress_begin(gpudl_progress *p, const char *label, int64_t total_steps, int64_t items_per_step) {
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    snprintf(p->label, sizeof p->label, "%s", label ? label : "");
+    p->total = total_steps > 0 ? total_steps : 1;
+    p->items_per_step = items_per_step;
+    p->t0 = gpudl_now();
+    p->last_printed = -1;
+#if !defined(_WIN32)
+    p->tty = isatty(fileno(stdout));
+#endif
+}
+
+static void gpudl__progress_line(gpudl_progress *p, int64_t done, float loss, int final) {
+    double dt = gpudl_now() - p->t0, rate = dt > 0 ? (double)(done * p->items_per_step) / dt : 0.0;
+    double eta = done > 0 ? dt * (double)(p->total - done) / (double)done : 0.0;
+    char bar[32];
+    int i, fill = (int)(24 * done / p->total);
+    for (i = 0; i < 24; i++) bar[i] = i < fill ? '#' : '.';
+    bar[24] = 0;
+    if (p->tty) printf("\r%s [%s] %lld/%lld", p->label, bar, (long long)done, (long long)p->total);
+    else printf("%s step %lld/%lld", p->label, (long long)done, (long long)p->total);
+    if (loss >= 0.0f) printf("  loss %.4f", (double)loss);
+    printf("  %.0f img/s", rate);
+    if (final) printf("  %.1f s%s", dt, p->tty ? "        \n" : "\n");
+    else printf("  ETA %.0f s%s", eta, p->tty ? "   " : "\n");
+    fflush(stdout);
+}
+
+GPUDL__DEF void gpudl_progress_update(gpudl_progress *p, int64_t done, float loss) {
+    if (!p) return;
+    if (p->tty || (done * 4 / p->total) != (p->last_printed * 4 / p->total)) {
+        if (!p->tty && done == p->total) return;   /* the end line comes from gpudl_progress_end */
+        gpudl__progress_line(p, done, loss, 0);
+        p->last_printed = done;
+    }
+}
+
+GPUDL__DEF void gpudl_progress_end(gpudl_progress *p, float loss) {
+    if (p) gpudl__progress_line(p, p->total, loss, 1);
 }
 
 /* >>device-info ----------------------------------------------------------- */
