@@ -8,19 +8,28 @@ CUDA_LIBS  = -lcublas -lcublasLt -lcudnn
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: all demo test test-gpu bench clean
-all: build/cpu_vs_gpu
+.PHONY: all demo data matmul-demo test test-gpu bench clean
+EXAMPLES = build/cnn_fashion build/mlp_fashion build/cpu_vs_gpu build/gradcheck
+all: $(EXAMPLES)
 
-# The demo runs on the GPU when there is one; the CPU half always runs.
+# Examples run on the GPU when there is one (nvcc build), else on the CPU.
 ifdef HAVE_NVCC
-build/cpu_vs_gpu: examples/cpu_vs_gpu.c gpudl.h gpudl_kernels.cu | build
-	$(NVCC) $(CFLAGS) $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ examples/cpu_vs_gpu.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+build/%: examples/%.c gpudl.h gpudl_kernels.cu | build
+	$(NVCC) $(CFLAGS) $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ $< gpudl_kernels.cu $(CUDA_LIBS) -lgomp
 else
-build/cpu_vs_gpu: examples/cpu_vs_gpu.c gpudl.h | build
-	$(CC) $(CFLAGS) -fopenmp -DGPUDL_NO_CUDA -o $@ examples/cpu_vs_gpu.c -lm
+build/%: examples/%.c gpudl.h | build
+	$(CC) $(CFLAGS) -fopenmp -DGPUDL_NO_CUDA -o $@ $< -lm
 endif
 
-demo: build/cpu_vs_gpu
+# The main job: train the CNN on Fashion-MNIST (data: see data/README.md).
+demo: build/cnn_fashion data
+	./build/cnn_fashion --data build/data/fashion-mnist $(DEMO_ARGS)
+
+data:
+	@sh data/prepare.sh
+
+# The matmul experiment: CPU vs GPU in FP32, TF32 and FP16.
+matmul-demo: build/cpu_vs_gpu
 	./build/cpu_vs_gpu $(DEMO_ARGS)
 
 test:

@@ -1871,10 +1871,16 @@ static void gpudl__pack_b(int64_t kc, int64_t nc, const float *B, int64_t rs, in
         int nn = (int)GPUDL__MIN((int64_t)nr, nc - jr);
         float *dst = buf + jr * kc;
         const float *src = B + jr * cs;
-        for (k = 0; k < kc; k++, dst += nr) {
-            if (cs == 1) { memcpy(dst, src + k * rs, (size_t)nn * sizeof(float)); j = nn; }
-            else for (j = 0; j < nn; j++) dst[j] = src[k * rs + j * cs];
-            for (; j < nr; j++) dst[j] = 0.0f;
+        if (cs == 1) {   /* B row-major: each k is a contiguous run of nn values */
+            for (k = 0; k < kc; k++, dst += nr) {
+                memcpy(dst, src + k * rs, (size_t)nn * sizeof(float));
+                for (j = nn; j < nr; j++) dst[j] = 0.0f;
+            }
+        } else {         /* B transposed: read each stored row (contiguous in k) once */
+            for (j = 0; j < nn; j++)
+                for (k = 0; k < kc; k++) dst[k * nr + j] = src[j * cs + k * rs];
+            for (k = 0; k < kc; k++)
+                for (j = nn; j < nr; j++) dst[k * nr + j] = 0.0f;
         }
     }
 }
@@ -2411,8 +2417,13 @@ static gpudl_status gpudl__bias_add(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl
         return GPUDL_OK;
     }
 #endif
+    /* y viewed as (n / (C inner), C, inner): no division per element */
     GPUDL__OMP(omp parallel for if (n > 65536))
-    for (i = 0; i < n; i++) ys[i] += bs[(i / inner) % C];
+    for (i = 0; i < n / inner; i++) {
+        float bv = bs[i % C], *yp = ys + i * inner;
+        int64_t k;
+        for (k = 0; k < inner; k++) yp[k] += bv;
+    }
     return GPUDL_OK;
 }
 
@@ -2429,6 +2440,22 @@ static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
         return GPUDL_OK;
     }
 #endif
+    if (inner == 1) {
+        /* (N, C) row-major: blocks of 64 columns, rows walked in order, so
+           reads are contiguous and each sum keeps a fixed order */
+        GPUDL__OMP(omp parallel for if (N * C > 65536))
+        for (c = 0; c < C; c += 64) {
+            double acc[64];
+            int64_t n, k, w = GPUDL__MIN((int64_t)64, C - c);
+            for (k = 0; k < w; k++) acc[k] = 0.0;
+            for (n = 0; n < N; n++) {
+                const float *row = xs + n * C + c;
+                for (k = 0; k < w; k++) acc[k] += row[k];
+            }
+            for (k = 0; k < w; k++) o[c + k] += (float)acc[k];
+        }
+        return GPUDL_OK;
+    }
     GPUDL__OMP(omp parallel for if (N * C * inner > 65536))
     for (c = 0; c < C; c++) {
         double s = 0;

@@ -4,6 +4,7 @@
    GPU:  nvcc -O2 -o cnn_fashion examples/cnn_fashion.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
    CPU:  cc -O2 -fopenmp -DGPUDL_NO_CUDA -o cnn_fashion examples/cnn_fashion.c -lm
    Run:  ./cnn_fashion [--data DIR] [--epochs N] [--batch B] [--lr LR] [--cpu] [--save FILE]
+         (epochs default to 10 on a GPU, 5 on a CPU)
 
    The model (shapes per image):
      1x28x28 -> conv 5x5, 16 ch, pad 2 -> batch norm -> ReLU -> max-pool 2   -> 16x14x14
@@ -33,7 +34,7 @@ static const char *find_data(const char *given) {
 
 int main(int argc, char **argv) {
     const char *data = NULL, *save = NULL;
-    int epochs = 4, cpu = 0, i;
+    int epochs = 0, cpu = 0, i;
     int64_t batch = 128, img[3] = {1, 28, 28}, step, total, e, b, one = 1;
     float lr = 3e-3f, loss = 0.0f, correct = 0.0f;
     gpudl_ctx_desc cd;
@@ -58,7 +59,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--cpu")) cpu = 1;
         else { fprintf(stderr, "usage: %s [--data DIR] [--epochs N] [--batch B] [--lr LR] [--cpu] [--save FILE]\n", argv[0]); return 2; }
     }
-    if (epochs < 1 || batch < 1) { fprintf(stderr, "epochs and batch must be >= 1\n"); return 2; }
+    if (epochs < 0 || batch < 1) { fprintf(stderr, "epochs and batch must be >= 1\n"); return 2; }
     t0 = gpudl_now();
 
     memset(&cd, 0, sizeof cd);
@@ -67,6 +68,8 @@ int main(int argc, char **argv) {
     GPUDL_CHECK(gpudl_ctx_create(&cd, &ctx));
     GPUDL_CHECK(gpudl_device_info_get(ctx, &info));
     printf("device: %s (%s)\n", info.name, gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? "GPU" : "CPU");
+    /* default: 10 epochs on a GPU (about 92%), 5 on a CPU (about 91% in 3 minutes on 2 cores) */
+    if (epochs == 0) epochs = gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 10 : 5;
 
     data = find_data(data);
     if (gpudl_mnist_load(ctx, data, 1, &xtr, &ytr) != GPUDL_OK || gpudl_mnist_load(ctx, data, 0, &xte, &yte) != GPUDL_OK) {
