@@ -697,14 +697,29 @@ typedef struct gpudl_gradcheck_result {
 GPUDL_API gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *target, double eps,
                                        double atol, double rtol, int64_t max_per_tensor, gpudl_gradcheck_result *res);
 
-/* Per-element activation math, shared by the CPU and the CUDA kernels. */
+/* Per-element activation math, shared by the CPU and the CUDA kernels: one
+   function per activation and derivative (x the input, y the output), and a
+   dispatcher by kind. */
+GPUDL_HD static inline float gpudl_relu_f(float x) { return x > 0.0f ? x : 0.0f; }
+GPUDL_HD static inline float gpudl_relu_df(float x) { return x > 0.0f ? 1.0f : 0.0f; }
+GPUDL_HD static inline float gpudl_leaky_f(float x, float a) { return x > 0.0f ? x : a * x; }
+GPUDL_HD static inline float gpudl_leaky_df(float x, float a) { return x > 0.0f ? 1.0f : a; }
+GPUDL_HD static inline float gpudl_gelu_f(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+GPUDL_HD static inline float gpudl_gelu_df(float x) {
+    return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
+}
+GPUDL_HD static inline float gpudl_tanh_f(float x) { return tanhf(x); }
+GPUDL_HD static inline float gpudl_tanh_df(float y) { return 1.0f - y * y; }
+GPUDL_HD static inline float gpudl_sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+GPUDL_HD static inline float gpudl_sigmoid_df(float y) { return y * (1.0f - y); }
+
 GPUDL_HD static inline float gpudl_act_f(int act, float x, float a) {
     switch (act) {
-    case GPUDL_ACT_RELU:       return x > 0.0f ? x : 0.0f;
-    case GPUDL_ACT_LEAKY_RELU: return x > 0.0f ? x : a * x;
-    case GPUDL_ACT_GELU:       return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case GPUDL_ACT_TANH:       return tanhf(x);
-    case GPUDL_ACT_SIGMOID:    return 1.0f / (1.0f + expf(-x));
+    case GPUDL_ACT_RELU:       return gpudl_relu_f(x);
+    case GPUDL_ACT_LEAKY_RELU: return gpudl_leaky_f(x, a);
+    case GPUDL_ACT_GELU:       return gpudl_gelu_f(x);
+    case GPUDL_ACT_TANH:       return gpudl_tanh_f(x);
+    case GPUDL_ACT_SIGMOID:    return gpudl_sigmoid_f(x);
     default:                   return x;
     }
 }
@@ -712,12 +727,11 @@ GPUDL_HD static inline float gpudl_act_f(int act, float x, float a) {
 /* d act / dx at input x with forward output y. */
 GPUDL_HD static inline float gpudl_act_df(int act, float x, float y, float a) {
     switch (act) {
-    case GPUDL_ACT_RELU:       return x > 0.0f ? 1.0f : 0.0f;
-    case GPUDL_ACT_LEAKY_RELU: return x > 0.0f ? 1.0f : a;
-    case GPUDL_ACT_GELU:       return 0.5f * (1.0f + erff(x * 0.70710678118654752f))
-                                      + x * 0.39894228040143268f * expf(-0.5f * x * x);
-    case GPUDL_ACT_TANH:       return 1.0f - y * y;
-    case GPUDL_ACT_SIGMOID:    return y * (1.0f - y);
+    case GPUDL_ACT_RELU:       return gpudl_relu_df(x);
+    case GPUDL_ACT_LEAKY_RELU: return gpudl_leaky_df(x, a);
+    case GPUDL_ACT_GELU:       return gpudl_gelu_df(x);
+    case GPUDL_ACT_TANH:       return gpudl_tanh_df(y);
+    case GPUDL_ACT_SIGMOID:    return gpudl_sigmoid_df(y);
     default:                   return 1.0f;
     }
 }
@@ -977,6 +991,26 @@ int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const
 #else
 #  define GPUDL__OMP(x)
 #endif
+/* Elementwise loops: gcc 12 at -O2 vectorises only loops that need neither
+   an alias check nor a scalar tail, which rules out nearly all of ours.
+   "omp simd" (with OpenMP) or "GCC ivdep" says the iterations are
+   independent, so they vectorise at -O2 too. */
+#if defined(_OPENMP)
+#  define GPUDL__SIMD _Pragma("omp simd")
+#  define GPUDL__PAR_SIMD(cond) GPUDL__OMP(omp parallel for simd if (cond))
+#elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#  define GPUDL__SIMD _Pragma("GCC ivdep")
+#  define GPUDL__PAR_SIMD(cond) _Pragma("GCC ivdep")
+#else
+#  define GPUDL__SIMD
+#  define GPUDL__PAR_SIMD(cond)
+#endif
+/* for (i = 0; i < n; i++) BODY, vectorisable at -O2 even without OpenMP: a
+   main loop whose trip count is visibly a multiple of 16 (gcc's cheap cost
+   model then needs no scalar tail inside it), then the tail. */
+#define GPUDL__EACH(i, n, cond, BODY) do { int64_t gpudl__m_ = (n) & ~(int64_t)15; \
+    GPUDL__PAR_SIMD(cond) for (i = 0; i < gpudl__m_; i++) { BODY; } \
+    for (i = gpudl__m_; i < (n); i++) { BODY; } } while (0)
 #ifdef GPUDL_CBLAS
 #  include <cblas.h>
 #endif
@@ -1897,15 +1931,27 @@ static int gpudl__num_threads(const gpudl_ctx *ctx) {
 /* C (M,N; row stride ldc) = alpha * op(A) op(B) + beta * C, all FP32, on
    nt threads (1: no OpenMP region at all, for callers that are already
    parallel). */
+static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, int64_t K, float alpha,
+                                      const float *A, int64_t ars, int64_t acs, const float *B, int64_t brs, int64_t bcs,
+                                      float beta, float *C, int64_t ldc, const float *bias);
+
 static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, int64_t K, float alpha,
                                  const float *A, int64_t ars, int64_t acs, const float *B, int64_t brs, int64_t bcs,
                                  float beta, float *C, int64_t ldc) {
+    return gpudl__sgemm_bias(ctx, nt, M, N, K, alpha, A, ars, acs, B, brs, bcs, beta, C, ldc, NULL);
+}
+
+/* The same, plus bias (N) added to every row when not NULL: it is folded
+   into the pass that prepares C, so a linear layer's bias costs nothing. */
+static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, int64_t K, float alpha,
+                                      const float *A, int64_t ars, int64_t acs, const float *B, int64_t brs, int64_t bcs,
+                                      float beta, float *C, int64_t ldc, const float *bias) {
     gpudl__ukernel uk;
     float *bbuf, *abuf;
     int64_t i, j, p, tasks;
     (void)tasks;   /* only read by the OpenMP if() clause */
 #ifdef GPUDL_CBLAS
-    if ((acs == 1 || ars == 1) && (bcs == 1 || brs == 1)) {
+    if (!bias && (acs == 1 || ars == 1) && (bcs == 1 || brs == 1)) {
         cblas_sgemm(CblasRowMajor, acs == 1 ? CblasNoTrans : CblasTrans, bcs == 1 ? CblasNoTrans : CblasTrans,
                     (int)M, (int)N, (int)K, alpha, A, (int)(acs == 1 ? ars : acs), B, (int)(bcs == 1 ? brs : bcs),
                     beta, C, (int)ldc);
@@ -1915,7 +1961,7 @@ static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, i
     if (M * N * K <= 32 * 32 * 32 || alpha == 0.0f) {   /* tiny: packing would cost more than it saves */
         for (i = 0; i < M; i++) {
             float *c = C + i * ldc;
-            for (j = 0; j < N; j++) c[j] = beta == 0.0f ? 0.0f : beta * c[j];   /* beta 0: NaN in C does not leak */
+            for (j = 0; j < N; j++) c[j] = (beta == 0.0f ? 0.0f : beta * c[j]) + (bias ? bias[j] : 0.0f);   /* beta 0: NaN in C does not leak */
             for (p = 0; p < K && alpha != 0.0f; p++) {
                 float aip = alpha * A[i * ars + p * acs];
                 for (j = 0; j < N; j++) c[j] += aip * B[p * brs + j * bcs];
@@ -1946,10 +1992,15 @@ static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, i
 #endif
         ab = abuf + (size_t)tid * GPUDL__KC * (GPUDL__MC + uk.mr);
         GPUDL__OMP(omp for schedule(static))
-        for (r = 0; r < M; r++) {   /* C = beta * C (beta 0 overwrites) */
+        for (r = 0; r < M; r++) {   /* C = beta * C (beta 0 overwrites) + bias */
             float *crow = C + r * ldc;
-            if (beta == 0.0f) for (c = 0; c < N; c++) crow[c] = 0.0f;
-            else if (beta != 1.0f) for (c = 0; c < N; c++) crow[c] *= beta;
+            if (beta == 0.0f) {
+                if (bias) memcpy(crow, bias, sizeof(float) * (size_t)N);
+                else for (c = 0; c < N; c++) crow[c] = 0.0f;
+            } else {
+                if (beta != 1.0f) for (c = 0; c < N; c++) crow[c] *= beta;
+                if (bias) for (c = 0; c < N; c++) crow[c] += bias[c];
+            }
         }
         for (jc = 0; jc < N; jc += GPUDL__NC) {
             int64_t nc = GPUDL__MIN((int64_t)GPUDL__NC, N - jc);
@@ -2353,16 +2404,14 @@ GPUDL__DEF gpudl_status gpudl_act_forward(gpudl_ctx *ctx, gpudl_act act, float a
 #endif
     xs = (const float *)x->data;
     ys = (float *)y->data;
-    /* one loop per kind: with the kind a constant each inlines to a plain loop */
-#define GPUDL__ACT_LOOP(A) GPUDL__OMP(omp parallel for if (n > 65536)) for (i = 0; i < n; i++) ys[i] = gpudl_act_f(A, xs[i], alpha);
+    /* one loop per kind, each a plain loop the compiler vectorises */
     switch (act) {
-    case GPUDL_ACT_RELU: GPUDL__ACT_LOOP(GPUDL_ACT_RELU) break;
-    case GPUDL_ACT_LEAKY_RELU: GPUDL__ACT_LOOP(GPUDL_ACT_LEAKY_RELU) break;
-    case GPUDL_ACT_GELU: GPUDL__ACT_LOOP(GPUDL_ACT_GELU) break;
-    case GPUDL_ACT_TANH: GPUDL__ACT_LOOP(GPUDL_ACT_TANH) break;
-    default: GPUDL__ACT_LOOP(GPUDL_ACT_SIGMOID) break;
+    case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_relu_f(xs[i])); break;
+    case GPUDL_ACT_LEAKY_RELU: GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_leaky_f(xs[i], alpha)); break;
+    case GPUDL_ACT_GELU:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_gelu_f(xs[i])); break;
+    case GPUDL_ACT_TANH:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_tanh_f(xs[i])); break;
+    default:                   GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_sigmoid_f(xs[i])); break;
     }
-#undef GPUDL__ACT_LOOP
     return GPUDL_OK;
 }
 
@@ -2393,15 +2442,13 @@ GPUDL__DEF gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float 
     }
 #endif
     dxs = (float *)dx->data; dys = (const float *)dy->data; xs = (const float *)x->data; yv = (const float *)y->data;
-#define GPUDL__ACT_LOOP(A) GPUDL__OMP(omp parallel for if (n > 65536)) for (i = 0; i < n; i++) dxs[i] = dys[i] * gpudl_act_df(A, xs[i], yv[i], alpha);
     switch (act) {
-    case GPUDL_ACT_RELU: GPUDL__ACT_LOOP(GPUDL_ACT_RELU) break;
-    case GPUDL_ACT_LEAKY_RELU: GPUDL__ACT_LOOP(GPUDL_ACT_LEAKY_RELU) break;
-    case GPUDL_ACT_GELU: GPUDL__ACT_LOOP(GPUDL_ACT_GELU) break;
-    case GPUDL_ACT_TANH: GPUDL__ACT_LOOP(GPUDL_ACT_TANH) break;
-    default: GPUDL__ACT_LOOP(GPUDL_ACT_SIGMOID) break;
+    case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_relu_df(xs[i])); break;
+    case GPUDL_ACT_LEAKY_RELU: GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_leaky_df(xs[i], alpha)); break;
+    case GPUDL_ACT_GELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_gelu_df(xs[i])); break;
+    case GPUDL_ACT_TANH:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_tanh_df(yv[i])); break;
+    default:                   GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_sigmoid_df(yv[i])); break;
     }
-#undef GPUDL__ACT_LOOP
     return GPUDL_OK;
 }
 
@@ -2422,6 +2469,7 @@ static gpudl_status gpudl__bias_add(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl
     for (i = 0; i < n / inner; i++) {
         float bv = bs[i % C], *yp = ys + i * inner;
         int64_t k;
+        GPUDL__SIMD
         for (k = 0; k < inner; k++) yp[k] += bv;
     }
     return GPUDL_OK;
@@ -2450,6 +2498,7 @@ static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
             for (k = 0; k < w; k++) acc[k] = 0.0;
             for (n = 0; n < N; n++) {
                 const float *row = xs + n * C + c;
+                GPUDL__SIMD
                 for (k = 0; k < w; k++) acc[k] += row[k];
             }
             for (k = 0; k < w; k++) o[c + k] += (float)acc[k];
@@ -2493,6 +2542,13 @@ GPUDL__DEF gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
         if (gpudl_tensor_numel(b) != w->shape[0])
             return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "linear", "b", b, "w", w, "b needs O elements");
         GPUDL__TRY(gpudl__same_device(ctx, "linear", "b", b, "w", w));
+    }
+    if (!GPUDL__ON_GPU(x)) {   /* CPU: the bias rides along in the GEMM */
+        GPUDL__TRY(gpudl__same_device(ctx, "linear", "x", x, "w", w));
+        GPUDL__TRY(gpudl__same_device(ctx, "linear", "y", y, "x", x));
+        return gpudl__sgemm_bias(ctx, gpudl__num_threads(ctx), x->shape[0], w->shape[0], x->shape[1], 1.0f,
+                                 (const float *)x->data, x->shape[1], 1, (const float *)w->data, 1, w->shape[1], 0.0f,
+                                 (float *)y->data, w->shape[0], b ? (const float *)b->data : NULL);
     }
     GPUDL__TRY(gpudl_matmul(ctx, y, x, w, 0, 1, 1.0f, 0.0f));
     return b ? gpudl__bias_add(ctx, y, b, w->shape[0], 1) : GPUDL_OK;
@@ -3101,11 +3157,12 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_forward(gpudl_ctx *ctx, gpudl_tensor *y,
             mean = ((const float *)running_mean->data)[c];
             invstd = 1.0f / sqrtf(((const float *)running_var->data)[c] + eps);
         }
-        for (n = 0; n < N; n++)
-            for (i = 0; i < inner; i++) {
-                int64_t k = (n * C + c) * inner + i;
-                ys[k] = (xs[k] - mean) * invstd * ga + be;
-            }
+        for (n = 0; n < N; n++) {
+            const float *xr = xs + (n * C + c) * inner;
+            float *yr = ys + (n * C + c) * inner;
+            GPUDL__SIMD
+            for (i = 0; i < inner; i++) yr[i] = (xr[i] - mean) * invstd * ga + be;
+        }
     }
     return GPUDL_OK;
 }
@@ -3179,9 +3236,11 @@ static gpudl_status gpudl__dropout(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_
         return GPUDL_OK;
     }
 #endif
-    GPUDL__OMP(omp parallel for if (n > 65536))
-    for (i = 0; i < n; i++)
-        ((float *)y->data)[i] = gpudl_dropout_elem(((const float *)x->data)[i], p, seed, offset + (uint64_t)i);
+    {
+        const float *xs = (const float *)x->data;
+        float *ys = (float *)y->data;
+        GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_dropout_elem(xs[i], p, seed, offset + (uint64_t)i));
+    }
     return GPUDL_OK;
 }
 
@@ -3926,14 +3985,15 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
         if (sqrt(ss) > m->opt.clip_norm) scale = (float)(m->opt.clip_norm / (sqrt(ss) + 1e-6));
         ((float *)m->clip.data)[1] = scale;
     }
-    GPUDL__OMP(omp parallel for if (n > 65536))
-    for (i = 0; i < n; i++) {
-        float mi = 0.0f, vi = 0.0f;
-        if (m1) mi = m1[i];
-        if (m2) vi = m2[i];
-        gpudl_optim_update(&h, &w[i], g[i] * scale, &mi, &vi);
-        if (m1) m1[i] = mi;
-        if (m2) m2[i] = vi;
+    if (!m1) m1 = g;   /* state the rule does not use: point it at something readable, never written */
+    if (!m2) m2 = g;
+    {
+        int has_m = m->m1.data != NULL, has_v = m->m2.data != NULL;
+        GPUDL__EACH(i, n, n > 65536,
+                    float mi = m1[i]; float vi = m2[i];
+                    gpudl_optim_update(&h, &w[i], g[i] * scale, &mi, &vi);
+                    if (has_m) m1[i] = mi;
+                    if (has_v) m2[i] = vi);
     }
     m->step++;
     return GPUDL_OK;
