@@ -53,6 +53,7 @@ check impl_c99_cpu            $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPU
 check impl_c99_cpu_openmp     $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fopenmp -c $T/impl.c -o $B/impl_omp.o
 check impl_cxx_cpu            $CXX -std=c++11 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -x c++ -c $T/impl.c -o $B/impl_cxx.o
 check impl_c_cpu_no_simd      $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_NO_SIMD -c $T/impl.c -o $B/impl_nosimd.o
+check readme_tour_compiles    $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fsyntax-only $T/readme_tour.c
 check two_translation_units   $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -o $B/two_tu $T/two_tu_main.c $T/two_tu_other.c -lm
 check two_translation_units_run $B/two_tu
 check static_linkage          $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_STATIC -DGPUDL_TU_STATIC -o $B/two_tu_static $T/two_tu_main.c $T/two_tu_other.c -lm
@@ -116,6 +117,24 @@ if python3 -c 'import safetensors, numpy' >/dev/null 2>&1 && [ -f $B/tmp_good.sa
     check safetensors_library_reads_checkpoint python3 tests/check_safetensors.py $B/tmp_good.safetensors
 else
     skip safetensors_library_reads_checkpoint "python3 safetensors + numpy not installed (pip install safetensors numpy)"
+fi
+
+echo "== end to end: one epoch of the demo's CNN on the full Fashion-MNIST (CPU)"
+if [ -f /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ] || [ -f data/fashion-mnist/t10k-labels-idx1-ubyte ]; then
+    if sh data/prepare.sh >$B/prepare.log 2>&1 && grep -q "full" build/data/SOURCE 2>/dev/null \
+       && $CC -std=c99 -O2 -fopenmp -DGPUDL_NO_CUDA -o $B/cnn_fashion examples/cnn_fashion.c -lm >$B/cnn_build.log 2>&1; then
+        OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} $B/cnn_fashion --cpu --epochs 1 --data build/data/fashion-mnist >$B/cnn_1epoch.log 2>&1
+        acc=$(sed -n 's/^test accuracy: \([0-9.]*\)%$/\1/p' $B/cnn_1epoch.log)
+        if [ -n "$acc" ] && awk "BEGIN{exit !($acc >= 85.0)}"; then
+            printf 'ok      %-34s %s%% after one epoch (%s)\n' cnn_fashion_one_epoch_85 "$acc" "$(grep '^wall time' $B/cnn_1epoch.log)"; passed=$((passed + 1))
+        else
+            printf 'FAIL    %-34s accuracy %s%% (want >= 85)\n' cnn_fashion_one_epoch_85 "${acc:-?}"; tail -5 $B/cnn_1epoch.log; failed=$((failed + 1))
+        fi
+    else
+        skip cnn_fashion_one_epoch_85 "could not prepare the full dataset ($(cat build/data/SOURCE 2>/dev/null))"
+    fi
+else
+    skip cnn_fashion_one_epoch_85 "the full Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)"
 fi
 
 echo "== CPU suite (single-threaded build, CPU tests only)"
