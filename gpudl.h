@@ -115,20 +115,18 @@ extern "C" {
 
 typedef enum gpudl_status {
     GPUDL_OK                  =   0,
-    GPUDL_ERR_INVALID_ARG     =  -1,  /* NULL pointer, bad enum, bad value      */
+    GPUDL_ERR_INVALID_ARG     =  -1,  /* NULL, bad value, wrong dtype or device */
     GPUDL_ERR_SHAPE           =  -2,  /* shapes do not fit together            */
-    GPUDL_ERR_DTYPE           =  -3,  /* dtype not supported or mismatched     */
-    GPUDL_ERR_DEVICE          =  -4,  /* tensor on the wrong device            */
-    GPUDL_ERR_OOM             =  -5,  /* host or device allocation failed      */
-    GPUDL_ERR_NO_DEVICE       =  -6,  /* CUDA asked for, no usable GPU/driver  */
-    GPUDL_ERR_CUDA            =  -7,  /* a CUDA runtime call failed            */
-    GPUDL_ERR_CUDA_FATAL      =  -8,  /* sticky CUDA error: restart the process*/
-    GPUDL_ERR_CUBLAS          =  -9,  /* a cuBLAS / cuBLASLt call failed       */
-    GPUDL_ERR_CUDNN           = -10,  /* a cuDNN call failed                   */
-    GPUDL_ERR_IO              = -11,  /* open/read/write/rename failed         */
-    GPUDL_ERR_FORMAT          = -12,  /* a file is malformed                   */
-    GPUDL_ERR_NONFINITE       = -13,  /* NaN or Inf where a number was needed  */
-    GPUDL_ERR_UNSUPPORTED     = -14   /* not built in, or not on this device   */
+    GPUDL_ERR_OOM             =  -3,  /* host or device allocation failed      */
+    GPUDL_ERR_NO_DEVICE       =  -4,  /* CUDA asked for, no usable GPU/driver  */
+    GPUDL_ERR_CUDA            =  -5,  /* a CUDA runtime call failed            */
+    GPUDL_ERR_CUDA_FATAL      =  -6,  /* sticky CUDA error: restart the process*/
+    GPUDL_ERR_CUBLAS          =  -7,  /* a cuBLAS / cuBLASLt call failed       */
+    GPUDL_ERR_CUDNN           =  -8,  /* a cuDNN call failed                   */
+    GPUDL_ERR_IO              =  -9,  /* open/read/write/rename failed         */
+    GPUDL_ERR_FORMAT          = -10,  /* a file is malformed                   */
+    GPUDL_ERR_NONFINITE       = -11,  /* NaN or Inf where a number was needed  */
+    GPUDL_ERR_UNSUPPORTED     = -12   /* not built in, or not on this device   */
 } gpudl_status;
 
 /* A short, constant description of a status ("invalid argument", ...).
@@ -1078,10 +1076,8 @@ struct gpudl_ctx {
 GPUDL__DEF const char *gpudl_status_string(gpudl_status s) {
     switch (s) {
     case GPUDL_OK:              return "ok";
-    case GPUDL_ERR_INVALID_ARG: return "invalid argument";
+    case GPUDL_ERR_INVALID_ARG: return "invalid argument (NULL, bad value, wrong dtype or device)";
     case GPUDL_ERR_SHAPE:       return "shape mismatch";
-    case GPUDL_ERR_DTYPE:       return "dtype not supported or mismatched";
-    case GPUDL_ERR_DEVICE:      return "tensor on the wrong device";
     case GPUDL_ERR_OOM:         return "out of memory";
     case GPUDL_ERR_NO_DEVICE:   return "no usable CUDA device";
     case GPUDL_ERR_CUDA:        return "CUDA runtime error";
@@ -1197,7 +1193,7 @@ static gpudl_status gpudl__check_shape(gpudl_ctx *ctx, gpudl_dtype dtype, int nd
     int64_t n = 1;
     int i;
     if ((unsigned)dtype >= GPUDL_DTYPE_COUNT)
-        return GPUDL__ERR(ctx, GPUDL_ERR_DTYPE, "invalid dtype %d", (int)dtype);
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "invalid dtype %d", (int)dtype);
     if (ndim < 1 || ndim > GPUDL_MAX_DIMS || !shape)
         return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "ndim must be 1..%d with a shape array (got ndim %d%s)",
                           GPUDL_MAX_DIMS, ndim, shape ? "" : ", shape NULL");
@@ -1218,7 +1214,7 @@ static gpudl_status gpudl__check_tensor(gpudl_ctx *ctx, const gpudl_tensor *t, c
     if (!t) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is NULL", name);
     if (!t->data) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' has no data (not created, or freed)", name);
     if (t->device != GPUDL_DEVICE_CPU && t->device != GPUDL_DEVICE_CUDA)
-        return GPUDL__ERR(ctx, GPUDL_ERR_DEVICE, "tensor '%s' has invalid device %d", name, (int)t->device);
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' has invalid device %d", name, (int)t->device);
     return gpudl__check_shape(ctx, t->dtype, t->ndim, t->shape, &n);
 }
 
@@ -1231,10 +1227,10 @@ static gpudl_status gpudl__check_same(gpudl_ctx *ctx, const gpudl_tensor *a, con
     int i, same = a->ndim == b->ndim;
     for (i = 0; same && i < a->ndim; i++) same = a->shape[i] == b->shape[i];
     if (a->device != b->device)
-        return GPUDL__ERR(ctx, GPUDL_ERR_DEVICE, "%s is %s but %s is %s: operands must be on one device",
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "%s is %s but %s is %s: operands must be on one device",
                           an, gpudl_tensor_describe(a, sa, sizeof sa), bn, gpudl_tensor_describe(b, sb, sizeof sb));
     if (a->dtype != b->dtype)
-        return GPUDL__ERR(ctx, GPUDL_ERR_DTYPE, "%s is %s but %s is %s: dtypes must match",
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "%s is %s but %s is %s: dtypes must match",
                           an, gpudl_tensor_describe(a, sa, sizeof sa), bn, gpudl_tensor_describe(b, sb, sizeof sb));
     if (!same)
         return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "%s is %s but %s is %s: shapes must match",
@@ -1529,7 +1525,7 @@ static gpudl_status gpudl__alloc(gpudl_ctx *ctx, gpudl_device dev, size_t bytes,
         return GPUDL_OK;
     }
 #endif
-    return GPUDL__ERR(ctx, GPUDL_ERR_DEVICE, "cannot allocate on %s: this context runs on %s",
+    return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "cannot allocate on %s: this context runs on %s",
                       gpudl__device_name(dev), gpudl__device_name(ctx->device));
 }
 
@@ -1625,13 +1621,13 @@ GPUDL__DEF gpudl_status gpudl_tensor_reshape(gpudl_tensor *view, const gpudl_ten
 static gpudl_status gpudl__check_on(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
     GPUDL__TRY(gpudl__check_tensor(ctx, t, name));
     if (t->device == GPUDL_DEVICE_CUDA && ctx->device != GPUDL_DEVICE_CUDA)
-        return GPUDL__ERR(ctx, GPUDL_ERR_DEVICE, "tensor '%s' is on cuda but this context runs on the cpu", name);
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is on cuda but this context runs on the cpu", name);
     return GPUDL_OK;
 }
 
 static gpudl_status gpudl__check_float(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
     if (!gpudl__is_float(t->dtype))
-        return GPUDL__ERR(ctx, GPUDL_ERR_DTYPE, "tensor '%s' is %s; this op takes f32, f16 or bf16",
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is %s; this op takes f32, f16 or bf16",
                           name, gpudl_dtype_name(t->dtype));
     return GPUDL_OK;
 }
@@ -1708,7 +1704,7 @@ static gpudl_status gpudl__memcpy(gpudl_ctx *ctx, void *dst, gpudl_device dd, co
         return GPUDL_OK;
     }
 #else
-    return GPUDL__ERR(ctx, GPUDL_ERR_DEVICE, "device copy in a CPU-only build");
+    return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "device copy in a CPU-only build");
 #endif
 }
 
@@ -1718,7 +1714,7 @@ GPUDL__DEF gpudl_status gpudl_tensor_copy(gpudl_ctx *ctx, gpudl_tensor *dst, con
     GPUDL__TRY(gpudl__check_on(ctx, dst, "dst"));
     GPUDL__TRY(gpudl__check_on(ctx, src, "src"));
     if (dst->dtype != src->dtype || gpudl_tensor_numel(dst) != gpudl_tensor_numel(src))
-        return GPUDL__ERR(ctx, dst->dtype != src->dtype ? GPUDL_ERR_DTYPE : GPUDL_ERR_SHAPE,
+        return GPUDL__ERR(ctx, dst->dtype != src->dtype ? GPUDL_ERR_INVALID_ARG : GPUDL_ERR_SHAPE,
                           "copy: dst is %s but src is %s: need the same dtype and element count (use gpudl_tensor_cast "
                           "to convert)", gpudl_tensor_describe(dst, sa, sizeof sa), gpudl_tensor_describe(src, sb, sizeof sb));
     return gpudl__memcpy(ctx, dst->data, dst->device, src->data, src->device, gpudl_tensor_bytes(src));
@@ -1752,7 +1748,7 @@ GPUDL__DEF gpudl_status gpudl_tensor_cast(gpudl_ctx *ctx, gpudl_tensor *dst, con
     GPUDL__TRY(gpudl__check_float(ctx, src, "src"));
     n = gpudl_tensor_numel(src);
     if (dst->device != src->device || gpudl_tensor_numel(dst) != n)
-        return GPUDL__ERR(ctx, dst->device != src->device ? GPUDL_ERR_DEVICE : GPUDL_ERR_SHAPE,
+        return GPUDL__ERR(ctx, dst->device != src->device ? GPUDL_ERR_INVALID_ARG : GPUDL_ERR_SHAPE,
                           "cast: dst is %s but src is %s: need one device and the same element count",
                           gpudl_tensor_describe(dst, sa, sizeof sa), gpudl_tensor_describe(src, sb, sizeof sb));
     if (dst->dtype == src->dtype) return gpudl_tensor_copy(ctx, dst, src);
@@ -2053,10 +2049,10 @@ static gpudl_status gpudl__matmul_check(gpudl_ctx *ctx, const gpudl_tensor *C, c
     gpudl_tensor_describe(B, sb, sizeof sb);
     gpudl_tensor_describe(C, sc, sizeof sc);
     if (A->device != B->device || A->device != C->device)
-        return GPUDL__ERR(ctx, GPUDL_ERR_DEVICE, "matmul: A is %s, B is %s, C is %s: all must be on one device", sa, sb, sc);
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "matmul: A is %s, B is %s, C is %s: all must be on one device", sa, sb, sc);
     if (A->dtype != B->dtype || !gpudl__is_float(A->dtype) ||
         !(C->dtype == A->dtype || (A->dtype != GPUDL_F32 && C->dtype == GPUDL_F32)))
-        return GPUDL__ERR(ctx, GPUDL_ERR_DTYPE, "matmul: A is %s, B is %s, C is %s: need A and B both f32, f16 or "
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "matmul: A is %s, B is %s, C is %s: need A and B both f32, f16 or "
                           "bf16, and C of their dtype (or f32 for f16/bf16 inputs)", sa, sb, sc);
     if (A->ndim < 2 || A->ndim > 3 || B->ndim < 2 || B->ndim > 3 || C->ndim < 2 || C->ndim > 3 ||
         (C->ndim == 2 && (A->ndim == 3 || B->ndim == 3)))
@@ -2307,7 +2303,7 @@ GPUDL__DEF gpudl_status gpudl_argmax_rows(gpudl_ctx *ctx, gpudl_tensor *out, con
 static gpudl_status gpudl__check_f32(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
     GPUDL__TRY(gpudl__check_on(ctx, t, name));
     if (t->dtype != GPUDL_F32)
-        return GPUDL__ERR(ctx, GPUDL_ERR_DTYPE, "tensor '%s' is %s; this layer takes f32", name, gpudl_dtype_name(t->dtype));
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is %s; this layer takes f32", name, gpudl_dtype_name(t->dtype));
     return GPUDL_OK;
 }
 
@@ -2322,7 +2318,7 @@ static gpudl_status gpudl__mismatch(gpudl_ctx *ctx, gpudl_status st, const char 
 /* Both on one device (a mixed call would touch memory the backend cannot reach). */
 static gpudl_status gpudl__same_device(gpudl_ctx *ctx, const char *what, const char *an, const gpudl_tensor *a,
                                        const char *bn, const gpudl_tensor *b) {
-    if (b && a->device != b->device) return gpudl__mismatch(ctx, GPUDL_ERR_DEVICE, what, an, a, bn, b, "one device for all");
+    if (b && a->device != b->device) return gpudl__mismatch(ctx, GPUDL_ERR_INVALID_ARG, what, an, a, bn, b, "one device for all");
     return GPUDL_OK;
 }
 
@@ -2572,7 +2568,7 @@ GPUDL__DEF gpudl_status gpudl_linear_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
 static gpudl_status gpudl__check_labels(gpudl_ctx *ctx, const gpudl_tensor *labels, const gpudl_tensor *logits, int64_t N) {
     GPUDL__TRY(gpudl__check_on(ctx, labels, "labels"));
     if (labels->dtype != GPUDL_I32 && labels->dtype != GPUDL_U8)
-        return GPUDL__ERR(ctx, GPUDL_ERR_DTYPE, "labels are %s; need i32 or u8", gpudl_dtype_name(labels->dtype));
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "labels are %s; need i32 or u8", gpudl_dtype_name(labels->dtype));
     if (gpudl_tensor_numel(labels) != N)
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "softmax_xent", "labels", labels, "logits", logits, "one label per row");
     return gpudl__same_device(ctx, "softmax_xent", "labels", labels, "logits", logits);
@@ -3695,7 +3691,7 @@ GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *
     ctx = m->ctx;
     GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
     if (x->device != m->params.device)
-        return GPUDL__ERR(ctx, GPUDL_ERR_DEVICE, "model_forward: x is %s but the model lives on %s",
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_forward: x is %s but the model lives on %s",
                           gpudl_tensor_describe(x, sx, sizeof sx), gpudl__device_name(m->params.device));
     k = x->ndim == 1 + m->in_ndim && x->shape[0] >= 1 && x->shape[0] <= m->desc.max_batch;
     for (i = 0; k && i < m->in_ndim; i++) k = x->shape[1 + i] == m->in_shape[i];
@@ -4805,7 +4801,7 @@ GPUDL__DEF gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, c
     if (!res) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "gradcheck: res is NULL");
     memset(res, 0, sizeof *res);
     if (m->params.device != GPUDL_DEVICE_CPU)
-        return GPUDL__ERR(ctx, GPUDL_ERR_DEVICE, "gradcheck: runs on the CPU; build the model on a CPU context");
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "gradcheck: runs on the CPU; build the model on a CPU context");
     if (eps <= 0) eps = 1e-3;
     if (atol <= 0) atol = 1e-5;
     if (rtol <= 0) rtol = 1e-2;
