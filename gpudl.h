@@ -638,6 +638,8 @@ GPUDL_HD static inline void gpudl_optim_update(const gpudl_optim_hp *h, float *w
    when built with -DGPUDL_ZLIB -lz; otherwise the error says how to
    decompress it. */
 GPUDL_API gpudl_status gpudl_idx_load(gpudl_ctx *ctx, const char *path, gpudl_tensor *out);
+/* The same from memory (size bytes at data); name only labels messages. */
+GPUDL_API gpudl_status gpudl_idx_load_memory(gpudl_ctx *ctx, const char *name, const void *data, size_t size, gpudl_tensor *out);
 
 /* Loads MNIST-layout files from dir: {train,t10k}-images-idx3-ubyte and
    -labels-idx1-ubyte, plain or with .gz (which needs GPUDL_ZLIB). images
@@ -678,6 +680,8 @@ GPUDL_API gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const ch
    architecture. Everything is validated (header, offsets, sizes, names,
    shapes) into a staging buffer first: on any error the model is untouched. */
 GPUDL_API gpudl_status gpudl_model_load(gpudl_ctx *ctx, gpudl_model *m, const char *path);
+/* The same from a file's bytes in memory; name only labels messages. */
+GPUDL_API gpudl_status gpudl_model_load_memory(gpudl_ctx *ctx, gpudl_model *m, const char *name, const void *data, size_t size);
 
 /* >>gradcheck ------------------------------------------------------------- */
 
@@ -4050,17 +4054,19 @@ static gpudl_status gpudl__read_file(gpudl_ctx *ctx, const char *path, const cha
 }
 
 #ifdef GPUDL_ZLIB
-/* Replaces a gzip buffer by its decompressed bytes. */
-static gpudl_status gpudl__gunzip(gpudl_ctx *ctx, const char *path, unsigned char **data, size_t *size) {
+/* Decompresses a gzip buffer into a new one (*out, *out_size). */
+static gpudl_status gpudl__gunzip(gpudl_ctx *ctx, const char *path, const unsigned char *in, size_t in_size,
+                                  unsigned char **out_buf, size_t *out_size) {
     z_stream z;
-    size_t cap = *size * 4 + 1024, n = 0;
+    size_t cap = in_size * 4 + 1024, n = 0;
     unsigned char *out = (unsigned char *)GPUDL_MALLOC(cap);
     int r = Z_OK;
+    *out_buf = NULL;
     if (!out) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "idx_load: no memory to decompress '%s'", path);
     memset(&z, 0, sizeof z);
     if (inflateInit2(&z, 15 + 16) != Z_OK) { GPUDL_FREE(out); return GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, "idx_load: zlib init failed"); }
-    z.next_in = *data;
-    z.avail_in = (uInt)*size;
+    z.next_in = (Bytef *)(uintptr_t)in;
+    z.avail_in = (uInt)in_size;
     while (r != Z_STREAM_END) {
         if (n == cap) {
             unsigned char *o2 = (unsigned char *)GPUDL_REALLOC(out, cap * 2);
@@ -4072,22 +4078,17 @@ static gpudl_status gpudl__gunzip(gpudl_ctx *ctx, const char *path, unsigned cha
         z.avail_out = (uInt)(cap - n);
         r = inflate(&z, Z_NO_FLUSH);
         n = cap - z.avail_out;
-        if (r != Z_OK && r != Z_STREAM_END) {
+        if ((r != Z_OK && r != Z_STREAM_END) || (r == Z_OK && z.avail_in == 0 && z.avail_out != 0)) {
+            gpudl_status st = GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, "idx_load: '%s' is not a valid gzip stream (%s)", path,
+                                         r == Z_OK || r == Z_BUF_ERROR ? "truncated" : z.msg ? z.msg : "inflate failed");
             inflateEnd(&z);
             GPUDL_FREE(out);
-            return GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, "idx_load: '%s' is not a valid gzip stream (%s)", path,
-                              r == Z_BUF_ERROR ? "truncated" : z.msg ? z.msg : "inflate failed");
-        }
-        if (r == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
-            inflateEnd(&z);
-            GPUDL_FREE(out);
-            return GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, "idx_load: '%s' is a truncated gzip stream", path);
+            return st;
         }
     }
     inflateEnd(&z);
-    GPUDL_FREE(*data);
-    *data = out;
-    *size = n;
+    *out_buf = out;
+    *out_size = n;
     return GPUDL_OK;
 }
 #endif
@@ -4098,7 +4099,22 @@ static uint32_t gpudl__be32(const unsigned char *p) {
 
 GPUDL__DEF gpudl_status gpudl_idx_load(gpudl_ctx *ctx, const char *path, gpudl_tensor *out) {
     unsigned char *buf = NULL;
-    size_t size = 0, hdr, esize;
+    size_t size = 0;
+    gpudl_status s;
+    GPUDL__ENTER(ctx);
+    if (!out) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "idx_load: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!path) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "idx_load: path is NULL");
+    GPUDL__TRY(gpudl__read_file(ctx, path, "idx_load", &buf, &size));
+    s = gpudl_idx_load_memory(ctx, path, buf, size, out);
+    GPUDL_FREE(buf);
+    return s;
+}
+
+GPUDL__DEF gpudl_status gpudl_idx_load_memory(gpudl_ctx *ctx, const char *name, const void *data, size_t size, gpudl_tensor *out) {
+    const unsigned char *buf = (const unsigned char *)data;
+    unsigned char *inflated = NULL;
+    size_t hdr, esize;
     int64_t shape[4], n = 1, i;
     int ndim, type;
     gpudl_dtype dt;
@@ -4106,22 +4122,21 @@ GPUDL__DEF gpudl_status gpudl_idx_load(gpudl_ctx *ctx, const char *path, gpudl_t
     GPUDL__ENTER(ctx);
     if (!out) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "idx_load: out is NULL");
     memset(out, 0, sizeof *out);
-    if (!path) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "idx_load: path is NULL");
-    GPUDL__TRY(gpudl__read_file(ctx, path, "idx_load", &buf, &size));
+    if (!name) name = "(memory)";
+    if (!data && size) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "idx_load: '%s': data is NULL", name);
     if (size >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
 #ifdef GPUDL_ZLIB
-        s = gpudl__gunzip(ctx, path, &buf, &size);
-        if (s != GPUDL_OK) { GPUDL_FREE(buf); return s; }
+        GPUDL__TRY(gpudl__gunzip(ctx, name, buf, size, &inflated, &size));
+        buf = inflated;
 #else
-        GPUDL_FREE(buf);
         return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "idx_load: '%s' is gzip-compressed; decompress it first "
-                          "(gunzip -k '%s') or build gpudl with -DGPUDL_ZLIB -lz", path, path);
+                          "(gunzip -k '%s') or build gpudl with -DGPUDL_ZLIB -lz", name, name);
 #endif
     }
-#define GPUDL__IDX_FAIL(st, ...) do { gpudl_status st_ = GPUDL__ERR(ctx, st, __VA_ARGS__); GPUDL_FREE(buf); return st_; } while (0)
-    if (size < 4) GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' is truncated: %zu bytes, less than the 4-byte magic", path, size);
+#define GPUDL__IDX_FAIL(st, ...) do { gpudl_status st_ = GPUDL__ERR(ctx, st, __VA_ARGS__); GPUDL_FREE(inflated); return st_; } while (0)
+    if (size < 4) GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' is truncated: %zu bytes, less than the 4-byte magic", name, size);
     if (buf[0] != 0 || buf[1] != 0)
-        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has a bad magic number (%02x %02x %02x %02x): not an IDX file", path,
+        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has a bad magic number (%02x %02x %02x %02x): not an IDX file", name,
                         buf[0], buf[1], buf[2], buf[3]);
     type = buf[2];
     ndim = buf[3];
@@ -4131,35 +4146,36 @@ GPUDL__DEF gpudl_status gpudl_idx_load(gpudl_ctx *ctx, const char *path, gpudl_t
     case 0x0D: dt = GPUDL_F32; break;
     case 0x09: case 0x0B: case 0x0E:
         GPUDL__IDX_FAIL(GPUDL_ERR_UNSUPPORTED, "idx_load: '%s' holds IDX type 0x%02x (%s), which gpudl does not load "
-                        "(ubyte, int and float are supported)", path, type, type == 0x09 ? "signed byte" : type == 0x0B ? "short" : "double");
+                        "(ubyte, int and float are supported)", name, type, type == 0x09 ? "signed byte" : type == 0x0B ? "short" : "double");
     default:
-        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has an unknown IDX type 0x%02x", path, type);
+        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has an unknown IDX type 0x%02x", name, type);
     }
     if (ndim < 1 || ndim > 4)
-        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has %d dimensions; gpudl loads 1 to 4", path, ndim);
+        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has %d dimensions; gpudl loads 1 to 4", name, ndim);
     hdr = 4 + 4 * (size_t)ndim;
-    if (size < hdr) GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' is truncated inside its header (%zu of %zu bytes)", path, size, hdr);
+    if (size < hdr) GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' is truncated inside its header (%zu of %zu bytes)", name, size, hdr);
     esize = gpudl_dtype_size(dt);
     for (i = 0; i < ndim; i++) {
         shape[i] = (int64_t)gpudl__be32(buf + 4 + 4 * i);
-        if (shape[i] == 0) GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has dimension %d of size 0", path, (int)i);
+        if (shape[i] == 0) GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has dimension %d of size 0", name, (int)i);
         if (n > (INT64_MAX / (int64_t)esize) / shape[i])
-            GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s': the dimensions' product overflows", path);
+            GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s': the dimensions' product overflows", name);
         n *= shape[i];
     }
     if ((uint64_t)(size - hdr) < (uint64_t)n * esize)
         GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' is truncated: the header promises %lld bytes of data, the file has %zu",
-                        path, (long long)(n * (int64_t)esize), size - hdr);
+                        name, (long long)(n * (int64_t)esize), size - hdr);
     if ((uint64_t)(size - hdr) > (uint64_t)n * esize)
-        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has %zu trailing bytes after its %lld bytes of data", path,
+        GPUDL__IDX_FAIL(GPUDL_ERR_FORMAT, "idx_load: '%s' has %zu trailing bytes after its %lld bytes of data", name,
                         (size - hdr) - (size_t)(n * (int64_t)esize), (long long)(n * (int64_t)esize));
 #undef GPUDL__IDX_FAIL
     s = gpudl_tensor_create_on(ctx, out, GPUDL_DEVICE_CPU, dt, ndim, shape);
-    if (s != GPUDL_OK) { GPUDL_FREE(buf); return s; }
-    if (dt == GPUDL_U8) memcpy(out->data, buf + hdr, (size_t)n);
-    else for (i = 0; i < n; i++) ((uint32_t *)out->data)[i] = gpudl__be32(buf + hdr + 4 * i);   /* big-endian words */
-    GPUDL_FREE(buf);
-    return GPUDL_OK;
+    if (s == GPUDL_OK) {
+        if (dt == GPUDL_U8) memcpy(out->data, buf + hdr, (size_t)n);
+        else for (i = 0; i < n; i++) ((uint32_t *)out->data)[i] = gpudl__be32(buf + hdr + 4 * i);   /* big-endian words */
+    }
+    GPUDL_FREE(inflated);
+    return s;
 }
 
 GPUDL__DEF gpudl_status gpudl_mnist_load(gpudl_ctx *ctx, const char *dir, int train, gpudl_tensor *images, gpudl_tensor *labels) {
@@ -4655,6 +4671,18 @@ static int gpudl__cmp_entry(const void *a, const void *b) {
 GPUDL__DEF gpudl_status gpudl_model_load(gpudl_ctx *ctx, gpudl_model *m, const char *path) {
     unsigned char *buf = NULL;
     size_t size = 0;
+    gpudl_status s;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_built(m, "model_load"));
+    if (!path) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_load: path is NULL");
+    GPUDL__TRY(gpudl__read_file(ctx, path, "model_load", &buf, &size));
+    s = gpudl_model_load_memory(ctx, m, path, buf, size);
+    GPUDL_FREE(buf);
+    return s;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_load_memory(gpudl_ctx *ctx, gpudl_model *m, const char *path, const void *data, size_t size) {
+    const unsigned char *buf = (const unsigned char *)data;
     uint64_t hlen = 0, data_size, step = 0, mseed = 0, moff = 0, cseed = 0, coff = 0;
     gpudl__ck_entry *e = NULL, *sorted = NULL;
     gpudl__ck_meta meta[32];
@@ -4665,9 +4693,9 @@ GPUDL__DEF gpudl_status gpudl_model_load(gpudl_ctx *ctx, gpudl_model *m, const c
     gpudl_status s = GPUDL_OK;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_built(m, "model_load"));
-    if (!path) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_load: path is NULL");
+    if (!path) path = "(memory)";
+    if (!data && size) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_load: '%s': data is NULL", path);
     memset(&h, 0, sizeof h);
-    GPUDL__TRY(gpudl__read_file(ctx, path, "model_load", &buf, &size));
 #define GPUDL__CK_FAIL(...) do { s = GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, __VA_ARGS__); goto done; } while (0)
     e = (gpudl__ck_entry *)GPUDL_MALLOC(sizeof *e * GPUDL__CK_MAX_ITEMS);
     sorted = (gpudl__ck_entry *)GPUDL_MALLOC(sizeof *e * GPUDL__CK_MAX_ITEMS);
@@ -4759,7 +4787,6 @@ GPUDL__DEF gpudl_status gpudl_model_load(gpudl_ctx *ctx, gpudl_model *m, const c
     }
 done:
     gpudl__ck_host_free(&h);
-    GPUDL_FREE(buf);
     GPUDL_FREE(e);
     GPUDL_FREE(sorted);
     GPUDL_FREE(items);
