@@ -8,7 +8,7 @@ CUDA_LIBS  = -lcublas -lcublasLt -lcudnn
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: all demo data matmul-demo test test-gpu bench clean
+.PHONY: all demo data matmul-demo test test-gpu test-sanitize fuzz bench clean
 EXAMPLES = build/cnn_fashion build/mlp_fashion build/cpu_vs_gpu build/gradcheck
 all: $(EXAMPLES)
 
@@ -46,6 +46,35 @@ test-gpu: | build
 	    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 ./build/test_cuda --gpu-only && \
 	    GPUDL_TEST_DATA=build/test/data compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 ./build/test_layers_cuda --gpu-only; \
 	else echo "compute-sanitizer not installed: memcheck SKIPPED"; fi
+
+# The CPU suites under AddressSanitizer + UndefinedBehaviorSanitizer, with
+# leak detection: any report fails the run.
+SAN = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+test-sanitize: | build
+	mkdir -p build/test/data && for f in data/fashion-mnist-subset/*.gz; do gunzip -c $$f > build/test/data/$$(basename $$f .gz); done
+	$(CC) -std=c99 $(SAN) -DGPUDL_NO_CUDA -fopenmp -o build/test_san tests/test_gpudl.c -lm
+	$(CC) -std=c99 $(SAN) -DGPUDL_NO_CUDA -fopenmp -o build/test_layers_san tests/test_layers.c -lm
+	$(CC) -std=c99 $(SAN) -DGPUDL_NO_CUDA -o build/test_faults_san tests/test_faults.c -lm
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/test_san --cpu-only
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 GPUDL_TEST_DATA=build/test/data ./build/test_layers_san --cpu-only
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/test_faults_san
+
+# libFuzzer on the two loaders (clang), FUZZ_SECONDS each, from the committed
+# seed corpus (copied, so the repository's corpus only grows by hand: add
+# every crasher there as a regression test). The corpus is replayed first.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+fuzz: | build
+	@for t in idx ckpt; do \
+	    $(FUZZ_CC) -O1 -g -fsanitize=fuzzer,address,undefined -DGPUDL_NO_CUDA -o build/fuzz_$$t tests/fuzz/fuzz_$$t.c -lm || exit 1; \
+	    ./build/fuzz_$$t -runs=0 tests/fuzz/corpus_$$t >build/fuzz_$$t.replay.log 2>&1 || { cat build/fuzz_$$t.replay.log; exit 1; }; \
+	    rm -rf build/fuzz_work_$$t && mkdir -p build/fuzz_work_$$t && cp tests/fuzz/corpus_$$t/* build/fuzz_work_$$t/; \
+	    echo "fuzzing the $$t loader for $(FUZZ_SECONDS) s"; \
+	    ./build/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -artifact_prefix=build/fuzz_crash_$$t- \
+	        build/fuzz_work_$$t >build/fuzz_$$t.log 2>&1 || { tail -40 build/fuzz_$$t.log; \
+	        echo "crash: minimise it, fix it, add it to tests/fuzz/corpus_$$t"; exit 1; }; \
+	    tail -1 build/fuzz_$$t.log; \
+	done
 
 ifdef HAVE_OPENBLAS
 BENCH_BLAS = -DGPUDL_BENCH_OPENBLAS -lopenblas

@@ -9,7 +9,10 @@
        #define GPUDL_IMPLEMENTATION
        #include "gpudl.h"
 
-   The CUDA kernels live in the companion file gpudl_kernels.cu.
+   The CUDA kernels live in the companion file gpudl_kernels.cu. The
+   implementation uses POSIX (clock_gettime, stat, fsync): include gpudl.h
+   before any system header in that file (it then asks for POSIX itself),
+   or build it with -D_POSIX_C_SOURCE=200809L.
 
    BUILD
        GPU:  nvcc -O2 -o app app.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
@@ -341,7 +344,9 @@ GPUDL_API gpudl_status gpudl_tensor_create(gpudl_ctx *ctx, gpudl_tensor *t, gpud
 GPUDL_API gpudl_status gpudl_tensor_create_on(gpudl_ctx *ctx, gpudl_tensor *t, gpudl_device device,
                                               gpudl_dtype dtype, int ndim, const int64_t *shape);
 /* Frees an owning tensor and zeroes the struct. A view or a zeroed tensor
-   is only zeroed, so a second free is harmless. */
+   is only zeroed, so a second free is harmless. Freeing memory this context
+   did not allocate, or already freed through a copy of the struct, frees
+   nothing and records GPUDL_ERR_INVALID_ARG (gpudl_ctx_last_error). */
 GPUDL_API void gpudl_tensor_free(gpudl_ctx *ctx, gpudl_tensor *t);
 
 /* Wraps memory you own (host or device) as a non-owning tensor. */
@@ -1060,6 +1065,8 @@ struct gpudl_ctx {
     char            last_error[1024];
     void           *host_ws;         /* grow-only host workspace (im2col, ...) */
     size_t          host_ws_bytes;
+    void          **live;            /* open-addressing set of the tensor allocations this context made */
+    size_t          live_cap, live_n, live_used;
 #ifndef GPUDL_NO_CUDA
     int             cuda_device;
     cudaStream_t    stream;
@@ -1463,6 +1470,9 @@ GPUDL__DEF gpudl_status gpudl_ctx_create(const gpudl_ctx_desc *desc, gpudl_ctx *
 
 GPUDL__DEF void gpudl_ctx_destroy(gpudl_ctx *ctx) {
     if (!ctx) return;
+    if (ctx->live_n)
+        gpudl__log(ctx, GPUDL_LOG_WARN, "ctx_destroy: %zu tensor(s) were never freed (gpudl_tensor_free)", ctx->live_n);
+    GPUDL_FREE(ctx->live);
 #ifndef GPUDL_NO_CUDA
     gpudl__cuda_release(ctx);
 #endif
@@ -1503,6 +1513,57 @@ GPUDL__DEF void *gpudl_ctx_stream(const gpudl_ctx *ctx) {
 #endif
     (void)ctx;
     return NULL;
+}
+
+/* >>registry -------------------------------------------------------------- */
+/* The allocations the context made, so that freeing something it does not
+   own (a second free through a copy of a tensor struct, a tensor of another
+   context) is reported instead of corrupting the heap. */
+#define GPUDL__TOMB ((void *)1)
+
+static size_t gpudl__hash(const void *p) {
+    uint64_t h = gpudl__mix64((uint64_t)(uintptr_t)p);
+    return (size_t)h;
+}
+
+static int gpudl__live_grow(gpudl_ctx *ctx) {
+    size_t cap = ctx->live_cap ? 2 * ctx->live_cap : 64, i;
+    void **n = (void **)GPUDL_MALLOC(sizeof(void *) * cap);
+    if (!n) return 0;
+    memset(n, 0, sizeof(void *) * cap);
+    for (i = 0; i < ctx->live_cap; i++) {
+        void *p = ctx->live[i];
+        if (p && p != GPUDL__TOMB) {
+            size_t k = gpudl__hash(p) & (cap - 1);
+            while (n[k]) k = (k + 1) & (cap - 1);
+            n[k] = p;
+        }
+    }
+    GPUDL_FREE(ctx->live);
+    ctx->live = n;
+    ctx->live_cap = cap;
+    ctx->live_used = ctx->live_n;
+    return 1;
+}
+
+static int gpudl__live_add(gpudl_ctx *ctx, void *p) {
+    size_t k;
+    if ((ctx->live_used + 1) * 2 > ctx->live_cap && !gpudl__live_grow(ctx)) return 0;
+    k = gpudl__hash(p) & (ctx->live_cap - 1);
+    while (ctx->live[k] && ctx->live[k] != GPUDL__TOMB) k = (k + 1) & (ctx->live_cap - 1);
+    if (!ctx->live[k]) ctx->live_used++;
+    ctx->live[k] = p;
+    ctx->live_n++;
+    return 1;
+}
+
+static int gpudl__live_remove(gpudl_ctx *ctx, void *p) {
+    size_t k, probes;
+    if (!ctx->live_cap) return 0;
+    k = gpudl__hash(p) & (ctx->live_cap - 1);
+    for (probes = 0; ctx->live[k] && probes < ctx->live_cap; probes++, k = (k + 1) & (ctx->live_cap - 1))
+        if (ctx->live[k] == p) { ctx->live[k] = GPUDL__TOMB; ctx->live_n--; return 1; }
+    return 0;
 }
 
 /* >>memory ---------------------------------------------------------------- */
@@ -1553,6 +1614,11 @@ GPUDL__DEF gpudl_status gpudl_tensor_create_on(gpudl_ctx *ctx, gpudl_tensor *t, 
     if (device == GPUDL_DEVICE_AUTO) device = ctx->device;
     GPUDL__TRY(gpudl__check_shape(ctx, dtype, ndim, shape, &n));
     GPUDL__TRY(gpudl__alloc(ctx, device, (size_t)n * gpudl_dtype_size(dtype), &t->data));
+    if (!gpudl__live_add(ctx, t->data)) {
+        gpudl__dealloc(device, t->data);
+        t->data = NULL;
+        return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "tensor_create: no host memory for the allocation registry");
+    }
     t->ndim = ndim;
     for (i = 0; i < ndim; i++) t->shape[i] = shape[i];
     t->dtype = dtype;
@@ -1568,9 +1634,21 @@ GPUDL__DEF gpudl_status gpudl_tensor_create(gpudl_ctx *ctx, gpudl_tensor *t, gpu
 }
 
 GPUDL__DEF void gpudl_tensor_free(gpudl_ctx *ctx, gpudl_tensor *t) {
-    (void)ctx;
     if (!t) return;
-    if (t->owner == 1 && t->data) gpudl__dealloc(t->device, t->data);
+    if (t->owner == 1 && t->data) {
+        if (!ctx) {
+            memset(t, 0, sizeof *t);   /* without its context the memory cannot be checked: leak rather than risk it */
+            return;
+        }
+        if (!gpudl__live_remove(ctx, t->data)) {
+            char d[96];
+            GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor_free: %s at %p was not allocated by this context or was "
+                       "already freed (a double free through a copy of the struct?); not freed again",
+                       gpudl_tensor_describe(t, d, sizeof d), t->data);
+        } else {
+            gpudl__dealloc(t->device, t->data);
+        }
+    }
     memset(t, 0, sizeof *t);
 }
 
@@ -4530,7 +4608,10 @@ static const gpudl_tensor *gpudl__ck_flat(const gpudl_model *m, int k) {
     return k == 0 ? &m->params : k == 1 ? &m->buffers : k == 2 ? &m->m1 : &m->m2;
 }
 
-static void gpudl__ck_host_free(gpudl__ck_host *h) { int k; for (k = 0; k < 4; k++) GPUDL_FREE(h->flat[k]); }
+static void gpudl__ck_host_free(gpudl__ck_host *h) {
+    int k;
+    for (k = 0; k < 4; k++) { GPUDL_FREE(h->flat[k]); h->flat[k] = NULL; }   /* safe to call twice */
+}
 
 static gpudl_status gpudl__ck_host_alloc(gpudl_ctx *ctx, const gpudl_model *m, gpudl__ck_host *h, int download) {
     int k;
@@ -4636,16 +4717,15 @@ GPUDL__DEF gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const c
         goto done;
     }
 #if !defined(_WIN32)
-    {   /* make the rename itself durable */
-        char *dir = (char *)GPUDL_MALLOC(strlen(path) + 2), *slash;
-        if (dir) {
+    {   /* make the rename itself durable: fsync the directory (best effort) */
+        char dir[4096], *slash;
+        if (strlen(path) < sizeof dir) {
             int fd;
             strcpy(dir, path);
             slash = strrchr(dir, '/');
             if (slash) { if (slash == dir) slash[1] = 0; else *slash = 0; } else strcpy(dir, ".");
             fd = open(dir, O_RDONLY);
             if (fd >= 0) { (void)fsync(fd); close(fd); }
-            GPUDL_FREE(dir);
         }
     }
 #endif

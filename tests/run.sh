@@ -119,6 +119,13 @@ else
     skip safetensors_library_reads_checkpoint "python3 safetensors + numpy not installed (pip install safetensors numpy)"
 fi
 
+echo "== faults: allocation failures, failed writes, NULL arguments, misuse, logger"
+if $CC -std=c99 -O1 -Wall -Wextra -DGPUDL_NO_CUDA -o $B/test_faults tests/test_faults.c -lm >$B/test_faults.log 2>&1; then
+    run_suite $B/test_faults
+else
+    echo "FAIL    build tests/test_faults.c"; cat $B/test_faults.log; failed=$((failed + 1))
+fi
+
 echo "== end to end: one epoch of the demo's CNN on the full Fashion-MNIST (CPU)"
 if [ -f /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ] || [ -f data/fashion-mnist/t10k-labels-idx1-ubyte ]; then
     if sh data/prepare.sh >$B/prepare.log 2>&1 && grep -q "full" build/data/SOURCE 2>/dev/null \

@@ -771,7 +771,8 @@ static void expect_idx_error(const char *what, const unsigned char *b, size_t n,
 static void test_idx_loader(void) {
     gpudl_ctx *c = cpu_ctx();
     unsigned char b[256];
-    uint32_t d3[3] = {2, 3, 4}, d1[1] = {5}, d2[2] = {2, 2}, huge[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, d0[1] = {0};
+    uint32_t d3[3] = {2, 3, 4}, d1[1] = {5}, d2[2] = {2, 2}, d0[1] = {0};
+    uint32_t huge[5] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
     gpudl_tensor t;
     size_t n;
     int64_t i;

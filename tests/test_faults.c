@@ -1,0 +1,427 @@
+#define _POSIX_C_SOURCE 200809L   /* the implementation uses POSIX; this file includes system headers before gpudl.h */
+/* gpudl fault tests (CPU): allocation failure injected at every allocation
+   point of model creation and training set-up, a failed write under
+   RLIMIT_FSIZE that must keep the previous checkpoint, every public
+   function called with NULL arguments, API misuse, double free, and the
+   logger's messages. Built with the host allocator replaced by a counting,
+   failing one (GPUDL_MALLOC/REALLOC/FREE), so leaks are counted too.
+
+   cc -O1 -DGPUDL_NO_CUDA tests/test_faults.c -lm   (make test-sanitize adds ASan/UBSan/LSan) */
+#include <stdlib.h>
+#include <stddef.h>
+
+/* >>injection: the library's allocator ------------------------------------ */
+static long g_alloc_calls, g_fail_at = -1, g_live;
+static void *t_malloc(size_t n) {
+    void *p;
+    if (g_fail_at >= 0 && g_alloc_calls++ == g_fail_at) return NULL;
+    p = malloc(n);
+    if (p) g_live++;
+    return p;
+}
+static void *t_realloc(void *p, size_t n) {
+    void *q;
+    if (g_fail_at >= 0 && g_alloc_calls++ == g_fail_at) return NULL;
+    q = realloc(p, n);
+    if (q && !p) g_live++;
+    return q;
+}
+static void t_free(void *p) { if (p) { g_live--; free(p); } }
+#define GPUDL_MALLOC(n) t_malloc(n)
+#define GPUDL_REALLOC(p, n) t_realloc(p, n)
+#define GPUDL_FREE(p) t_free(p)
+
+#define GPUDL_IMPLEMENTATION
+#include "../gpudl.h"
+#include "harness.h"
+
+#if !defined(_WIN32)
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#endif
+
+/* >>allocation failures --------------------------------------------------- */
+
+/* Model creation and training set-up, as a user writes it; returns the first
+   failure and cleans up whatever was created. */
+static gpudl_status scenario(const char *ckpt) {
+    static const unsigned char idx_img[] = {0, 0, 8, 3, 0, 0, 0, 4, 0, 0, 0, 6, 0, 0, 0, 6};
+    unsigned char file[16 + 4 * 36], lab[12] = {0, 0, 8, 1, 0, 0, 0, 4, 1, 0, 2, 1};
+    gpudl_ctx *ctx = NULL;
+    gpudl_ctx_desc d;
+    gpudl_model *m = NULL;
+    gpudl_model_desc md;
+    gpudl_optim_desc od;
+    gpudl_tensor images, labels, x, y;
+    gpudl_dataset ds;
+    int64_t img[3] = {1, 6, 6};
+    gpudl_status s;
+    int i;
+    memset(&images, 0, sizeof images); memset(&labels, 0, sizeof labels); memset(&ds, 0, sizeof ds);
+    memcpy(file, idx_img, 16);
+    for (i = 0; i < 4 * 36; i++) file[16 + i] = (unsigned char)(i * 37);
+    memset(&d, 0, sizeof d);
+    d.device = GPUDL_DEVICE_CPU;
+    s = gpudl_ctx_create(&d, &ctx);
+    if (s != GPUDL_OK) return s;
+#define STEP(expr) do { s = (expr); if (s != GPUDL_OK) goto done; } while (0)
+    STEP(gpudl_idx_load_memory(ctx, "images", file, sizeof file, &images));
+    STEP(gpudl_idx_load_memory(ctx, "labels", lab, sizeof lab, &labels));
+    STEP(gpudl_dataset_create(ctx, &ds, &images, &labels, 4, 0.5f, 0.5f));
+    STEP(gpudl_dataset_shuffle(ctx, &ds, 1, 0));
+    STEP(gpudl_model_create(ctx, &m, 3, img));
+    STEP(gpudl_model_add_conv2d(m, 1, 2, 3, NULL));
+    STEP(gpudl_model_add_batchnorm2d(m, 2));
+    STEP(gpudl_model_add_relu(m));
+    STEP(gpudl_model_add_maxpool2d(m, 2, 2));
+    STEP(gpudl_model_add_flatten(m));
+    STEP(gpudl_model_add_dropout(m, 0.1f));
+    STEP(gpudl_model_add_linear(m, 8, 3));
+    memset(&md, 0, sizeof md);
+    md.max_batch = 4;
+    STEP(gpudl_model_build(m, &md));
+    memset(&od, 0, sizeof od);
+    od.kind = GPUDL_OPTIM_ADAM;
+    od.clip_norm = 1.0f;
+    STEP(gpudl_model_set_optimizer(m, &od));
+    STEP(gpudl_dataset_batch(ctx, &ds, 0, &x, &y));
+    STEP(gpudl_model_zero_grad(m));
+    STEP(gpudl_model_forward(m, &x, NULL));
+    STEP(gpudl_model_loss(m, &y));
+    STEP(gpudl_model_backward(m));
+    STEP(gpudl_model_step(m));
+    STEP(gpudl_model_save(ctx, m, ckpt));
+    STEP(gpudl_model_load(ctx, m, ckpt));
+#undef STEP
+done:
+    if (s != GPUDL_OK && !gpudl_ctx_last_error(ctx)[0]) s = (gpudl_status)-1000;   /* an error without a message */
+    gpudl_model_destroy(m);
+    gpudl_dataset_free(ctx, &ds);
+    gpudl_tensor_free(ctx, &images);
+    gpudl_tensor_free(ctx, &labels);
+    gpudl_ctx_destroy(ctx);
+    return s;
+}
+
+static void test_alloc_failure_at_every_point(void) {
+    long n, points;
+    const char *ckpt = "build/test/tmp_faults.safetensors";
+    g_fail_at = -1;
+    g_alloc_calls = 0;
+    g_live = 0;
+    CHECK_OK(scenario(ckpt));
+    CHECKF(g_live == 0, "the successful scenario leaks %ld allocations", g_live);
+    /* count the allocation points, then fail each in turn */
+    g_fail_at = 1L << 40;
+    g_alloc_calls = 0;
+    CHECK_OK(scenario(ckpt));
+    points = g_alloc_calls;
+    CHECKF(points > 20, "only %ld allocation points?", points);
+    for (n = 0; n < points; n++) {
+        gpudl_status s;
+        g_fail_at = n;
+        g_alloc_calls = 0;
+        g_live = 0;
+        s = scenario(ckpt);
+        CHECKF(s == GPUDL_ERR_OOM, "allocation %ld of %ld failed: status %d (%s), want out of memory", n, points, (int)s,
+               s == (gpudl_status)-1000 ? "an error without a message" : gpudl_status_string(s));
+        CHECKF(g_live == 0, "allocation %ld of %ld failed: %ld allocations leaked", n, points, g_live);
+    }
+    g_fail_at = -1;
+    printf("    %ld allocation points, each failed once: a clear status and no leak\n", points);
+}
+
+/* >>atomic save ----------------------------------------------------------- */
+
+static gpudl_model *tiny_model(gpudl_ctx *c, uint64_t seed) {
+    gpudl_model *m;
+    gpudl_model_desc md;
+    int64_t v[1] = {64};
+    GPUDL_CHECK(gpudl_model_create(c, &m, 1, v));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 64, 64));
+    memset(&md, 0, sizeof md);
+    md.seed = seed;
+    GPUDL_CHECK(gpudl_model_build(m, &md));
+    return m;
+}
+
+/* A save that fails half-way (RLIMIT_FSIZE in a child) must leave the
+   previous checkpoint loadable and no partial file at the final path. */
+static void test_failed_save_keeps_previous(void) {
+#if defined(_WIN32)
+    SKIP("POSIX only");
+#else
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *a = tiny_model(c, 1), *b = tiny_model(c, 2);
+    const char *path = "build/test/tmp_atomic.safetensors";
+    gpudl_tensor pa, pb;
+    pid_t pid;
+    int status = 0;
+    char tmp[600];
+    FILE *f;
+    CHECK_OK(gpudl_model_save(c, a, path));
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {   /* the child: model b, a file size limit far below its size */
+        struct rlimit rl;
+        gpudl_status s;
+        signal(SIGXFSZ, SIG_IGN);    /* writes past the limit fail with EFBIG instead of killing us */
+        rl.rlim_cur = rl.rlim_max = 4096;
+        setrlimit(RLIMIT_FSIZE, &rl);
+        s = gpudl_model_save(c, b, path);
+        _exit(s == GPUDL_ERR_IO && strstr(gpudl_ctx_last_error(c), path) && strstr(gpudl_ctx_last_error(c), "File too large") ? 0 : 1);
+    }
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's save did not fail with GPUDL_ERR_IO naming the path and EFBIG");
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)pid);
+    f = fopen(tmp, "rb");
+    CHECKF(f == NULL, "the partial temporary file %s was left behind", tmp);
+    if (f) fclose(f);
+    CHECK_OK(gpudl_model_load(c, b, path));   /* the previous checkpoint (model a's) is intact */
+    CHECK_OK(gpudl_model_params(a, &pa, NULL));
+    CHECK_OK(gpudl_model_params(b, &pb, NULL));
+    CHECK(memcmp(pa.data, pb.data, gpudl_tensor_bytes(&pa)) == 0);
+    gpudl_model_destroy(a);
+    gpudl_model_destroy(b);
+#endif
+}
+
+/* >>API misuse ------------------------------------------------------------ */
+
+/* Every public function with NULL where a pointer is required. */
+static void test_null_arguments(void) {
+    gpudl_ctx *c = cpu_ctx(), *none = NULL;
+    gpudl_tensor t, u;
+    gpudl_model *m = NULL;
+    gpudl_dataset ds;
+    gpudl_timer tm;
+    gpudl_bench_result br;
+    gpudl_gradcheck_result gr;
+    gpudl_conv2d_desc cd;
+    gpudl_pool2d_desc pd;
+    int64_t s2[2] = {2, 3}, s1[1] = {3};
+    float v;
+    char buf[64];
+    memset(&cd, 0, sizeof cd);
+    memset(&pd, 0, sizeof pd);
+    pd.kind = GPUDL_POOL_MAX; pd.k_h = pd.k_w = 1;
+    GPUDL_CHECK(gpudl_tensor_create(c, &t, GPUDL_F32, 2, s2));
+    GPUDL_CHECK(gpudl_tensor_fill(c, &t, 1.0f));
+    u = t;
+    /* context */
+    CHECK_ST(gpudl_ctx_create(NULL, NULL), GPUDL_ERR_INVALID_ARG);
+    gpudl_ctx_destroy(NULL);
+    CHECK(gpudl_ctx_device(NULL) == GPUDL_DEVICE_CPU);
+    CHECK(gpudl_ctx_last_error(NULL)[0] != 0);
+    CHECK_ST(gpudl_ctx_sync(NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_ctx_set_math_mode(NULL, GPUDL_MATH_TF32), GPUDL_ERR_INVALID_ARG);
+    CHECK(gpudl_ctx_math_mode(NULL) == GPUDL_MATH_FP32);
+    gpudl_ctx_set_seed(NULL, 1);
+    CHECK(gpudl_ctx_stream(NULL) == NULL);
+    /* tensors */
+    CHECK(gpudl_tensor_numel(NULL) == 0 && gpudl_tensor_bytes(NULL) == 0);
+    CHECK_ST(gpudl_tensor_create(none, &u, GPUDL_F32, 2, s2), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_create(c, NULL, GPUDL_F32, 2, s2), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_create(c, &u, GPUDL_F32, 2, NULL), GPUDL_ERR_SHAPE);
+    CHECK_ST(gpudl_tensor_create_on(c, NULL, GPUDL_DEVICE_CPU, GPUDL_F32, 2, s2), GPUDL_ERR_INVALID_ARG);
+    gpudl_tensor_free(c, NULL);
+    gpudl_tensor_free(NULL, NULL);
+    CHECK_ST(gpudl_tensor_wrap(NULL, t.data, GPUDL_DEVICE_CPU, GPUDL_F32, 2, s2), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_wrap(&u, NULL, GPUDL_DEVICE_CPU, GPUDL_F32, 2, s2), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_reshape(NULL, &t, 1, s1), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_reshape(&u, NULL, 1, s1), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_reshape(&u, &t, 1, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_fill(none, &t, 0), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_fill(c, NULL, 0), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_uniform(c, NULL, 0, 1), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_normal(c, NULL, 0, 1), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_copy(c, NULL, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_copy(c, &t, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_upload(c, &t, NULL, 24), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_download(c, &t, NULL, 24), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_cast(c, NULL, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_item(c, &t, 0, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_tensor_item(c, NULL, 0, &v), GPUDL_ERR_INVALID_ARG);
+    CHECK(strcmp(gpudl_tensor_describe(NULL, buf, sizeof buf), "(null tensor)") == 0);
+    CHECK(gpudl_tensor_describe(&t, NULL, 10) == NULL);
+    /* ops */
+    CHECK_ST(gpudl_matmul(none, &t, &t, &t, 0, 0, 1, 0), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_matmul(c, NULL, &t, &t, 0, 0, 1, 0), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_matmul(c, &t, NULL, &t, 0, 0, 1, 0), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_matmul(c, &t, &t, NULL, 0, 0, 1, 0), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_add(c, NULL, &t, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_mul(c, &t, NULL, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_scale(c, NULL, 2), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_axpy(c, &t, 1, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_sum(c, NULL, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_max(c, &t, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_argmax_rows(c, NULL, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_sum_rows_acc(c, NULL, &t), GPUDL_ERR_INVALID_ARG);
+    /* layers */
+    CHECK_ST(gpudl_act_forward(c, GPUDL_ACT_RELU, 0, NULL, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_act_backward(c, GPUDL_ACT_RELU, 0, &t, NULL, &t, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_linear_forward(c, &t, NULL, &t, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_linear_backward(c, NULL, NULL, NULL, NULL, &t, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_softmax_xent_forward(c, NULL, &t, &t, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_softmax_xent_backward(c, &t, &t, NULL, 1), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_mse_forward(c, NULL, &t, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_mse_backward(c, &t, NULL, &t, 1), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_conv2d_forward(c, &t, NULL, &t, NULL, &cd), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_conv2d_backward(c, NULL, NULL, NULL, &t, &t, NULL, &cd), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_pool2d_forward(c, &t, &t, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_pool2d_backward(c, &t, &t, NULL, &pd), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_batchnorm_forward(c, &t, NULL, NULL, &t, NULL, NULL, NULL, NULL, 1, 0.1f, 1e-5f), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_batchnorm_backward(c, NULL, NULL, NULL, &t, &t, NULL, NULL, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_dropout_forward(c, NULL, &t, 0.5f, 1, 0), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_dropout_backward(c, &t, NULL, 0.5f, 1, 0), GPUDL_ERR_INVALID_ARG);
+    /* model */
+    CHECK_ST(gpudl_model_create(none, &m, 1, s1), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_create(c, NULL, 1, s1), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_create(c, &m, 1, NULL), GPUDL_ERR_SHAPE);
+    gpudl_model_destroy(NULL);
+    CHECK_ST(gpudl_model_add_linear(NULL, 3, 3), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_add_conv2d(NULL, 1, 1, 1, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_add_act(NULL, GPUDL_ACT_RELU, 0), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_add_relu(NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_add_pool2d(NULL, &pd), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_add_maxpool2d(NULL, 2, 2), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_add_batchnorm2d(NULL, 3), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_add_dropout(NULL, 0.5f), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_add_flatten(NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_build(NULL, NULL), GPUDL_ERR_INVALID_ARG);
+    gpudl_model_train(NULL, 1);
+    CHECK_ST(gpudl_model_forward(NULL, &t, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_loss(NULL, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_loss_value(NULL, &v), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_backward(NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_zero_grad(NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK(gpudl_model_num_params(NULL) == 0);
+    CHECK_ST(gpudl_model_params(NULL, &t, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_predict(NULL, &u), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_count_correct(NULL, &t, &t), GPUDL_ERR_INVALID_ARG);
+    CHECK(gpudl_model_summary(NULL, buf, sizeof buf) == buf && buf[0] == 0);
+    CHECK_ST(gpudl_model_set_optimizer(NULL, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_step(NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK(gpudl_model_step_count(NULL) == 0);
+    CHECK(gpudl_optim_lr(NULL, 3) == 0.0f);
+    CHECK_ST(gpudl_gradcheck(NULL, &t, &t, 0, 0, 0, 0, &gr), GPUDL_ERR_INVALID_ARG);
+    /* data, checkpoints */
+    CHECK_ST(gpudl_idx_load(none, "x", &u), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_idx_load(c, NULL, &u), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_idx_load(c, "x", NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_idx_load_memory(c, "x", NULL, 10, &u), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_idx_load_memory(c, "x", buf, 4, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_mnist_load(c, NULL, 1, &u, &u), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_mnist_load(c, ".", 1, NULL, &u), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_dataset_create(c, NULL, &t, &t, 4, 0, 1), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_dataset_create(c, &ds, NULL, &t, 4, 0, 1), GPUDL_ERR_INVALID_ARG);
+    gpudl_dataset_free(c, NULL);
+    CHECK_ST(gpudl_dataset_shuffle(c, NULL, 1, 0), GPUDL_ERR_INVALID_ARG);
+    CHECK(gpudl_dataset_num_batches(NULL) == 0);
+    CHECK_ST(gpudl_dataset_batch(c, NULL, 0, &u, &u), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_save(c, NULL, "x"), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_load(c, NULL, "x"), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_load_memory(c, NULL, "x", buf, 8), GPUDL_ERR_INVALID_ARG);
+    /* timing */
+    CHECK_ST(gpudl_timer_create(none, &tm), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_timer_create(c, NULL), GPUDL_ERR_INVALID_ARG);
+    gpudl_timer_destroy(NULL);
+    CHECK_ST(gpudl_timer_start(NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_timer_stop(NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_timer_elapsed_ms(NULL, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_bench(c, NULL, NULL, NULL, &br), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_device_info_get(c, NULL), GPUDL_ERR_INVALID_ARG);
+    gpudl_progress_begin(NULL, "x", 1, 1);
+    gpudl_progress_update(NULL, 1, 0);
+    gpudl_progress_end(NULL, 0);
+    gpudl_tensor_free(c, &t);
+}
+
+/* Misuse that is not NULL: each an error whose message names both sides. */
+static void test_misuse_messages(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    int64_t s23[2] = {2, 3}, s32[2] = {3, 2}, v[1] = {3};
+    gpudl_tensor a, b, h, copy;
+    GPUDL_CHECK(gpudl_tensor_create(c, &a, GPUDL_F32, 2, s23));
+    GPUDL_CHECK(gpudl_tensor_create(c, &b, GPUDL_F32, 2, s32));
+    GPUDL_CHECK(gpudl_tensor_create(c, &h, GPUDL_F16, 2, s23));
+    CHECK_ST(gpudl_add(c, &a, &a, &h), GPUDL_ERR_INVALID_ARG);                                 /* dtype mismatch */
+    CHECKF(strstr(gpudl_ctx_last_error(c), "f32[2,3]") && strstr(gpudl_ctx_last_error(c), "f16[2,3]"), "%s", gpudl_ctx_last_error(c));
+    CHECK_ST(gpudl_add(c, &a, &a, &b), GPUDL_ERR_SHAPE);                                       /* shape mismatch */
+    CHECKF(strstr(gpudl_ctx_last_error(c), "f32[2,3]") && strstr(gpudl_ctx_last_error(c), "f32[3,2]"), "%s", gpudl_ctx_last_error(c));
+    b.device = GPUDL_DEVICE_CUDA;                                                              /* wrong device */
+    CHECK_ST(gpudl_add(c, &a, &a, &b), GPUDL_ERR_INVALID_ARG);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "cuda") && strstr(gpudl_ctx_last_error(c), "cpu"), "%s", gpudl_ctx_last_error(c));
+    b.device = GPUDL_DEVICE_CPU;
+    CHECK_OK(gpudl_model_create(c, &m, 1, v));                                                 /* used before build */
+    CHECK_ST(gpudl_model_step(m), GPUDL_ERR_INVALID_ARG);
+    CHECK(strstr(gpudl_ctx_last_error(c), "not built") != NULL);
+    gpudl_model_destroy(m);
+    copy = a;                                                                                   /* double free */
+    gpudl_tensor_free(c, &a);
+    gpudl_tensor_free(c, &copy);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "already freed") != NULL, "%s", gpudl_ctx_last_error(c));
+    CHECK(copy.data == NULL);
+    {   /* a tensor of another context */
+        gpudl_ctx *other;
+        gpudl_ctx_desc d;
+        gpudl_tensor o;
+        memset(&d, 0, sizeof d);
+        d.device = GPUDL_DEVICE_CPU;
+        GPUDL_CHECK(gpudl_ctx_create(&d, &other));
+        GPUDL_CHECK(gpudl_tensor_create(other, &o, GPUDL_F32, 2, s23));
+        copy = o;
+        gpudl_tensor_free(c, &copy);                                                           /* wrong context: not freed */
+        CHECK(strstr(gpudl_ctx_last_error(c), "not allocated by this context") != NULL);
+        gpudl_tensor_free(other, &o);                                                          /* its own context frees it */
+        gpudl_ctx_destroy(other);
+    }
+    gpudl_tensor_free(c, &b);
+    gpudl_tensor_free(c, &h);
+}
+
+/* >>logger ---------------------------------------------------------------- */
+
+typedef struct { int n[5]; char msgs[8][512]; int count; } capture;
+static void cap_log(void *user, gpudl_log_level level, const char *msg) {
+    capture *c = (capture *)user;
+    if (level >= 1 && level <= 4) c->n[level]++;
+    if (c->count < 8) snprintf(c->msgs[c->count++], 512, "%s", msg);
+}
+
+static void test_logger(void) {
+    gpudl_ctx *c;
+    gpudl_ctx_desc d;
+    capture cap;
+    gpudl_tensor t, leak;
+    int64_t s[1] = {4}, bad[1] = {0};
+    memset(&cap, 0, sizeof cap);
+    memset(&d, 0, sizeof d);
+    d.device = GPUDL_DEVICE_CPU;
+    d.log = cap_log;
+    d.log_user = &cap;
+    CHECK_OK(gpudl_ctx_create(&d, &c));
+    CHECK(cap.count == 0);                                                   /* silent while nothing goes wrong */
+    CHECK_ST(gpudl_tensor_create(c, &t, GPUDL_F32, 1, bad), GPUDL_ERR_SHAPE);
+    CHECK(cap.n[GPUDL_LOG_ERROR] == 1 && strstr(cap.msgs[0], "dim 0 is 0"));
+    CHECK(strcmp(cap.msgs[0], gpudl_ctx_last_error(c)) == 0);                 /* the log line is the recorded error */
+    CHECK_ST(gpudl_idx_load(c, "build/test/none.idx", &t), GPUDL_ERR_IO);
+    CHECK(cap.n[GPUDL_LOG_ERROR] == 2 && strstr(cap.msgs[1], "none.idx") && strstr(cap.msgs[1], "No such file"));
+    CHECK_OK(gpudl_tensor_create(c, &leak, GPUDL_F32, 1, s));                /* never freed: destroy warns */
+    gpudl_ctx_destroy(c);
+    CHECK(cap.n[GPUDL_LOG_WARN] == 1 && strstr(cap.msgs[2], "1 tensor(s) were never freed"));
+    free(leak.data);   /* ours to clean now (the context is gone) */
+    g_live--;
+}
+
+static const test_case tests[] = {
+    {"alloc_failure_at_every_point", test_alloc_failure_at_every_point},
+    {"failed_save_keeps_previous", test_failed_save_keeps_previous},
+    {"null_arguments", test_null_arguments},
+    {"misuse_messages", test_misuse_messages},
+    {"logger", test_logger},
+};
+
+int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }
