@@ -35,17 +35,26 @@ matmul-demo: build/cpu_vs_gpu
 test:
 	bash tests/run.sh
 
-# On a GPU machine: the GPU suite, under compute-sanitizer memcheck when installed.
+# On a GPU machine: the GPU suites, then compute-sanitizer's memcheck (with
+# leak check), racecheck, initcheck and synccheck over them, after a control
+# run that must be flagged (proof the sanitizer really runs).
+CS = compute-sanitizer --error-exitcode 1
 test-gpu: | build
-	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o build/test_cuda tests/test_gpudl.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o build/test_cuda tests/test_gpudl.c gpudl_kernels.cu tests/gpu_faults.cu $(CUDA_LIBS) -lgomp
 	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o build/test_layers_cuda tests/test_layers.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
 	mkdir -p build/test/data && for f in data/fashion-mnist-subset/*.gz; do gunzip -c $$f > build/test/data/$$(basename $$f .gz); done
 	./build/test_cuda --gpu-only
 	GPUDL_TEST_DATA=build/test/data ./build/test_layers_cuda --gpu-only
 	@if command -v compute-sanitizer >/dev/null 2>&1; then \
-	    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 ./build/test_cuda --gpu-only && \
-	    GPUDL_TEST_DATA=build/test/data compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 ./build/test_layers_cuda --gpu-only; \
-	else echo "compute-sanitizer not installed: memcheck SKIPPED"; fi
+	    if $(CS) --tool memcheck ./build/test_cuda --control-oob >build/sanitizer_control.log 2>&1; then \
+	        echo "FAIL: compute-sanitizer did not flag the out-of-bounds control kernel"; exit 1; \
+	    else echo "ok      compute-sanitizer flags the control kernel"; fi; \
+	    for tool in "memcheck --leak-check full" racecheck initcheck synccheck; do \
+	        echo "== compute-sanitizer --tool $$tool"; \
+	        $(CS) --tool $$tool ./build/test_cuda gpu_ || exit 1; \
+	        GPUDL_TEST_DATA=build/test/data $(CS) --tool $$tool ./build/test_layers_cuda gpu_layers || exit 1; \
+	    done; \
+	else echo "compute-sanitizer not installed: sanitizer runs SKIPPED"; fi
 
 # The CPU suites under AddressSanitizer + UndefinedBehaviorSanitizer, with
 # leak detection: any report fails the run.

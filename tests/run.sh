@@ -152,7 +152,7 @@ else
 fi
 echo "== CUDA build of the suite (GPU tests SKIPPED without a GPU)"
 if [ $HAVE_NVCC = 1 ]; then
-    if $NVCC -O2 $CUDA_ARCH -Xcompiler -fopenmp -o $B/test_cuda tests/test_gpudl.c gpudl_kernels.cu \
+    if $NVCC -O2 $CUDA_ARCH -Xcompiler -fopenmp -o $B/test_cuda tests/test_gpudl.c gpudl_kernels.cu tests/gpu_faults.cu \
             -lcublas -lcublasLt -lcudnn -lgomp >$B/test_cuda.log 2>&1; then
         run_suite $B/test_cuda
     else

@@ -821,6 +821,98 @@ static void test_gpu_timer(void) {
     gpudl_tensor_free(c, &a); gpudl_tensor_free(g, &m.a); gpudl_tensor_free(g, &m.b); gpudl_tensor_free(g, &m.c);
 }
 
+/* >>faults ---------------------------------------------------------------- */
+
+#ifndef GPUDL_NO_CUDA
+int test_k_oob_write(void *stream, float *buf, int n);        /* tests/gpu_faults.cu */
+int test_k_illegal_address(void *stream);
+
+/* Every cuBLAS and cuDNN status the kit can meet has a distinct, non-empty
+   name (these are host functions: no GPU needed). */
+static void test_library_status_names(void) {
+    static const cublasStatus_t cb[] = {CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED, CUBLAS_STATUS_ALLOC_FAILED,
+        CUBLAS_STATUS_INVALID_VALUE, CUBLAS_STATUS_ARCH_MISMATCH, CUBLAS_STATUS_MAPPING_ERROR, CUBLAS_STATUS_EXECUTION_FAILED,
+        CUBLAS_STATUS_INTERNAL_ERROR, CUBLAS_STATUS_NOT_SUPPORTED, CUBLAS_STATUS_LICENSE_ERROR};
+    static const cudnnStatus_t cd[] = {CUDNN_STATUS_SUCCESS, CUDNN_STATUS_NOT_INITIALIZED, CUDNN_STATUS_ALLOC_FAILED,
+        CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_INTERNAL_ERROR, CUDNN_STATUS_EXECUTION_FAILED, CUDNN_STATUS_NOT_SUPPORTED,
+        CUDNN_STATUS_ARCH_MISMATCH, CUDNN_STATUS_MAPPING_ERROR};
+    size_t i, j;
+    for (i = 0; i < sizeof cb / sizeof cb[0]; i++) {
+        const char *a = cublasGetStatusName(cb[i]);
+        CHECKF(a && a[0], "cuBLAS status %d has no name", (int)cb[i]);
+        for (j = 0; j < i; j++) CHECKF(strcmp(a, cublasGetStatusName(cb[j])) != 0, "cuBLAS statuses share '%s'", a);
+    }
+    for (i = 0; i < sizeof cd / sizeof cd[0]; i++) {
+        const char *a = cudnnGetErrorString(cd[i]);
+        CHECKF(a && a[0], "cuDNN status %d has no string", (int)cd[i]);
+        for (j = 0; j < i; j++) CHECKF(strcmp(a, cudnnGetErrorString(cd[j])) != 0, "cuDNN statuses share '%s'", a);
+    }
+}
+
+/* Run in a child process (a fresh CUDA context): a kernel writes to an
+   illegal address; the error is sticky, so gpudl must report it as fatal,
+   say the process must restart, and fail every later call at once. */
+static int child_sticky_error(void) {
+    gpudl_ctx *ctx;
+    gpudl_ctx_desc d;
+    gpudl_tensor t;
+    int64_t n = 16;
+    gpudl_status s;
+    memset(&d, 0, sizeof d);
+    d.device = GPUDL_DEVICE_CUDA;
+    if (gpudl_ctx_create(&d, &ctx) != GPUDL_OK) return 3;
+    if (gpudl_tensor_create(ctx, &t, GPUDL_F32, 1, &n) != GPUDL_OK) return 4;
+    (void)test_k_illegal_address(gpudl_ctx_stream(ctx));
+    s = gpudl_ctx_sync(ctx);
+    printf("child: sync -> %s: %s\n", gpudl_status_string(s), gpudl_ctx_last_error(ctx));
+    if (s != GPUDL_ERR_CUDA_FATAL || !strstr(gpudl_ctx_last_error(ctx), "restart the process")) return 5;
+    if (gpudl_tensor_fill(ctx, &t, 1.0f) != GPUDL_ERR_CUDA_FATAL) return 6;    /* later calls: the same status, no hang */
+    if (gpudl_matmul(ctx, &t, &t, &t, 0, 0, 1, 0) != GPUDL_ERR_CUDA_FATAL) return 7;
+    if (gpudl_ctx_sync(ctx) != GPUDL_ERR_CUDA_FATAL) return 8;
+    gpudl_ctx_destroy(ctx);                                                      /* must not hang either */
+    return 0;
+}
+
+/* The control case for compute-sanitizer: an out-of-bounds write it must flag. */
+static int child_control_oob(void) {
+    gpudl_ctx *ctx;
+    gpudl_ctx_desc d;
+    gpudl_tensor t;
+    int64_t n = 64;
+    memset(&d, 0, sizeof d);
+    d.device = GPUDL_DEVICE_CUDA;
+    if (gpudl_ctx_create(&d, &ctx) != GPUDL_OK) return 3;
+    if (gpudl_tensor_create(ctx, &t, GPUDL_F32, 1, &n) != GPUDL_OK) return 4;
+    (void)test_k_oob_write(gpudl_ctx_stream(ctx), (float *)t.data, 64);
+    (void)gpudl_ctx_sync(ctx);
+    gpudl_tensor_free(ctx, &t);
+    gpudl_ctx_destroy(ctx);
+    return 0;
+}
+#endif
+
+static const char *g_argv0;
+
+static void test_gpu_sticky_error_is_fatal(void) {
+#if defined(GPUDL_NO_CUDA) || defined(_WIN32)
+    SKIP("CPU-only build (GPUDL_NO_CUDA)");
+#else
+    char cmd[1024];
+    int rc;
+    NEED_GPU(g);
+    (void)g;
+    snprintf(cmd, sizeof cmd, "'%s' --child-sticky-error", g_argv0);
+    rc = system(cmd);
+    CHECKF(rc == 0, "the child's sticky-error scenario failed (exit %d): see its output above", rc);
+#endif
+}
+
+#ifndef GPUDL_NO_CUDA
+static void test_gpu_library_status_names(void) { test_library_status_names(); }
+#else
+static void test_gpu_library_status_names(void) { SKIP("CPU-only build (GPUDL_NO_CUDA)"); }
+#endif
+
 /* >>main ------------------------------------------------------------------ */
 
 static const test_case tests[] = {
@@ -851,6 +943,15 @@ static const test_case tests[] = {
     {"gpu_elementwise_reductions", test_gpu_elementwise_reductions},
     {"gpu_argmax", test_gpu_argmax},
     {"gpu_timer", test_gpu_timer},
+    {"gpu_sticky_error_is_fatal", test_gpu_sticky_error_is_fatal},
+    {"cublas_cudnn_status_names", test_gpu_library_status_names},
 };
 
-int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }
+int main(int argc, char **argv) {
+    g_argv0 = argv[0];
+#ifndef GPUDL_NO_CUDA
+    if (argc > 1 && !strcmp(argv[1], "--child-sticky-error")) return child_sticky_error();
+    if (argc > 1 && !strcmp(argv[1], "--control-oob")) return child_control_oob();
+#endif
+    return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
