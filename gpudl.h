@@ -633,6 +633,84 @@ GPUDL_HD static inline void gpudl_optim_update(const gpudl_optim_hp *h, float *w
     *w = x - h->lr * (*m / h->bc1) / (sqrtf(*v / h->bc2) + h->eps);
 }
 
+/* >>amp -------------------------------------------------------------------- */
+/* Mixed precision and dynamic loss scaling (PyTorch GradScaler semantics,
+   plus a floor, a cap below Inf and a clear error under persistent overflow).
+
+   The scaler state lives with the model, on its device: the loss gradient is
+   multiplied by the scale, one fused pass divides the flat gradient buffer by
+   it and flags any NaN/Inf (noting the first), the optimizer skips the whole
+   update when the flag is set, and a one-thread step updates the scale.
+   Nothing waits for the device; the host learns about persistent overflow
+   from an asynchronous copy of the state, at most one step late. */
+
+typedef enum gpudl_precision {
+    GPUDL_PRECISION_FP32 = 0,   /* strict FP32 (the default) */
+    GPUDL_PRECISION_TF32 = 1,   /* FP32 storage, TF32 tensor-core GEMMs */
+    GPUDL_PRECISION_FP16 = 2,   /* FP32 master weights, FP16 gradients: loss scaling on */
+    GPUDL_PRECISION_BF16 = 3    /* FP32 master weights, BF16: no loss scaling needed */
+} gpudl_precision;
+
+/* Loss scaler; zero = default.
+   init_scale 2^16, growth_factor 2, backoff_factor 0.5, growth_interval
+   2000 finite steps, min_scale (the floor) 1, max_skips 100: after that
+   many consecutive overflow-skipped steps at the floor, gpudl_model_step
+   returns GPUDL_ERR_NONFINITE naming the first tensor that held a
+   non-finite value. */
+typedef struct gpudl_scaler_desc {
+    float   init_scale, growth_factor, backoff_factor, min_scale;
+    int64_t growth_interval, max_skips;
+} gpudl_scaler_desc;
+
+/* The scaler's state (one small block of device memory). */
+typedef struct gpudl_scaler_state {
+    float   scale;
+    int32_t growth_count;    /* consecutive finite steps since the last change */
+    int32_t skips_at_floor;  /* consecutive overflow-skipped steps at the floor */
+    int32_t found_inf;       /* this step's gradients held a NaN or Inf (reset by the update) */
+    int32_t first_bad;       /* this step's first non-finite flat gradient index, INT32_MAX if none */
+    int32_t last_bad;        /* first_bad of the most recent skipped step */
+    int32_t pad_;
+    int64_t skipped_total;   /* steps skipped since the scaler started */
+} gpudl_scaler_state;
+
+/* Sets the model's precision (and the scaler for FP16; desc may be NULL).
+   Call after gpudl_model_build and before training. */
+GPUDL_API gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precision p, const gpudl_scaler_desc *scaler);
+/* The scaler state as of the last completed step (waits for the device). */
+GPUDL_API gpudl_status gpudl_model_scaler_state(gpudl_model *m, gpudl_scaler_state *state);
+
+/* The scaler's state machine for one step: shared by the CPU and the GPU.
+   d's fields must be resolved (no zeros). */
+GPUDL_HD static inline void gpudl_scaler_update(gpudl_scaler_state *s, const gpudl_scaler_desc *d) {
+    if (s->found_inf) {
+        float ns = s->scale * d->backoff_factor;
+        s->skips_at_floor = (s->scale <= d->min_scale) ? s->skips_at_floor + 1 : 0;
+        s->scale = ns < d->min_scale ? d->min_scale : ns;
+        s->growth_count = 0;
+        s->skipped_total++;
+        s->last_bad = s->first_bad;
+    } else {
+        s->skips_at_floor = 0;
+        if (++s->growth_count >= d->growth_interval) {
+            float ns = s->scale * d->growth_factor;
+            if (ns <= 3.0e38f && ns == ns) s->scale = ns;   /* never grow to Inf */
+            s->growth_count = 0;
+        }
+    }
+    s->found_inf = 0;                                       /* ready for the next step */
+    s->first_bad = 0x7fffffff;
+}
+
+/* Unscales gradient i (g / scale): returns the unscaled value and whether
+   it is finite. With fp16 the scaled value is first rounded to FP16, as FP16
+   gradient storage would (so values past 65504 overflow to Inf). */
+GPUDL_HD static inline float gpudl_unscale_grad(float g, float inv_scale, int fp16, int *finite) {
+    if (fp16) g = gpudl_f16_to_f32(gpudl_f32_to_f16(g));
+    *finite = (g - g) == 0.0f;   /* false for NaN and +-Inf */
+    return g * inv_scale;
+}
+
 /* >>data ------------------------------------------------------------------ */
 
 /* Reads an IDX file (MNIST / Fashion-MNIST) into a new host tensor with the
@@ -939,12 +1017,21 @@ int gpudl_k_bn_bwd(void *stream, float *dx, float *dgamma, float *dbeta, const f
                    const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner);
 int gpudl_k_dropout(void *stream, float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset);
 /* model, optimizer, data */
-int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale);
+/* skip: when not NULL and *skip != 0 the update is skipped (an overflowed step) */
+int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
+                  const int32_t *skip);
 /* scale[0] = sum of g^2; scale[1] = max_norm / (norm + 1e-6) if norm > max_norm else 1 */
 int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch);
 int gpudl_k_gather(void *stream, float *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
                    int64_t start, int64_t count, int64_t sample);
 int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n);
+/* mixed precision */
+int gpudl_k_round16(void *stream, float *x, int64_t n, int bf16);
+/* x *= *scale (a device float) */
+int gpudl_k_scale_by(void *stream, float *x, int64_t n, const float *scale);
+/* g = g / scale (after rounding to FP16 if fp16), flagging non-finite values in st */
+int gpudl_k_unscale(void *stream, float *g, int64_t n, gpudl_scaler_state *st, int fp16);
+int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_desc d);
 #endif
 
 #ifdef __cplusplus
@@ -3370,6 +3457,15 @@ struct gpudl_model {
     gpudl_optim_desc opt;
     int has_opt;
     uint64_t seed, rng_offset;           /* dropout stream */
+    gpudl_precision precision;           /* FP16/BF16: the mixed-precision recipe below */
+    gpudl_scaler_desc sdesc;             /* resolved (no zero fields) */
+    gpudl_tensor params16;               /* (nparams) the weights rounded to 16 bits, refreshed once per step */
+    gpudl_tensor scaler;                 /* the gpudl_scaler_state, on the model's device (u8 bytes) */
+    gpudl_scaler_state *scaler_seen;     /* host copy of the state as of an earlier step (pinned on the GPU) */
+#ifndef GPUDL_NO_CUDA
+    cudaEvent_t scaler_ev;               /* recorded after the copy into scaler_seen */
+    int scaler_ev_pending;
+#endif
 };
 
 /* A view of t's data at element offset off with shape {lead, dims...} (lead < 0: none). */
@@ -3392,6 +3488,9 @@ static int64_t gpudl__prod(int ndim, const int64_t *s) {
     for (i = 0; i < ndim; i++) p *= s[i];
     return p;
 }
+
+static void gpudl__amp_release(gpudl_model *m);
+static gpudl_status gpudl__scale_by_loss_scale(gpudl_model *m, gpudl_tensor *x);
 
 GPUDL__DEF gpudl_status gpudl_model_create(gpudl_ctx *ctx, gpudl_model **out, int ndim, const int64_t *sample_shape) {
     gpudl_model *m;
@@ -3429,6 +3528,7 @@ GPUDL__DEF void gpudl_model_destroy(gpudl_model *m) {
     gpudl_tensor_free(ctx, &m->m1); gpudl_tensor_free(ctx, &m->m2);
     gpudl_tensor_free(ctx, &m->probs); gpudl_tensor_free(ctx, &m->loss); gpudl_tensor_free(ctx, &m->clip);
     gpudl_tensor_free(ctx, &m->preds); gpudl_tensor_free(ctx, &m->dinput);
+    gpudl__amp_release(m);
     GPUDL_FREE(m->L);
     GPUDL_FREE(m);
 }
@@ -3751,6 +3851,27 @@ static gpudl_tensor gpudl__b(const gpudl__layer *l, const gpudl_tensor *flat) {
     return gpudl__view(flat, l->b_off, -1, 1, &n);
 }
 
+/* The weights forward and backward use: the 16-bit-rounded copy under
+   mixed precision (the FP32 master weights stay with the optimizer). */
+static const gpudl_tensor *gpudl__wsrc(const gpudl_model *m) { return m->params16.data ? &m->params16 : &m->params; }
+
+/* Rounds a buffer to what 16-bit storage would hold (mixed precision only). */
+static gpudl_status gpudl__round16(gpudl_model *m, gpudl_tensor *t) {
+    int64_t i, n = gpudl_tensor_numel(t);
+    float *x = (float *)t->data;
+    int bf16 = m->precision == GPUDL_PRECISION_BF16;
+    if (m->precision != GPUDL_PRECISION_FP16 && !bf16) return GPUDL_OK;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(t)) {
+        GPUDL__LAUNCH(m->ctx, gpudl_k_round16(m->ctx->stream, x, n, bf16));
+        return GPUDL_OK;
+    }
+#endif
+    if (bf16) GPUDL__EACH(i, n, n > 65536, x[i] = gpudl_bf16_to_f32(gpudl_f32_to_bf16(x[i])));
+    else GPUDL__EACH(i, n, n > 65536, x[i] = gpudl_f16_to_f32(gpudl_f32_to_f16(x[i])));
+    return GPUDL_OK;
+}
+
 /* Layer i's input and output for the current batch. */
 static gpudl_tensor gpudl__lin(const gpudl_model *m, int i) {
     const gpudl__layer *l = &m->L[i];
@@ -3792,8 +3913,8 @@ GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *
             continue;
         }
         y = gpudl__lout(m, i, 0);
-        w = gpudl__w(l, &m->params);
-        b = gpudl__b(l, &m->params);
+        w = gpudl__w(l, gpudl__wsrc(m));
+        b = gpudl__b(l, gpudl__wsrc(m));
         switch (l->kind) {
         case GPUDL__L_LINEAR: GPUDL__TRY(gpudl_linear_forward(ctx, &y, &in, &w, &b)); break;
         case GPUDL__L_CONV:   GPUDL__TRY(gpudl_conv2d_forward(ctx, &y, &in, &w, &b, &l->conv)); break;
@@ -3817,6 +3938,7 @@ GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *
             break;
         default: break;
         }
+        GPUDL__TRY(gpudl__round16(m, &y));   /* 16-bit activations under mixed precision */
     }
     if (out) *out = gpudl__lout(m, m->n - 1, 0);
     return GPUDL_OK;
@@ -3837,6 +3959,8 @@ GPUDL__DEF gpudl_status gpudl_model_loss(gpudl_model *m, const gpudl_tensor *tar
         GPUDL__TRY(gpudl_mse_forward(m->ctx, &m->loss, &out, target));
         GPUDL__TRY(gpudl_mse_backward(m->ctx, &dout, &out, target, 1.0f));
     }
+    if (m->precision == GPUDL_PRECISION_FP16) GPUDL__TRY(gpudl__scale_by_loss_scale(m, &dout));
+    GPUDL__TRY(gpudl__round16(m, &dout));
     m->have_loss = 1;
     return GPUDL_OK;
 }
@@ -3856,7 +3980,7 @@ GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
     for (i = m->n - 1; i >= 0; i--) {
         gpudl__layer *l = &m->L[i];
         gpudl_tensor x = gpudl__lin(m, i), y = gpudl__lout(m, i, 0), dy = gpudl__lout(m, i, 1), dxv, *dx = NULL;
-        gpudl_tensor w = gpudl__w(l, &m->params), dw = gpudl__w(l, &m->grads), db = gpudl__b(l, &m->grads);
+        gpudl_tensor w = gpudl__w(l, gpudl__wsrc(m)), dw = gpudl__w(l, &m->grads), db = gpudl__b(l, &m->grads);
         if (i > 0) { dxv = gpudl__view(&m->L[i - 1].dout, 0, m->batch, l->in_ndim, l->in_shape); dx = &dxv; }
         else if (m->want_dinput) { dxv = gpudl__view(&m->dinput, 0, m->batch, l->in_ndim, l->in_shape); dx = &dxv; }
         switch (l->kind) {
@@ -3882,6 +4006,7 @@ GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
             break;
         default: break;
         }
+        if (dx && l->kind != GPUDL__L_FLATTEN) GPUDL__TRY(gpudl__round16(m, dx));   /* 16-bit activation gradients */
     }
     return GPUDL_OK;
 }
@@ -3957,6 +4082,142 @@ GPUDL__DEF const char *gpudl_model_summary(const gpudl_model *m, char *buf, size
     if (n < size) snprintf(buf + n, size - n, "parameters: %lld (flat buffer %lld floats)\n",
                            (long long)gpudl__count_params(m), (long long)m->nparams);
     return buf;
+}
+
+/* >>amp -------------------------------------------------------------------- */
+
+static gpudl_scaler_state *gpudl__scaler(gpudl_model *m) { return (gpudl_scaler_state *)m->scaler.data; }
+
+static void gpudl__amp_release(gpudl_model *m) {
+    gpudl_tensor_free(m->ctx, &m->params16);
+    gpudl_tensor_free(m->ctx, &m->scaler);
+#ifndef GPUDL_NO_CUDA
+    if (m->params.device == GPUDL_DEVICE_CUDA) {
+        if (m->scaler_seen) cudaFreeHost(m->scaler_seen);
+        if (m->scaler_ev) cudaEventDestroy(m->scaler_ev);
+        m->scaler_seen = NULL;
+        m->scaler_ev = NULL;
+        m->scaler_ev_pending = 0;
+    }
+#endif
+    GPUDL_FREE(m->scaler_seen);   /* the CPU's (NULL on the GPU by now) */
+    m->scaler_seen = NULL;
+}
+
+/* params16 = the weights rounded to 16 bits (once per step). */
+static gpudl_status gpudl__refresh_params16(gpudl_model *m) {
+    if (!m->params16.data) return GPUDL_OK;
+    GPUDL__TRY(gpudl__copy_same(m->ctx, &m->params16, &m->params));
+    return gpudl__round16(m, &m->params16);
+}
+
+static gpudl_status gpudl__scale_by_loss_scale(gpudl_model *m, gpudl_tensor *x) {
+    int64_t i, n = gpudl_tensor_numel(x);
+    float sc, *v = (float *)x->data;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(m->ctx, gpudl_k_scale_by(m->ctx->stream, v, n, &gpudl__scaler(m)->scale));
+        return GPUDL_OK;
+    }
+#endif
+    sc = gpudl__scaler(m)->scale;
+    for (i = 0; i < n; i++) v[i] *= sc;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precision p, const gpudl_scaler_desc *scaler) {
+    gpudl_scaler_desc d;
+    gpudl_scaler_state st;
+    int64_t bytes = (int64_t)sizeof(gpudl_scaler_state);
+    gpudl_status s = GPUDL_OK;
+    GPUDL__TRY(gpudl__check_built(m, "model_set_precision"));
+    if (p < GPUDL_PRECISION_FP32 || p > GPUDL_PRECISION_BF16)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "set_precision: %d is not a gpudl_precision", (int)p);
+    memset(&d, 0, sizeof d);
+    if (scaler) d = *scaler;
+    if (d.init_scale < 0 || d.growth_factor < 0 || d.backoff_factor < 0 || d.backoff_factor >= 1 || d.min_scale < 0 ||
+        d.growth_interval < 0 || d.max_skips < 0 || (d.growth_factor > 0 && d.growth_factor <= 1))
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "set_precision: scaler desc needs growth_factor > 1, "
+                          "0 < backoff_factor < 1 and no negative values");
+    if (d.init_scale == 0) d.init_scale = 65536.0f;
+    if (d.growth_factor == 0) d.growth_factor = 2.0f;
+    if (d.backoff_factor == 0) d.backoff_factor = 0.5f;
+    if (d.min_scale == 0) d.min_scale = 1.0f;
+    if (d.growth_interval == 0) d.growth_interval = 2000;
+    if (d.max_skips == 0) d.max_skips = 100;
+    gpudl__amp_release(m);
+    m->precision = p;
+    m->sdesc = d;
+    if (p == GPUDL_PRECISION_TF32) m->ctx->math_mode = GPUDL_MATH_TF32;
+    if (p != GPUDL_PRECISION_FP16 && p != GPUDL_PRECISION_BF16) return GPUDL_OK;
+    memset(&st, 0, sizeof st);
+    st.scale = p == GPUDL_PRECISION_FP16 ? d.init_scale : 1.0f;
+    st.first_bad = st.last_bad = 0x7fffffff;
+    s = gpudl_tensor_create(m->ctx, &m->params16, GPUDL_F32, 1, &m->nparams);
+    if (s == GPUDL_OK) s = gpudl_tensor_create(m->ctx, &m->scaler, GPUDL_U8, 1, &bytes);
+    if (s == GPUDL_OK) s = gpudl_tensor_upload(m->ctx, &m->scaler, &st, sizeof st);
+#ifndef GPUDL_NO_CUDA
+    if (s == GPUDL_OK && m->params.device == GPUDL_DEVICE_CUDA) {
+        cudaError_t e = cudaMallocHost((void **)&m->scaler_seen, sizeof st);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&m->scaler_ev, cudaEventDisableTiming);
+        if (e != cudaSuccess) s = gpudl__cuda_fail(m->ctx, e, "set_precision: pinned scaler state", __FILE__, __LINE__);
+        else *m->scaler_seen = st;
+    } else
+#endif
+    if (s == GPUDL_OK) {
+        m->scaler_seen = (gpudl_scaler_state *)GPUDL_MALLOC(sizeof st);
+        if (!m->scaler_seen) s = GPUDL__ERR(m->ctx, GPUDL_ERR_OOM, "set_precision: no host memory");
+    }
+    if (s == GPUDL_OK) s = gpudl__refresh_params16(m);
+    if (s != GPUDL_OK) { gpudl__amp_release(m); m->precision = GPUDL_PRECISION_FP32; }
+    return s;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_scaler_state(gpudl_model *m, gpudl_scaler_state *state) {
+    GPUDL__TRY(gpudl__check_built(m, "model_scaler_state"));
+    if (!state) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_scaler_state: state is NULL");
+    if (!m->scaler.data) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_scaler_state: the model has no loss scaler "
+                                           "(gpudl_model_set_precision with FP16 or BF16)");
+    return gpudl_tensor_download(m->ctx, &m->scaler, state, sizeof *state);
+}
+
+/* "3.weight" for a flat parameter index. */
+static void gpudl__param_name(const gpudl_model *m, int64_t idx, char *buf, size_t size) {
+    int i;
+    snprintf(buf, size, "parameter element %lld", (long long)idx);
+    for (i = 0; i < m->n; i++) {
+        const gpudl__layer *l = &m->L[i];
+        int64_t nb = l->kind == GPUDL__L_BN ? l->in_f : l->out_f;
+        if (l->w_off < 0) continue;
+        if (idx >= l->w_off && idx < l->w_off + gpudl__prod(l->w_ndim, l->w_shape))
+            snprintf(buf, size, "'%d.weight' (element %lld)", i, (long long)(idx - l->w_off));
+        else if (idx >= l->b_off && idx < l->b_off + nb)
+            snprintf(buf, size, "'%d.bias' (element %lld)", i, (long long)(idx - l->b_off));
+    }
+}
+
+/* Persistent overflow: from the state seen so far, without waiting. */
+static gpudl_status gpudl__amp_check(gpudl_model *m) {
+    gpudl_scaler_state *st;
+    char name[96];
+    if (m->precision != GPUDL_PRECISION_FP16 || !m->scaler_seen) return GPUDL_OK;
+#ifndef GPUDL_NO_CUDA
+    if (m->params.device == GPUDL_DEVICE_CUDA) {
+        cudaError_t e;
+        if (!m->scaler_ev_pending) return GPUDL_OK;
+        e = cudaEventQuery(m->scaler_ev);
+        if (e == cudaErrorNotReady) return GPUDL_OK;   /* not landed yet: look next step */
+        if (e != cudaSuccess) return gpudl__cuda_fail(m->ctx, e, "cudaEventQuery (loss scaler)", __FILE__, __LINE__);
+        m->scaler_ev_pending = 0;
+    }
+#endif
+    st = m->scaler_seen;
+    if (st->skips_at_floor < m->sdesc.max_skips) return GPUDL_OK;
+    gpudl__param_name(m, st->last_bad, name, sizeof name);
+    return GPUDL__ERR(m->ctx, GPUDL_ERR_NONFINITE, "model_step: %d consecutive steps overflowed at the minimum loss scale "
+                      "(%g), the last with a non-finite gradient first in %s; those steps were skipped, so the weights "
+                      "hold no NaN/Inf. Lower the learning rate, check the data and the loss, or train in FP32/BF16",
+                      st->skips_at_floor, (double)m->sdesc.min_scale, name);
 }
 
 /* >>optim ----------------------------------------------------------------- */
@@ -4035,27 +4296,54 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
     gpudl_optim_hp h;
     int64_t i, n;
     float scale = 1.0f, *w, *g, *m1, *m2;
+    int fp16, skip = 0;
     GPUDL__TRY(gpudl__check_built(m, "model_step"));
     if (!m->has_opt) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_step: no optimizer (call gpudl_model_set_optimizer)");
+    GPUDL__TRY(gpudl__amp_check(m));
     h = gpudl__hparams(m);
     n = m->nparams;
+    fp16 = m->precision == GPUDL_PRECISION_FP16;
+    /* mixed precision: FP16 gradients are unscaled (and checked) in one
+       pass, BF16 ones only rounded; both update the FP32 master weights */
+    if (m->precision == GPUDL_PRECISION_BF16) GPUDL__TRY(gpudl__round16(m, &m->grads));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(&m->params)) {
         const float *gscale = NULL;
+        gpudl_scaler_state *st = gpudl__scaler(m);
+        if (fp16) GPUDL__LAUNCH(m->ctx, gpudl_k_unscale(m->ctx->stream, (float *)m->grads.data, n, st, 1));
         if (m->opt.clip_norm > 0.0f) {
             GPUDL__LAUNCH(m->ctx, gpudl_k_clip_scale(m->ctx->stream, (float *)m->clip.data, (const float *)m->grads.data, n,
                                                      m->opt.clip_norm, m->ctx->scratch));
             gscale = (const float *)m->clip.data + 1;
         }
         GPUDL__LAUNCH(m->ctx, gpudl_k_optim(m->ctx->stream, h, (float *)m->params.data, (const float *)m->grads.data,
-                                            (float *)m->m1.data, (float *)m->m2.data, n, gscale));
+                                            (float *)m->m1.data, (float *)m->m2.data, n, gscale, fp16 ? &st->found_inf : NULL));
+        if (fp16) {
+            GPUDL__LAUNCH(m->ctx, gpudl_k_scaler_update(m->ctx->stream, st, m->sdesc));
+            if (!m->scaler_ev_pending) {   /* the state, copied back without waiting; read by a later step */
+                GPUDL__CUDA(m->ctx, cudaMemcpyAsync(m->scaler_seen, st, sizeof *st, cudaMemcpyDeviceToHost, m->ctx->stream));
+                GPUDL__CUDA(m->ctx, cudaEventRecord(m->scaler_ev, m->ctx->stream));
+                m->scaler_ev_pending = 1;
+            }
+        }
+        GPUDL__TRY(gpudl__refresh_params16(m));
         m->step++;
         return GPUDL_OK;
     }
 #endif
     w = (float *)m->params.data; g = (float *)m->grads.data;
     m1 = (float *)m->m1.data; m2 = (float *)m->m2.data;
-    if (m->opt.clip_norm > 0.0f) {
+    if (fp16) {
+        gpudl_scaler_state *st = gpudl__scaler(m);
+        float inv = 1.0f / st->scale;
+        for (i = 0; i < n; i++) {
+            int finite;
+            g[i] = gpudl_unscale_grad(g[i], inv, 1, &finite);
+            if (!finite && !st->found_inf) { st->found_inf = 1; st->first_bad = (int32_t)GPUDL__MIN(i, (int64_t)0x7fffffff); }
+        }
+        skip = st->found_inf;
+    }
+    if (!skip && m->opt.clip_norm > 0.0f) {
         /* the global norm, summed in a fixed order (deterministic) */
         double ss = 0;
         for (i = 0; i < n; i++) ss += (double)g[i] * g[i];
@@ -4063,18 +4351,23 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
         if (sqrt(ss) > m->opt.clip_norm) scale = (float)(m->opt.clip_norm / (sqrt(ss) + 1e-6));
         ((float *)m->clip.data)[1] = scale;
     }
-    if (!m1) m1 = g;   /* state the rule does not use: point it at something readable, never written */
-    if (!m2) m2 = g;
-    {
-        int has_m = m->m1.data != NULL, has_v = m->m2.data != NULL;
+    if (!skip) {   /* a skipped (overflowed) step leaves weights and moments bit-identical */
+        int has_m = m1 != NULL, has_v = m2 != NULL;
+        if (!m1) m1 = g;   /* state the rule does not use: point it at something readable, never written */
+        if (!m2) m2 = g;
         GPUDL__EACH(i, n, n > 65536,
                     float mi = m1[i]; float vi = m2[i];
                     gpudl_optim_update(&h, &w[i], g[i] * scale, &mi, &vi);
                     if (has_m) m1[i] = mi;
                     if (has_v) m2[i] = vi);
     }
+    if (fp16) {
+        gpudl_scaler_update(gpudl__scaler(m), &m->sdesc);
+        *m->scaler_seen = *gpudl__scaler(m);
+    }
+    GPUDL__TRY(gpudl__refresh_params16(m));
     m->step++;
-    return GPUDL_OK;
+    return fp16 ? gpudl__amp_check(m) : GPUDL_OK;
 }
 
 /* >>data ------------------------------------------------------------------ */
@@ -4642,6 +4935,7 @@ static float *gpudl__ck_item_host(const gpudl_model *m, const gpudl__ck_host *h,
 GPUDL__DEF gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const char *path) {
     gpudl__ck_item *items = NULL;
     gpudl__ck_host h;
+    gpudl_scaler_state sst;
     char *hdr = NULL, *tmp = NULL;
     size_t cap = 4096, len = 0, pad;
     uint64_t off = 0, hlen;
@@ -4658,6 +4952,8 @@ GPUDL__DEF gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const c
     n = gpudl__ck_items(m, items, GPUDL__CK_MAX_ITEMS);
     s = gpudl__ck_host_alloc(ctx, m, &h, 1);
     if (s != GPUDL_OK) { GPUDL_FREE(items); GPUDL_FREE(tmp); return s; }
+    memset(&sst, 0, sizeof sst);
+    if (m->scaler.data && (s = gpudl_model_scaler_state(m, &sst)) != GPUDL_OK) { gpudl__ck_host_free(&h); GPUDL_FREE(items); GPUDL_FREE(tmp); return s; }
     /* the header */
     for (;;) {
         int w;
@@ -4666,9 +4962,11 @@ GPUDL__DEF gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const c
         off = 0;
         w = snprintf(hdr, cap, "{\"__metadata__\":{\"format\":\"gpudl\",\"gpudl_version\":\"%s\",\"step\":\"%lld\","
                      "\"optimizer\":\"%s\",\"model_seed\":\"%llu\",\"model_rng_offset\":\"%llu\",\"ctx_seed\":\"%llu\","
-                     "\"ctx_rng_offset\":\"%llu\"}", GPUDL_VERSION_STRING, (long long)m->step, gpudl__optim_name(m),
+                     "\"ctx_rng_offset\":\"%llu\",\"precision\":\"%d\",\"scaler_scale_bits\":\"%lu\","
+                     "\"scaler_growth_count\":\"%d\"}", GPUDL_VERSION_STRING, (long long)m->step, gpudl__optim_name(m),
                      (unsigned long long)m->seed, (unsigned long long)m->rng_offset, (unsigned long long)ctx->rng_seed,
-                     (unsigned long long)ctx->rng_offset);
+                     (unsigned long long)ctx->rng_offset, (int)m->precision, (unsigned long)gpudl__f32_bits(sst.scale),
+                     (int)sst.growth_count);
         len = (size_t)w;
         for (i = 0; i < n && len < cap; i++) {
             uint64_t bytes = (uint64_t)gpudl__prod(items[i].ndim, items[i].shape) * 4u;
@@ -4763,7 +5061,8 @@ GPUDL__DEF gpudl_status gpudl_model_load(gpudl_ctx *ctx, gpudl_model *m, const c
 
 GPUDL__DEF gpudl_status gpudl_model_load_memory(gpudl_ctx *ctx, gpudl_model *m, const char *path, const void *data, size_t size) {
     const unsigned char *buf = (const unsigned char *)data;
-    uint64_t hlen = 0, data_size, step = 0, mseed = 0, moff = 0, cseed = 0, coff = 0;
+    uint64_t hlen = 0, data_size, step = 0, mseed = 0, moff = 0, cseed = 0, coff = 0, sbits = 0, sgrowth = 0;
+    int have_scaler = 0;
     gpudl__ck_entry *e = NULL, *sorted = NULL;
     gpudl__ck_meta meta[32];
     gpudl__ck_item *items = NULL;
@@ -4829,6 +5128,15 @@ GPUDL__DEF gpudl_status gpudl_model_load_memory(gpudl_ctx *ctx, gpudl_model *m, 
         !gpudl__parse_u64(gpudl__ck_meta_get(meta, nm, "ctx_seed"), &cseed) ||
         !gpudl__parse_u64(gpudl__ck_meta_get(meta, nm, "ctx_rng_offset"), &coff))
         GPUDL__CK_FAIL("model_load: '%s': metadata step / seeds / offsets missing or not integers", path);
+    {   /* the loss scaler's state (files from before mixed precision have none) */
+        const char *sb = gpudl__ck_meta_get(meta, nm, "scaler_scale_bits"), *sg = gpudl__ck_meta_get(meta, nm, "scaler_growth_count");
+        if ((sb && !gpudl__parse_u64(sb, &sbits)) || (sg && !gpudl__parse_u64(sg, &sgrowth)) || sbits > 0xffffffffu ||
+            sgrowth > 0x7fffffff)
+            GPUDL__CK_FAIL("model_load: '%s': scaler metadata are not integers in range", path);
+        have_scaler = sb != NULL && sbits != 0;
+        if (have_scaler && !(gpudl__bits_f32((uint32_t)sbits) > 0.0f && gpudl__bits_f32((uint32_t)sbits) <= 3.0e38f))
+            GPUDL__CK_FAIL("model_load: '%s': the saved loss scale is not a positive finite number", path);
+    }
     v = gpudl__ck_meta_get(meta, nm, "optimizer");
     if (!v || (m->has_opt && strcmp(v, gpudl__optim_name(m))))
         GPUDL__CK_FAIL("model_load: '%s' holds optimizer state '%s' but the model uses '%s'", path, v ? v : "(none)",
@@ -4858,6 +5166,15 @@ GPUDL__DEF gpudl_status gpudl_model_load_memory(gpudl_ctx *ctx, gpudl_model *m, 
         gpudl_tensor *t = (gpudl_tensor *)gpudl__ck_flat(m, k);
         if (t->data) s = gpudl_tensor_upload(ctx, t, h.flat[k], gpudl_tensor_bytes(t));
     }
+    if (s == GPUDL_OK && have_scaler && m->scaler.data && m->precision == GPUDL_PRECISION_FP16) {
+        gpudl_scaler_state st;
+        s = gpudl_model_scaler_state(m, &st);
+        st.scale = gpudl__bits_f32((uint32_t)sbits);
+        st.growth_count = (int32_t)sgrowth;
+        if (s == GPUDL_OK) s = gpudl_tensor_upload(ctx, &m->scaler, &st, sizeof st);
+        if (s == GPUDL_OK) *m->scaler_seen = st;
+    }
+    if (s == GPUDL_OK) s = gpudl__refresh_params16(m);
     if (s == GPUDL_OK) {
         m->step = (int64_t)step;
         m->seed = mseed;

@@ -324,8 +324,10 @@ __global__ void gpudl_dropout_kernel(float *y, const float *x, int64_t n, float 
 
 /* >>model ----------------------------------------------------------------- */
 
-__global__ void gpudl_optim_kernel(gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale) {
+__global__ void gpudl_optim_kernel(gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
+                                   const int32_t *skip) {
     float sc = gscale ? *gscale : 1.0f;
+    if (skip && *skip) return;   /* an overflowed step: weights and moments stay bit-identical */
     GPUDL__GRID_STRIDE(i, n) {
         float mi = m ? m[i] : 0.0f, vi = v ? v[i] : 0.0f;
         gpudl_optim_update(&hp, &w[i], g[i] * sc, &mi, &vi);
@@ -366,6 +368,39 @@ __global__ void gpudl_count_correct_kernel(float *count, const int32_t *pred, co
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) c += pred[i] == gpudl__label_at(labels, ldt, i) ? 1.0f : 0.0f;
     c = gpudl__block_reduce(GPUDL_K_SUM, c);
     if (threadIdx.x == 0) *count += c;
+}
+
+/* >>amp ------------------------------------------------------------------- */
+
+__global__ void gpudl_scale_by_kernel(float *x, int64_t n, const float *scale) {
+    float s = *scale;
+    GPUDL__GRID_STRIDE(i, n) x[i] *= s;
+}
+
+__global__ void gpudl_round16_kernel(float *x, int64_t n, int bf16) {
+    GPUDL__GRID_STRIDE(i, n) x[i] = bf16 ? gpudl_bf16_to_f32(gpudl_f32_to_bf16(x[i])) : gpudl_f16_to_f32(gpudl_f32_to_f16(x[i]));
+}
+
+/* One pass over the flat gradients: unscale, and flag the first non-finite
+   value (atomicMin keeps the lowest index whatever the block order). */
+__global__ void gpudl_unscale_kernel(float *g, int64_t n, gpudl_scaler_state *st, int fp16) {
+    float inv = 1.0f / st->scale;
+    int bad = 0x7fffffff;
+    GPUDL__GRID_STRIDE(i, n) {
+        int finite;
+        g[i] = gpudl_unscale_grad(g[i], inv, fp16, &finite);
+        if (!finite && i < bad) bad = (int)i;
+    }
+    if (bad != 0x7fffffff) {
+        atomicMin(&st->first_bad, bad);
+        st->found_inf = 1;
+    }
+}
+
+__global__ void gpudl_scaler_update_kernel(gpudl_scaler_state *st, gpudl_scaler_desc d) {
+    gpudl_scaler_state s = *st;
+    gpudl_scaler_update(&s, &d);
+    *st = s;
 }
 
 /* >>kernel-abi: launchers ------------------------------------------------- */
@@ -522,8 +557,9 @@ int gpudl_k_dropout(void *stream, float *y, const float *x, int64_t n, float p, 
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale) {
-    gpudl_optim_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(hp, w, g, m, v, n, gscale);
+int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
+                  const int32_t *skip) {
+    gpudl_optim_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(hp, w, g, m, v, n, gscale, skip);
     return (int)cudaGetLastError();
 }
 
@@ -544,6 +580,26 @@ int gpudl_k_gather(void *stream, float *xb, int32_t *yb, const float *images, co
 
 int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n) {
     gpudl_count_correct_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(count, pred, labels, label_dtype, n);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_scale_by(void *stream, float *x, int64_t n, const float *scale) {
+    gpudl_scale_by_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(x, n, scale);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_round16(void *stream, float *x, int64_t n, int bf16) {
+    gpudl_round16_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(x, n, bf16);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_unscale(void *stream, float *g, int64_t n, gpudl_scaler_state *st, int fp16) {
+    gpudl_unscale_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(g, n, st, fp16);
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_desc d) {
+    gpudl_scaler_update_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(st, d);
     return (int)cudaGetLastError();
 }
 

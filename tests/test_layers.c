@@ -1189,6 +1189,224 @@ static void test_checkpoint_corruption(void) {
     gpudl_model_destroy(m);
 }
 
+/* >>mixed precision ------------------------------------------------------- */
+
+static gpudl_scaler_desc resolved_scaler(void) {
+    gpudl_scaler_desc d;
+    d.init_scale = 65536.0f; d.growth_factor = 2.0f; d.backoff_factor = 0.5f; d.min_scale = 1.0f;
+    d.growth_interval = 2000; d.max_skips = 100;
+    return d;
+}
+
+/* The state machine under scripted overflow sequences. */
+static void test_scaler_state_machine(void) {
+    gpudl_scaler_desc d = resolved_scaler();
+    gpudl_scaler_state s;
+    int i;
+    memset(&s, 0, sizeof s);
+    s.scale = 65536.0f;
+    s.first_bad = 7;
+    s.found_inf = 1;                                     /* overflow: halve, reset the growth count */
+    s.growth_count = 1500;
+    gpudl_scaler_update(&s, &d);
+    CHECK(s.scale == 32768.0f && s.growth_count == 0 && s.skipped_total == 1 && s.last_bad == 7);
+    CHECK(s.found_inf == 0 && s.first_bad == 0x7fffffff);   /* reset for the next step */
+    for (i = 0; i < 1999; i++) gpudl_scaler_update(&s, &d);
+    CHECK(s.scale == 32768.0f && s.growth_count == 1999);  /* not yet */
+    gpudl_scaler_update(&s, &d);
+    CHECK(s.scale == 65536.0f && s.growth_count == 0);     /* exactly at the interval */
+    s.scale = 2.0e38f;                                     /* never to Inf */
+    s.growth_count = 1999;
+    gpudl_scaler_update(&s, &d);
+    CHECK(isfinite(s.scale) && s.scale == 2.0e38f && s.growth_count == 0);
+    s.scale = 4.0f;                                        /* down to the floor and held there */
+    for (i = 0; i < 5; i++) { s.found_inf = 1; gpudl_scaler_update(&s, &d); }
+    CHECKF(s.scale == 1.0f, "scale %g, want the floor 1", (double)s.scale);
+    CHECKF(s.skips_at_floor == 3, "skips at the floor %d, want 3 (4 -> 2 -> 1, then 3 at 1)", s.skips_at_floor);
+    gpudl_scaler_update(&s, &d);                           /* one finite step ends the run */
+    CHECK(s.skips_at_floor == 0 && s.scale == 1.0f);
+    {   /* a custom desc: growth 3, backoff 0.25, interval 2, floor 8 */
+        gpudl_scaler_desc c = d;
+        c.growth_factor = 3; c.backoff_factor = 0.25f; c.growth_interval = 2; c.min_scale = 8;
+        memset(&s, 0, sizeof s);
+        s.scale = 64;
+        gpudl_scaler_update(&s, &c); gpudl_scaler_update(&s, &c);
+        CHECK(s.scale == 192);
+        s.found_inf = 1; gpudl_scaler_update(&s, &c);
+        CHECK(s.scale == 48);
+        s.found_inf = 1; gpudl_scaler_update(&s, &c);
+        CHECK(s.scale == 12);
+        s.found_inf = 1; gpudl_scaler_update(&s, &c);
+        CHECK(s.scale == 8);
+    }
+}
+
+static gpudl_model *amp_model(gpudl_ctx *c, gpudl_precision p, const gpudl_scaler_desc *sd) {
+    gpudl_model *m;
+    gpudl_optim_desc od;
+    int64_t v[1] = {6};
+    GPUDL_CHECK(gpudl_model_create(c, &m, 1, v));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 6, 5));
+    GPUDL_CHECK(gpudl_model_add_relu(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 5, 4));
+    GPUDL_CHECK(gpudl_model_build(m, NULL));
+    memset(&od, 0, sizeof od);
+    od.kind = GPUDL_OPTIM_ADAM;
+    GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+    GPUDL_CHECK(gpudl_model_set_precision(m, p, sd));
+    return m;
+}
+
+/* NaN, +Inf, -Inf planted at the first, last and tail positions of several
+   tensors are found; 65504 is finite; a value that rounds to Inf in FP16 is
+   caught; found_inf resets every step; a skipped step leaves weights and
+   moments bit-identical. */
+static void test_nonfinite_detector(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m = amp_model(c, GPUDL_PRECISION_FP16, NULL);
+    gpudl_tensor P, G;
+    gpudl_scaler_state st;
+    int64_t n = gpudl_model_num_params(m), i, k;
+    memset(&P, 0, sizeof P); memset(&G, 0, sizeof G); memset(&st, 0, sizeof st);
+    float *w0 = (float *)malloc(sizeof(float) * (size_t)n), *m0 = (float *)malloc(sizeof(float) * (size_t)n);
+    float *v0 = (float *)malloc(sizeof(float) * (size_t)n);
+    int64_t spots[6], bad_cases = 0;
+    float vals[4];
+    const gpudl__layer *l0 = &m->L[0], *l2 = &m->L[2];
+    vals[0] = NAN; vals[1] = INFINITY; vals[2] = -INFINITY; vals[3] = 65520.0f;   /* the last: rounds to Inf in FP16 */
+    spots[0] = l0->w_off;                       /* first element of the first tensor */
+    spots[1] = l0->w_off + 29;                  /* last of 0.weight (5x6) */
+    spots[2] = l0->b_off + 4;                   /* last of 0.bias */
+    spots[3] = l2->w_off + 7;                   /* inside 2.weight */
+    spots[4] = l2->b_off;                       /* first of 2.bias */
+    spots[5] = l2->b_off + 3;                   /* the tail: the very last parameter */
+    CHECK_OK(gpudl_model_params(m, &P, &G));
+    for (i = 0; i < 6; i++)
+        for (k = 0; k < 4; k++) {
+            int64_t j;
+            for (j = 0; j < n; j++) F(&G)[j] = (float)((j % 7) - 3);   /* ordinary gradients */
+            F(&G)[spots[i]] = vals[k];
+            memcpy(w0, P.data, sizeof(float) * (size_t)n);
+            memcpy(m0, m->m1.data, sizeof(float) * (size_t)n);
+            memcpy(v0, m->m2.data, sizeof(float) * (size_t)n);
+            CHECK_OK(gpudl_model_step(m));
+            CHECK_OK(gpudl_model_scaler_state(m, &st));
+            if (st.last_bad != spots[i] || st.found_inf != 0 || memcmp(w0, P.data, sizeof(float) * (size_t)n) ||
+                memcmp(m0, m->m1.data, sizeof(float) * (size_t)n) || memcmp(v0, m->m2.data, sizeof(float) * (size_t)n))
+                bad_cases++;
+        }
+    CHECKF(bad_cases == 0, "%lld of 24 planted non-finite gradients were missed or changed the weights", (long long)bad_cases);
+    CHECK(st.skipped_total == 24);
+    {   /* 65504 after scaling is finite: the step happens, and found_inf was reset */
+        int64_t j;
+        for (j = 0; j < n; j++) F(&G)[j] = 0.5f;
+        F(&G)[spots[3]] = 65504.0f;
+        memcpy(w0, P.data, sizeof(float) * (size_t)n);
+        CHECK_OK(gpudl_model_step(m));
+        CHECK_OK(gpudl_model_scaler_state(m, &st));
+        CHECK(st.skipped_total == 24 && memcmp(w0, P.data, sizeof(float) * (size_t)n) != 0);
+    }
+    free(w0); free(m0); free(v0);
+    gpudl_model_destroy(m);
+}
+
+/* A forced persistent overflow (a loss scale of 1e30: every scaled gradient
+   overflows FP16) ends in GPUDL_ERR_NONFINITE, with no NaN in the weights. */
+static void test_persistent_overflow(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_scaler_desc sd;
+    gpudl_model *m;
+    gpudl_tensor P, x, y;
+    int64_t xs[2] = {4, 6}, N = 4, i, n;
+    memset(&P, 0, sizeof P);
+    int steps;
+    gpudl_status s = GPUDL_OK;
+    float *w0;
+    memset(&sd, 0, sizeof sd);
+    sd.init_scale = 1e30f;
+    sd.min_scale = 1e30f;
+    sd.max_skips = 5;
+    m = amp_model(c, GPUDL_PRECISION_FP16, &sd);
+    x = rnd(2, xs, -1, 1);
+    y = mk(c, GPUDL_I32, 1, &N);
+    for (i = 0; i < N; i++) ((int32_t *)y.data)[i] = (int32_t)i;
+    CHECK_OK(gpudl_model_params(m, &P, NULL));
+    n = gpudl_model_num_params(m);
+    w0 = (float *)malloc(sizeof(float) * (size_t)n);
+    memcpy(w0, P.data, sizeof(float) * (size_t)n);
+    for (steps = 0; steps < 20 && s == GPUDL_OK; steps++) {
+        CHECK_OK(gpudl_model_zero_grad(m));
+        CHECK_OK(gpudl_model_forward(m, &x, NULL));
+        CHECK_OK(gpudl_model_loss(m, &y));
+        CHECK_OK(gpudl_model_backward(m));
+        s = gpudl_model_step(m);
+    }
+    CHECKF(s == GPUDL_ERR_NONFINITE, "after %d steps: %s", steps, gpudl_status_string(s));
+    CHECKF(steps == 5, "the error came after %d steps, want 5 (max_skips)", steps);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "5 consecutive steps") && strstr(gpudl_ctx_last_error(c), ".weight"),
+           "%s", gpudl_ctx_last_error(c));
+    CHECK(memcmp(w0, P.data, sizeof(float) * (size_t)n) == 0);   /* no update happened: no NaN either */
+    for (i = 0; i < n; i++) if (!isfinite(F(&P)[i])) break;
+    CHECK(i == n);
+    CHECK_ST(gpudl_model_step(m), GPUDL_ERR_NONFINITE);           /* and it stays an error */
+    free(w0);
+    gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y);
+    gpudl_model_destroy(m);
+}
+
+static void test_scaler_checkpoint(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *a = amp_model(c, GPUDL_PRECISION_FP16, NULL), *b = amp_model(c, GPUDL_PRECISION_FP16, NULL);
+    gpudl_scaler_state sa, sb;
+    gpudl_tensor G;
+    int64_t j, n = gpudl_model_num_params(a);
+    memset(&G, 0, sizeof G);
+    CHECK_OK(gpudl_model_params(a, NULL, &G));
+    for (j = 0; j < n; j++) F(&G)[j] = 0.25f;
+    F(&G)[3] = NAN;
+    CHECK_OK(gpudl_model_step(a));                     /* one skip: scale 32768 */
+    F(&G)[3] = 0.25f;
+    CHECK_OK(gpudl_model_step(a));                     /* one good step: growth count 1 */
+    CHECK_OK(gpudl_model_save(c, a, "build/test/tmp_amp.safetensors"));
+    CHECK_OK(gpudl_model_load(c, b, "build/test/tmp_amp.safetensors"));
+    CHECK_OK(gpudl_model_scaler_state(a, &sa));
+    CHECK_OK(gpudl_model_scaler_state(b, &sb));
+    CHECKF(sa.scale == 32768.0f && sb.scale == sa.scale && sb.growth_count == 1 && sa.growth_count == 1,
+           "scale %g/%g growth %d/%d", (double)sa.scale, (double)sb.scale, sa.growth_count, sb.growth_count);
+    gpudl_model_destroy(a);
+    gpudl_model_destroy(b);
+}
+
+/* FP16 and BF16 (CPU emulation of 16-bit storage) train as well as FP32. */
+static void test_mixed_precision_accuracy(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor xtr, ytr, xte, yte;
+    gpudl_dataset tr, te;
+    double acc[3];
+    int p;
+    gpudl_scaler_state st;
+    memset(&st, 0, sizeof st);
+    if (!load_subset(&xtr, &ytr, &xte, &yte)) SKIP("no data under %s", data_dir());
+    CHECK_OK(gpudl_dataset_create(c, &tr, &xtr, &ytr, 64, 0.2860f, 0.3530f));
+    CHECK_OK(gpudl_dataset_create(c, &te, &xte, &yte, 64, 0.2860f, 0.3530f));
+    for (p = 0; p < 3; p++) {
+        gpudl_precision prec = p == 0 ? GPUDL_PRECISION_FP32 : p == 1 ? GPUDL_PRECISION_FP16 : GPUDL_PRECISION_BF16;
+        gpudl_model *m = small_cnn(c, 1, GPUDL_OPTIM_ADAM);
+        CHECK_OK(gpudl_model_set_precision(m, prec, NULL));
+        gpudl_ctx_set_seed(c, 1234);
+        train_steps(m, &tr, 0, 4 * 32, NULL);
+        acc[p] = evaluate(m, &te);
+        if (prec == GPUDL_PRECISION_FP16) CHECK_OK(gpudl_model_scaler_state(m, &st));
+        gpudl_model_destroy(m);
+    }
+    printf("    4 epochs of 2000 images: test accuracy FP32 %.1f%%, FP16 %.1f%%, BF16 %.1f%% (FP16 loss scale %g, %lld skipped)\n",
+           100 * acc[0], 100 * acc[1], 100 * acc[2], (double)st.scale, (long long)st.skipped_total);
+    CHECKF(fabs(acc[1] - acc[0]) <= 0.005 && fabs(acc[2] - acc[0]) <= 0.005, "FP16 %.3f / BF16 %.3f vs FP32 %.3f: more than 0.5 points apart",
+           acc[1], acc[2], acc[0]);
+    gpudl_dataset_free(c, &tr); gpudl_dataset_free(c, &te);
+    gpudl_tensor_free(c, &xtr); gpudl_tensor_free(c, &ytr); gpudl_tensor_free(c, &xte); gpudl_tensor_free(c, &yte);
+}
+
 /* >>gpu: every layer on the GPU against the CPU --------------------------- */
 
 static void gpu_vs_cpu(gpudl_ctx *g, const char *what, const gpudl_tensor *dev, const gpudl_tensor *host, double tol) {
@@ -1344,6 +1562,11 @@ static const test_case tests[] = {
     {"training_learns", test_training_learns},
     {"checkpoint_roundtrip_resume", test_checkpoint_roundtrip_and_resume},
     {"checkpoint_corruption", test_checkpoint_corruption},
+    {"scaler_state_machine", test_scaler_state_machine},
+    {"nonfinite_detector", test_nonfinite_detector},
+    {"persistent_overflow", test_persistent_overflow},
+    {"scaler_checkpoint", test_scaler_checkpoint},
+    {"mixed_precision_accuracy", test_mixed_precision_accuracy},
     {"gpu_layers", test_gpu_layers},
     {"gpu_training_parity", test_gpu_training_parity},
 };
