@@ -108,9 +108,10 @@ HARNESS_MAYBE_UNUSED static gpudl_tensor to_dev(gpudl_ctx *g, const gpudl_tensor
     return d;
 }
 
+/* The host copy belongs to cpu_ctx(): free it there. */
 HARNESS_MAYBE_UNUSED static gpudl_tensor to_host(gpudl_ctx *g, const gpudl_tensor *d) {
     gpudl_tensor h;
-    GPUDL_CHECK(gpudl_tensor_create_on(g, &h, GPUDL_DEVICE_CPU, d->dtype, d->ndim, d->shape));
+    GPUDL_CHECK(gpudl_tensor_create_on(cpu_ctx(), &h, GPUDL_DEVICE_CPU, d->dtype, d->ndim, d->shape));
     GPUDL_CHECK(gpudl_tensor_copy(g, &h, d));
     return h;
 }

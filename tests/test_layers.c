@@ -1413,7 +1413,7 @@ static void gpu_vs_cpu(gpudl_ctx *g, const char *what, const gpudl_tensor *dev, 
     gpudl_tensor back = to_host(g, dev);
     double e = max_rel(&back, host, 1.0);
     CHECKF(e <= tol, "%s: GPU vs CPU rel err %g > %g", what, e, tol);
-    gpudl_tensor_free(g, &back);
+    gpudl_tensor_free(cpu_ctx(), &back);
 }
 
 static void test_gpu_layers(void) {
