@@ -80,7 +80,7 @@ command -v "$NVCC" >/dev/null && HAVE_NVCC=1
 if [ $HAVE_NVCC = 1 ]; then
     check nvcc_kernels_sm80   $NVCC -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k80.o
     check nvcc_kernels_sm90   $NVCC -O2 -gencode arch=compute_90,code=sm_90 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k90.o
-    for ex in examples/*.c; do
+    for ex in examples/*.c bench/*.c; do
         name=$(basename "$ex" .c)
         check "nvcc_${name}"  $NVCC -O2 -Xcompiler -Wall,-Werror -o $B/${name}_cuda $ex gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
     done
