@@ -78,6 +78,12 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("data: %s (%lld training, %lld test images)\n", data, (long long)xtr.shape[0], (long long)xte.shape[0]);
+    {   /* make data records where build/data came from */
+        FILE *src = strstr(data, "build/data") ? fopen("build/data/SOURCE", "r") : NULL;
+        char line[512];
+        if (src && fgets(line, sizeof line, src)) printf("      from %s", line);
+        if (src) fclose(src);
+    }
     /* Fashion-MNIST's pixel mean and standard deviation */
     GPUDL_CHECK(gpudl_dataset_create(ctx, &train, &xtr, &ytr, batch, 0.2860f, 0.3530f));
     GPUDL_CHECK(gpudl_dataset_create(ctx, &test, &xte, &yte, batch, 0.2860f, 0.3530f));
