@@ -64,6 +64,28 @@
           by default, or TF32 on tensor cores); F16 and BF16 GEMMs always
           accumulate in FP32. The CPU backend computes F16/BF16 through
           FP32 and ignores TF32 (it is always at least as accurate).
+       6. Layers. Each is a forward/backward pair (outputs first); backward
+          overwrites input gradients and accumulates (+=) parameter
+          gradients. All layer math per element (activations, optimizer
+          updates, pooling windows, batch norm, dropout masks, FP16/BF16
+          rounding, the loss scaler) is written once in GPUDL_HD functions
+          that the CPU loops and the CUDA kernels both call.
+       7. Models. gpudl_model_create, add layers, gpudl_model_build (one
+          allocation each for parameters, gradients and optimizer state,
+          activations sized for max_batch), then per step: zero_grad,
+          forward, loss, backward, step. Nothing in a step waits for the
+          GPU unless you ask for a number (gpudl_model_loss_value).
+       8. Mixed precision. gpudl_model_set_precision: FP32 master weights,
+          16-bit weights/activations/gradients, and for FP16 a dynamic loss
+          scaler kept on the device (see >>amp).
+       9. Data and files. gpudl_idx_load / gpudl_mnist_load are strict and
+          never leave a half-built tensor; gpudl_dataset keeps a data set on
+          the device. Checkpoints are safetensors files, written atomically
+          (temporary file, fsync, rename) and validated completely before a
+          load touches the model.
+      10. Threads. A context (and everything made with it) is used by one
+          thread at a time; use one context per thread. CPU ops use OpenMP
+          when built with -fopenmp (OMP_NUM_THREADS, or desc.num_threads).
 
    LICENSE
        MIT, see the end of this file.
