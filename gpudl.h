@@ -702,6 +702,20 @@ GPUDL_API gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precision
 /* The scaler state as of the last completed step (waits for the device). */
 GPUDL_API gpudl_status gpudl_model_scaler_state(gpudl_model *m, gpudl_scaler_state *state);
 
+/* Memory a model allocates, in bytes, at a batch size (0 = its max_batch)
+   and its current precision: what the implementation really holds, not an
+   ideal. (Today the 16-bit values of FP16/BF16 sit in FP32 buffers, so
+   mixed precision adds the 16-bit weight copy and saves nothing yet.) */
+typedef struct gpudl_memory_report {
+    size_t params, grads, optimizer;   /* FP32 master weights, gradients, moments */
+    size_t copies16;                   /* the 16-bit weight copy (mixed precision) */
+    size_t activations;                /* layer outputs and their gradients */
+    size_t other;                      /* batch-norm statistics, loss buffers, scaler */
+    size_t total;
+} gpudl_memory_report;
+
+GPUDL_API gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_memory_report *r);
+
 /* The scaler's state machine for one step: shared by the CPU and the GPU.
    d's fields must be resolved (no zeros). */
 GPUDL_HD static inline void gpudl_scaler_update(gpudl_scaler_state *s, const gpudl_scaler_desc *d) {
@@ -4193,6 +4207,30 @@ GPUDL__DEF gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precisio
     if (s == GPUDL_OK) s = gpudl__refresh_params16(m);
     if (s != GPUDL_OK) { gpudl__amp_release(m); m->precision = GPUDL_PRECISION_FP32; }
     return s;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_memory_report *r) {
+    int i;
+    GPUDL__TRY(gpudl__check_built(m, "model_memory"));
+    if (!r || batch < 0) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_memory: r is NULL or batch < 0");
+    if (batch == 0) batch = m->desc.max_batch;
+    memset(r, 0, sizeof *r);
+    r->params = gpudl_tensor_bytes(&m->params);
+    r->grads = gpudl_tensor_bytes(&m->grads);
+    r->optimizer = (m->m1.data ? gpudl_tensor_bytes(&m->m1) : 0) + (m->m2.data ? gpudl_tensor_bytes(&m->m2) : 0);
+    r->copies16 = m->params16.data ? gpudl_tensor_bytes(&m->params16) : 0;
+    for (i = 0; i < m->n; i++) {
+        const gpudl__layer *l = &m->L[i];
+        size_t per = (size_t)gpudl__prod(l->out_ndim, l->out_shape) * sizeof(float) * (size_t)batch;
+        if (l->kind != GPUDL__L_FLATTEN) r->activations += 2 * per;   /* output and its gradient */
+        else if (i == 0) r->activations += per;                       /* a first flatten owns its gradient */
+        if (l->kind == GPUDL__L_BN) r->other += gpudl_tensor_bytes(&l->save);
+    }
+    r->other += (m->buffers.data ? gpudl_tensor_bytes(&m->buffers) : 0) + gpudl_tensor_bytes(&m->loss) + gpudl_tensor_bytes(&m->clip) +
+                (m->scaler.data ? gpudl_tensor_bytes(&m->scaler) : 0) + (m->dinput.data ? gpudl_tensor_bytes(&m->dinput) : 0) +
+                (size_t)batch * (sizeof(int32_t) + (m->probs.data ? (size_t)m->cur_shape[0] * sizeof(float) : 0));
+    r->total = r->params + r->grads + r->optimizer + r->copies16 + r->activations + r->other;
+    return GPUDL_OK;
 }
 
 GPUDL__DEF gpudl_status gpudl_model_scaler_state(gpudl_model *m, gpudl_scaler_state *state) {

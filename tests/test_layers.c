@@ -1407,6 +1407,31 @@ static void test_mixed_precision_accuracy(void) {
     gpudl_tensor_free(c, &xtr); gpudl_tensor_free(c, &ytr); gpudl_tensor_free(c, &xte); gpudl_tensor_free(c, &yte);
 }
 
+/* The memory report adds up, scales with the batch, and tells the truth
+   about mixed precision today (a 16-bit copy more, nothing saved yet). */
+static void test_memory_report(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int p;
+    size_t fp32_total = 0;
+    for (p = 0; p < 3; p++) {
+        gpudl_precision prec = p == 0 ? GPUDL_PRECISION_FP32 : p == 1 ? GPUDL_PRECISION_FP16 : GPUDL_PRECISION_BF16;
+        gpudl_model *m = small_cnn(c, 1, GPUDL_OPTIM_ADAM);
+        gpudl_memory_report r, half;
+        memset(&r, 0, sizeof r);
+        memset(&half, 0, sizeof half);
+        CHECK_OK(gpudl_model_set_precision(m, prec, NULL));
+        CHECK_OK(gpudl_model_memory(m, 0, &r));
+        CHECK_OK(gpudl_model_memory(m, 32, &half));
+        CHECK(r.params == (size_t)gpudl_model_num_params(m) * 4 && r.grads == r.params && r.optimizer == 2 * r.params);
+        CHECK(r.copies16 == (prec == GPUDL_PRECISION_FP32 ? 0 : r.params));
+        CHECK(half.activations * 2 == r.activations);                     /* activations scale with the batch */
+        CHECK(r.total == r.params + r.grads + r.optimizer + r.copies16 + r.activations + r.other);
+        if (p == 0) fp32_total = r.total;
+        else CHECKF(r.total > fp32_total, "mixed precision reports %zu bytes, FP32 %zu: it cannot save memory yet", r.total, fp32_total);
+        gpudl_model_destroy(m);
+    }
+}
+
 /* >>gpu: every layer on the GPU against the CPU --------------------------- */
 
 static void gpu_vs_cpu(gpudl_ctx *g, const char *what, const gpudl_tensor *dev, const gpudl_tensor *host, double tol) {
@@ -1567,6 +1592,7 @@ static const test_case tests[] = {
     {"persistent_overflow", test_persistent_overflow},
     {"scaler_checkpoint", test_scaler_checkpoint},
     {"mixed_precision_accuracy", test_mixed_precision_accuracy},
+    {"memory_report", test_memory_report},
     {"gpu_layers", test_gpu_layers},
     {"gpu_training_parity", test_gpu_training_parity},
 };
