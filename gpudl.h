@@ -3497,7 +3497,8 @@ struct gpudl_model {
     gpudl_scaler_desc sdesc;             /* resolved (no zero fields) */
     gpudl_tensor params16;               /* (nparams) the weights rounded to 16 bits, refreshed once per step */
     gpudl_tensor scaler;                 /* the gpudl_scaler_state, on the model's device (u8 bytes) */
-    gpudl_scaler_state *scaler_seen;     /* host copy of the state as of an earlier step (pinned on the GPU) */
+    gpudl_scaler_state *scaler_seen;     /* the state as the host sees it: a pinned copy from an earlier step
+                                            on the GPU, the state itself on the CPU */
 #ifndef GPUDL_NO_CUDA
     cudaEvent_t scaler_ev;               /* recorded after the copy into scaler_seen */
     int scaler_ev_pending;
@@ -4136,8 +4137,7 @@ static void gpudl__amp_release(gpudl_model *m) {
         m->scaler_ev_pending = 0;
     }
 #endif
-    GPUDL_FREE(m->scaler_seen);   /* the CPU's (NULL on the GPU by now) */
-    m->scaler_seen = NULL;
+    m->scaler_seen = NULL;        /* on the CPU it pointed at the state itself */
 }
 
 /* params16 = the weights rounded to 16 bits (once per step). */
@@ -4200,10 +4200,7 @@ GPUDL__DEF gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precisio
         else *m->scaler_seen = st;
     } else
 #endif
-    if (s == GPUDL_OK) {
-        m->scaler_seen = (gpudl_scaler_state *)GPUDL_MALLOC(sizeof st);
-        if (!m->scaler_seen) s = GPUDL__ERR(m->ctx, GPUDL_ERR_OOM, "set_precision: no host memory");
-    }
+    if (s == GPUDL_OK) m->scaler_seen = gpudl__scaler(m);   /* host memory already: nothing to copy back */
     if (s == GPUDL_OK) s = gpudl__refresh_params16(m);
     if (s != GPUDL_OK) { gpudl__amp_release(m); m->precision = GPUDL_PRECISION_FP32; }
     return s;
@@ -4421,10 +4418,7 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
                     if (has_m) m1[i] = mi;
                     if (has_v) m2[i] = vi);
     }
-    if (fp16) {
-        gpudl_scaler_update(gpudl__scaler(m), &m->sdesc);
-        *m->scaler_seen = *gpudl__scaler(m);
-    }
+    if (fp16) gpudl_scaler_update(gpudl__scaler(m), &m->sdesc);
     GPUDL__TRY(gpudl__refresh_params16(m));
     m->step++;
     return fp16 ? gpudl__amp_check(m) : GPUDL_OK;
