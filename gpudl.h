@@ -669,8 +669,8 @@ GPUDL_HD static inline void gpudl_optim_update(const gpudl_optim_hp *h, float *w
 typedef enum gpudl_precision {
     GPUDL_PRECISION_FP32 = 0,   /* strict FP32 (the default) */
     GPUDL_PRECISION_TF32 = 1,   /* FP32 storage, TF32 tensor-core GEMMs */
-    GPUDL_PRECISION_FP16 = 2,   /* FP32 master weights, FP16 gradients: loss scaling on */
-    GPUDL_PRECISION_BF16 = 3    /* FP32 master weights, BF16: no loss scaling needed */
+    GPUDL_PRECISION_FP16 = 2,   /* FP32 master weights, FP16 weights and activations: loss scaling on */
+    GPUDL_PRECISION_BF16 = 3    /* FP32 master weights, BF16 weights and activations: no loss scaling needed */
 } gpudl_precision;
 
 /* Loss scaler; zero = default.
@@ -697,19 +697,28 @@ typedef struct gpudl_scaler_state {
 } gpudl_scaler_state;
 
 /* Sets the model's precision (and the scaler for FP16; desc may be NULL).
-   Call after gpudl_model_build and before training. */
+   Call after gpudl_model_build and before training. FP16/BF16 keep the
+   master weights, gradients and optimizer state in f32 and store a 16-bit
+   weight copy (refreshed once per step) and every layer output and output
+   gradient in 16 bits; GEMMs and convolutions take 16-bit operands and
+   accumulate in f32 (tensor cores on the GPU); the loss, softmax and batch
+   norm statistics are f32. gpudl_model_forward's output then has the
+   16-bit dtype. On the CPU the same storage is emulated exactly: each op
+   computes in f32 and rounds its output once. */
 GPUDL_API gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precision p, const gpudl_scaler_desc *scaler);
 /* The scaler state as of the last completed step (waits for the device). */
 GPUDL_API gpudl_status gpudl_model_scaler_state(gpudl_model *m, gpudl_scaler_state *state);
 
 /* Memory a model allocates, in bytes, at a batch size (0 = its max_batch)
-   and its current precision: what the implementation really holds, not an
-   ideal. (Today the 16-bit values of FP16/BF16 sit in FP32 buffers, so
-   mixed precision adds the 16-bit weight copy and saves nothing yet.) */
+   and its current precision: what the implementation really holds. Under
+   FP16/BF16 the activations take half the bytes (plus a 16-bit copy of the
+   input) and the 16-bit weight copy is added; master weights, gradients
+   and moments stay f32. Not counted: library workspaces (cuBLAS/cuDNN, and
+   on the CPU the per-call f32 copies that emulate 16-bit ops). */
 typedef struct gpudl_memory_report {
     size_t params, grads, optimizer;   /* FP32 master weights, gradients, moments */
     size_t copies16;                   /* the 16-bit weight copy (mixed precision) */
-    size_t activations;                /* layer outputs and their gradients */
+    size_t activations;                /* layer outputs and their gradients (and a 16-bit input copy) */
     size_t other;                      /* batch-norm statistics, loss buffers, scaler */
     size_t total;
 } gpudl_memory_report;
@@ -869,11 +878,19 @@ GPUDL_HD static inline float gpudl_dropout_elem(float x, float p, uint64_t seed,
     return gpudl_dropout_keep(seed, i, p) ? x / (1.0f - p) : 0.0f;
 }
 
-/* Pool window (oh, ow) over one (H, W) plane: the maximum (the first in
-   row-major window order; NaN wins) or the average (padding counts as zero).
-   *arg gets the plane index of the maximum, -1 if the window is all padding. */
-GPUDL_HD static inline float gpudl_pool_window(int kind, const float *x, int64_t H, int64_t W, int64_t oh, int64_t ow,
-                                               int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+/* Element i of an f32, f16 or bf16 array, as float (host and device). */
+GPUDL_HD static inline float gpudl_ld(const void *p, int dt, int64_t i) {
+    if (dt == GPUDL_F16) return gpudl_f16_to_f32(((const uint16_t *)p)[i]);
+    if (dt == GPUDL_BF16) return gpudl_bf16_to_f32(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+/* Pool window (oh, ow) over one (H, W) plane of x (dtype dt) starting at
+   element base: the maximum (the first in row-major window order; NaN wins)
+   or the average (padding counts as zero). *arg gets the plane index of the
+   maximum, -1 if the window is all padding. */
+GPUDL_HD static inline float gpudl_pool_window(int kind, const void *x, int dt, int64_t base, int64_t H, int64_t W, int64_t oh,
+                                               int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
                                                int64_t *arg) {
     int64_t h0 = oh * sh - ph, w0 = ow * sw - pw, i, j;
     float best = -INFINITY, sum = 0.0f;
@@ -885,7 +902,7 @@ GPUDL_HD static inline float gpudl_pool_window(int kind, const float *x, int64_t
             int64_t w = w0 + j;
             float v;
             if (w < 0 || w >= W) continue;
-            v = x[h * W + w];
+            v = gpudl_ld(x, dt, base + h * W + w);
             sum += v;
             if (*arg < 0 || v > best || (v != v && best == best)) { best = v; *arg = h * W + w; }
         }
@@ -894,10 +911,12 @@ GPUDL_HD static inline float gpudl_pool_window(int kind, const float *x, int64_t
 }
 
 /* d loss / d x[h, w] of a pool: the sum over the windows that contain
-   (h, w) (a gather, so every input is written once: no atomics). */
-GPUDL_HD static inline float gpudl_pool_backward_elem(int kind, const float *x, const float *dy, int64_t H, int64_t W,
-                                                      int64_t Ho, int64_t Wo, int64_t h, int64_t w, int64_t kh, int64_t kw,
-                                                      int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
+   (h, w) (a gather, so every input is written once: no atomics). x's plane
+   starts at xbase, dy's at dybase; both have dtype dt. */
+GPUDL_HD static inline float gpudl_pool_backward_elem(int kind, const void *x, const void *dy, int dt, int64_t xbase,
+                                                      int64_t dybase, int64_t H, int64_t W, int64_t Ho, int64_t Wo, int64_t h,
+                                                      int64_t w, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+                                                      int64_t pw) {
     int64_t lo_h = h + ph - kh + 1, lo_w = w + pw - kw + 1, oh, ow, arg;
     int64_t oh0 = lo_h <= 0 ? 0 : (lo_h + sh - 1) / sh, ow0 = lo_w <= 0 ? 0 : (lo_w + sw - 1) / sw;
     int64_t oh1 = (h + ph) / sh, ow1 = (w + pw) / sw;
@@ -906,9 +925,9 @@ GPUDL_HD static inline float gpudl_pool_backward_elem(int kind, const float *x, 
     if (ow1 > Wo - 1) ow1 = Wo - 1;
     for (oh = oh0; oh <= oh1; oh++)
         for (ow = ow0; ow <= ow1; ow++) {
-            if (kind == GPUDL_POOL_AVG) { g += dy[oh * Wo + ow] / (float)(kh * kw); continue; }
-            gpudl_pool_window(kind, x, H, W, oh, ow, kh, kw, sh, sw, ph, pw, &arg);
-            if (arg == h * W + w) g += dy[oh * Wo + ow];
+            if (kind == GPUDL_POOL_AVG) { g += gpudl_ld(dy, dt, dybase + oh * Wo + ow) / (float)(kh * kw); continue; }
+            gpudl_pool_window(kind, x, dt, xbase, H, W, oh, ow, kh, kw, sh, sw, ph, pw, &arg);
+            if (arg == h * W + w) g += gpudl_ld(dy, dt, dybase + oh * Wo + ow);
         }
     return g;
 }
@@ -1030,28 +1049,35 @@ int gpudl_k_axpby(void *stream, void *y, float alpha, const void *x, float beta,
 int64_t gpudl_k_reduce_scratch(void);
 int gpudl_k_reduce(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch);
 int gpudl_k_argmax_rows(void *stream, int32_t *out, const void *x, int dtype, int64_t rows, int64_t cols);
-/* layers */
-int gpudl_k_act_fwd(void *stream, int act, float alpha, float *y, const float *x, int64_t n);
-int gpudl_k_act_bwd(void *stream, int act, float alpha, float *dx, const float *dy, const float *x, const float *y, int64_t n);
-int gpudl_k_bias_add(void *stream, float *y, const float *b, int64_t n, int64_t C, int64_t inner);
-int gpudl_k_channel_sum_acc(void *stream, float *out, const float *x, int64_t N, int64_t C, int64_t inner);
+/* layers: dtype is the activations' (x, y, dx, dy, logits, pred), f32, f16
+   or bf16; a linear or conv bias has it too. Weight gradients, batch-norm
+   parameters and statistics, probs, targets and losses are f32. dscale:
+   NULL, or a device float that multiplies scale (the loss scale). */
+int gpudl_k_act_fwd(void *stream, int act, float alpha, void *y, const void *x, int dtype, int64_t n);
+int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy, const void *x, const void *y, int dtype,
+                    int64_t n);
+int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n, int64_t C, int64_t inner);
+int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner);
+/* out[i] += src[i] */
+int gpudl_k_acc_f32(void *stream, float *out, const void *src, int dtype, int64_t n);
 /* scratch: gpudl_k_reduce_scratch() + N floats */
-int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const float *logits, const void *labels, int label_dtype,
-                             int64_t N, int64_t K, float *scratch);
-int gpudl_k_softmax_xent_bwd(void *stream, float *dlogits, const float *probs, const void *labels, int label_dtype,
-                             int64_t N, int64_t K, float scale);
-int gpudl_k_mse_fwd(void *stream, float *loss, const float *pred, const float *target, int64_t n, float *scratch);
-int gpudl_k_mse_bwd(void *stream, float *dpred, const float *pred, const float *target, int64_t n, float scale);
-int gpudl_k_pool_fwd(void *stream, int kind, float *y, const float *x, int64_t NC, int64_t H, int64_t W, int64_t Ho,
+int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void *logits, int dtype, const void *labels,
+                             int label_dtype, int64_t N, int64_t K, float *scratch);
+int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float *probs, const void *labels, int label_dtype,
+                             int64_t N, int64_t K, float scale, const float *dscale);
+int gpudl_k_mse_fwd(void *stream, float *loss, const void *pred, int dtype, const float *target, int64_t n, float *scratch);
+int gpudl_k_mse_bwd(void *stream, void *dpred, const void *pred, int dtype, const float *target, int64_t n, float scale,
+                    const float *dscale);
+int gpudl_k_pool_fwd(void *stream, int kind, void *y, const void *x, int dtype, int64_t NC, int64_t H, int64_t W, int64_t Ho,
                      int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
-int gpudl_k_pool_bwd(void *stream, int kind, float *dx, const float *dy, const float *x, int64_t NC, int64_t H, int64_t W,
-                     int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
-int gpudl_k_bn_fwd(void *stream, float *y, float *save_mean, float *save_invstd, const float *x, const float *gamma,
+int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
+                     int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
+int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, const void *x, int dtype, const float *gamma,
                    const float *beta, float *running_mean, float *running_var, int64_t N, int64_t C, int64_t inner,
                    int training, float momentum, float eps);
-int gpudl_k_bn_bwd(void *stream, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *gamma,
-                   const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner);
-int gpudl_k_dropout(void *stream, float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset);
+int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
+                   const float *gamma, const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner);
+int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset);
 /* model, optimizer, data */
 /* skip: when not NULL and *skip != 0 the update is skipped (an overflowed step) */
 int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
@@ -1063,8 +1089,6 @@ int gpudl_k_gather(void *stream, float *xb, int32_t *yb, const float *images, co
 int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n);
 /* mixed precision */
 int gpudl_k_round16(void *stream, float *x, int64_t n, int bf16);
-/* x *= *scale (a device float) */
-int gpudl_k_scale_by(void *stream, float *x, int64_t n, const float *scale);
 /* g = g / scale (after rounding to FP16 if fp16), flagging non-finite values in st */
 int gpudl_k_unscale(void *stream, float *g, int64_t n, gpudl_scaler_state *st, int fp16);
 int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_desc d);
@@ -2512,6 +2536,59 @@ static gpudl_status gpudl__check_f32(gpudl_ctx *ctx, const gpudl_tensor *t, cons
     return GPUDL_OK;
 }
 
+/* Activations (x, y, their gradients, logits, predictions) may be f32, f16
+   or bf16: t must be one of those (gpudl__check_act), or of dt, the dtype of
+   the call's other activations (gpudl__check_dt). */
+static gpudl_status gpudl__check_act(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
+    GPUDL__TRY(gpudl__check_on(ctx, t, name));
+    if (!gpudl__is_float(t->dtype))
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is %s; this layer takes f32, f16 or bf16", name,
+                          gpudl_dtype_name(t->dtype));
+    return GPUDL_OK;
+}
+
+static gpudl_status gpudl__check_dt(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name, gpudl_dtype dt) {
+    GPUDL__TRY(gpudl__check_on(ctx, t, name));
+    if (t->dtype != dt)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is %s but this call's activations are %s: activations, "
+                          "weights and biases share one dtype", name, gpudl_dtype_name(t->dtype), gpudl_dtype_name(dt));
+    return GPUDL_OK;
+}
+
+/* 16-bit storage on the CPU: an op runs its f32 code on f32 copies of its
+   16-bit operands and rounds each 16-bit output once, as a GPU kernel that
+   computes in float and stores 16 bits does. The copies live for one call. */
+typedef struct gpudl__wide {
+    gpudl_ctx *ctx;
+    gpudl_status s;
+    int n;
+    gpudl_tensor tmp[8];
+    gpudl_tensor *dst[8];    /* the 16-bit output a tmp is rounded into, or NULL for an input */
+} gpudl__wide;
+
+static void gpudl__wide_begin(gpudl__wide *W, gpudl_ctx *ctx) { memset(W, 0, sizeof *W); W->ctx = ctx; }
+
+/* The f32 tensor the f32 code uses for t: t itself when it is f32 (or NULL). */
+static gpudl_tensor *gpudl__widen(gpudl__wide *W, const gpudl_tensor *t, int is_out) {
+    gpudl_tensor *w;
+    if (!t || t->dtype == GPUDL_F32 || W->s != GPUDL_OK) return (gpudl_tensor *)t;
+    w = &W->tmp[W->n];
+    W->s = gpudl_tensor_create_on(W->ctx, w, GPUDL_DEVICE_CPU, GPUDL_F32, t->ndim, t->shape);
+    if (W->s == GPUDL_OK && !is_out) W->s = gpudl_tensor_cast(W->ctx, w, t);
+    W->dst[W->n++] = is_out ? (gpudl_tensor *)t : NULL;
+    return w;
+}
+
+/* Rounds the outputs into their 16-bit tensors (when s is OK) and frees the copies. */
+static gpudl_status gpudl__wide_end(gpudl__wide *W, gpudl_status s) {
+    int i;
+    for (i = 0; i < W->n; i++) {
+        if (s == GPUDL_OK && W->dst[i]) s = gpudl_tensor_cast(W->ctx, W->dst[i], &W->tmp[i]);
+        gpudl_tensor_free(W->ctx, &W->tmp[i]);
+    }
+    return s;
+}
+
 /* "what: a is f32[2,3] cpu but b is f32[4] cpu (why)" */
 static gpudl_status gpudl__mismatch(gpudl_ctx *ctx, gpudl_status st, const char *what, const char *an,
                                     const gpudl_tensor *a, const char *bn, const gpudl_tensor *b, const char *why) {
@@ -2588,8 +2665,8 @@ GPUDL__DEF gpudl_status gpudl_act_forward(gpudl_ctx *ctx, gpudl_act act, float a
     const float *xs;
     float *ys;
     GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
     if (act < GPUDL_ACT_RELU || act > GPUDL_ACT_SIGMOID)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "activation %d is not a gpudl_act", (int)act);
     GPUDL__TRY(gpudl__same_device(ctx, "activation", "y", y, "x", x));
@@ -2599,10 +2676,17 @@ GPUDL__DEF gpudl_status gpudl_act_forward(gpudl_ctx *ctx, gpudl_act act, float a
     n = gpudl_tensor_numel(x);
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_act_fwd(ctx->stream, (int)act, alpha, (float *)y->data, (const float *)x->data, n));
+        GPUDL__LAUNCH(ctx, gpudl_k_act_fwd(ctx->stream, (int)act, alpha, y->data, x->data, (int)x->dtype, n));
         return GPUDL_OK;
     }
 #endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W;
+        gpudl_tensor *yw, *xw;
+        gpudl__wide_begin(&W, ctx);
+        yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_act_forward(ctx, act, alpha, yw, xw));
+    }
     xs = (const float *)x->data;
     ys = (float *)y->data;
     /* one loop per kind, each a plain loop the compiler vectorises */
@@ -2622,10 +2706,10 @@ GPUDL__DEF gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float 
     const float *dys, *xs, *yv;
     float *dxs;
     GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_f32(ctx, dx, "dx"));
-    GPUDL__TRY(gpudl__check_f32(ctx, dy, "dy"));
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, dx, "dx", x->dtype));
+    GPUDL__TRY(gpudl__check_dt(ctx, dy, "dy", x->dtype));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
     if (act < GPUDL_ACT_RELU || act > GPUDL_ACT_SIGMOID)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "activation %d is not a gpudl_act", (int)act);
     n = gpudl_tensor_numel(x);
@@ -2637,11 +2721,17 @@ GPUDL__DEF gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float 
     if (act == GPUDL_ACT_LEAKY_RELU && alpha == 0.0f) alpha = 0.01f;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_act_bwd(ctx->stream, (int)act, alpha, (float *)dx->data, (const float *)dy->data,
-                                           (const float *)x->data, (const float *)y->data, n));
+        GPUDL__LAUNCH(ctx, gpudl_k_act_bwd(ctx->stream, (int)act, alpha, dx->data, dy->data, x->data, y->data, (int)x->dtype, n));
         return GPUDL_OK;
     }
 #endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W;
+        gpudl_tensor *dxw, *dyw, *xw, *yw;
+        gpudl__wide_begin(&W, ctx);
+        dxw = gpudl__widen(&W, dx, 1); dyw = gpudl__widen(&W, dy, 0); xw = gpudl__widen(&W, x, 0); yw = gpudl__widen(&W, y, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_act_backward(ctx, act, alpha, dxw, dyw, xw, yw));
+    }
     dxs = (float *)dx->data; dys = (const float *)dy->data; xs = (const float *)x->data; yv = (const float *)y->data;
     switch (act) {
     case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_relu_df(xs[i])); break;
@@ -2661,7 +2751,7 @@ static gpudl_status gpudl__bias_add(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl
     (void)ctx;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(y)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_bias_add(ctx->stream, ys, bs, n, C, inner));
+        GPUDL__LAUNCH(ctx, gpudl_k_bias_add(ctx->stream, y->data, b->data, (int)y->dtype, n, C, inner));
         return GPUDL_OK;
     }
 #endif
@@ -2685,10 +2775,17 @@ static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
     (void)ctx;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_channel_sum_acc(ctx->stream, o, xs, N, C, inner));
+        GPUDL__LAUNCH(ctx, gpudl_k_channel_sum_acc(ctx->stream, o, x->data, (int)x->dtype, N, C, inner));
         return GPUDL_OK;
     }
 #endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W;
+        gpudl_tensor *xw;
+        gpudl__wide_begin(&W, ctx);
+        xw = gpudl__widen(&W, x, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl__channel_sum_acc(ctx, out, xw, N, C, inner));
+    }
     if (inner == 1) {
         /* (N, C) row-major: blocks of 64 columns, rows walked in order, so
            reads are contiguous and each sum keeps a fixed order */
@@ -2721,7 +2818,7 @@ GPUDL__DEF gpudl_status gpudl_sum_rows_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
     int64_t cols;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_f32(ctx, out, "out"));
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
     GPUDL__TRY(gpudl__same_device(ctx, "sum_rows", "out", out, "x", x));
     cols = x->shape[x->ndim - 1];
     if (gpudl_tensor_numel(out) != cols)
@@ -2732,14 +2829,14 @@ GPUDL__DEF gpudl_status gpudl_sum_rows_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
 GPUDL__DEF gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x,
                                              const gpudl_tensor *w, const gpudl_tensor *b) {
     GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_f32(ctx, w, "w"));
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
+    GPUDL__TRY(gpudl__check_dt(ctx, w, "w", x->dtype));
     if (x->ndim != 2 || w->ndim != 2 || y->ndim != 2 || x->shape[1] != w->shape[1] || y->shape[0] != x->shape[0] ||
         y->shape[1] != w->shape[0])
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "linear", "x", x, "w", w, "need x (N,F), w (O,F), y (N,O)");
     if (b) {
-        GPUDL__TRY(gpudl__check_f32(ctx, b, "b"));
+        GPUDL__TRY(gpudl__check_dt(ctx, b, "b", x->dtype));
         if (gpudl_tensor_numel(b) != w->shape[0])
             return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "linear", "b", b, "w", w, "b needs O elements");
         GPUDL__TRY(gpudl__same_device(ctx, "linear", "b", b, "w", w));
@@ -2747,6 +2844,13 @@ GPUDL__DEF gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
     if (!GPUDL__ON_GPU(x)) {   /* CPU: the bias rides along in the GEMM */
         GPUDL__TRY(gpudl__same_device(ctx, "linear", "x", x, "w", w));
         GPUDL__TRY(gpudl__same_device(ctx, "linear", "y", y, "x", x));
+        if (x->dtype != GPUDL_F32) {
+            gpudl__wide W;
+            gpudl_tensor *yw, *xw, *ww, *bw;
+            gpudl__wide_begin(&W, ctx);
+            yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0); ww = gpudl__widen(&W, w, 0); bw = gpudl__widen(&W, b, 0);
+            return gpudl__wide_end(&W, W.s ? W.s : gpudl_linear_forward(ctx, yw, xw, ww, bw));
+        }
         return gpudl__sgemm_bias(ctx, gpudl__num_threads(ctx), x->shape[0], w->shape[0], x->shape[1], 1.0f,
                                  (const float *)x->data, x->shape[1], 1, (const float *)w->data, 1, w->shape[1], 0.0f,
                                  (float *)y->data, w->shape[0], b ? (const float *)b->data : NULL);
@@ -2758,9 +2862,12 @@ GPUDL__DEF gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
 GPUDL__DEF gpudl_status gpudl_linear_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dw, gpudl_tensor *db,
                                               const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *w) {
     GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_f32(ctx, dy, "dy"));
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_f32(ctx, w, "w"));
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, dy, "dy", x->dtype));
+    GPUDL__TRY(gpudl__check_dt(ctx, w, "w", x->dtype));
+    if (dx) GPUDL__TRY(gpudl__check_dt(ctx, dx, "dx", x->dtype));
+    if (dw) GPUDL__TRY(gpudl__check_f32(ctx, dw, "dw"));   /* weight gradients are f32 whatever the activations */
+    if (db) GPUDL__TRY(gpudl__check_f32(ctx, db, "db"));
     if (dy->ndim != 2 || x->ndim != 2 || w->ndim != 2 || dy->shape[0] != x->shape[0] || dy->shape[1] != w->shape[0] ||
         x->shape[1] != w->shape[1])
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "linear backward", "dy", dy, "x", x, "need dy (N,O), x (N,F), w (O,F)");
@@ -2792,7 +2899,7 @@ GPUDL__DEF gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor 
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_f32(ctx, loss, "loss"));
     GPUDL__TRY(gpudl__check_f32(ctx, probs, "probs"));
-    GPUDL__TRY(gpudl__check_f32(ctx, logits, "logits"));
+    GPUDL__TRY(gpudl__check_act(ctx, logits, "logits"));
     if (logits->ndim != 2 || !gpudl__same_shape(probs, logits) || gpudl_tensor_numel(loss) != 1)
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "softmax_xent", "logits", logits, "probs", probs,
                                "need logits and probs (N,K) and a one-element loss");
@@ -2804,11 +2911,18 @@ GPUDL__DEF gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor 
     if (GPUDL__ON_GPU(logits)) {
         float *scratch = NULL;
         GPUDL__TRY(gpudl__dev_scratch(ctx, (size_t)gpudl_k_reduce_scratch() + (size_t)N, &scratch));
-        GPUDL__LAUNCH(ctx, gpudl_k_softmax_xent_fwd(ctx->stream, (float *)loss->data, (float *)probs->data,
-                                                   (const float *)logits->data, labels->data, (int)labels->dtype, N, K, scratch));
+        GPUDL__LAUNCH(ctx, gpudl_k_softmax_xent_fwd(ctx->stream, (float *)loss->data, (float *)probs->data, logits->data,
+                                                   (int)logits->dtype, labels->data, (int)labels->dtype, N, K, scratch));
         return GPUDL_OK;
     }
 #endif
+    if (logits->dtype != GPUDL_F32) {
+        gpudl__wide W;
+        gpudl_tensor *zw;
+        gpudl__wide_begin(&W, ctx);
+        zw = gpudl__widen(&W, logits, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_softmax_xent_forward(ctx, loss, probs, zw, labels));
+    }
     GPUDL__TRY(gpudl__host_ws(ctx, sizeof(double) * (size_t)N, (void **)&rowloss));
     GPUDL__OMP(omp parallel for if (N * K > 16384) reduction(+:bad))
     for (r = 0; r < N; r++) {
@@ -2828,11 +2942,13 @@ GPUDL__DEF gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor 
     return GPUDL_OK;
 }
 
-GPUDL__DEF gpudl_status gpudl_softmax_xent_backward(gpudl_ctx *ctx, gpudl_tensor *dlogits, const gpudl_tensor *probs,
-                                                    const gpudl_tensor *labels, float scale) {
+/* dscale: NULL, or a float on the tensors' device that multiplies scale
+   (the model's loss scale, read where it lives: no host synchronisation). */
+static gpudl_status gpudl__xent_backward(gpudl_ctx *ctx, gpudl_tensor *dlogits, const gpudl_tensor *probs, const gpudl_tensor *labels,
+                                         float scale, const float *dscale) {
     int64_t N, K, r;
     GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_f32(ctx, dlogits, "dlogits"));
+    GPUDL__TRY(gpudl__check_act(ctx, dlogits, "dlogits"));
     GPUDL__TRY(gpudl__check_f32(ctx, probs, "probs"));
     if (probs->ndim != 2 || !gpudl__same_shape(dlogits, probs))
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "softmax_xent backward", "dlogits", dlogits, "probs", probs, "need (N,K) both");
@@ -2841,18 +2957,25 @@ GPUDL__DEF gpudl_status gpudl_softmax_xent_backward(gpudl_ctx *ctx, gpudl_tensor
     GPUDL__TRY(gpudl__same_device(ctx, "softmax_xent backward", "dlogits", dlogits, "probs", probs));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(probs)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_softmax_xent_bwd(ctx->stream, (float *)dlogits->data, (const float *)probs->data,
-                                                   labels->data, (int)labels->dtype, N, K, scale));
+        GPUDL__LAUNCH(ctx, gpudl_k_softmax_xent_bwd(ctx->stream, dlogits->data, (int)dlogits->dtype, (const float *)probs->data,
+                                                   labels->data, (int)labels->dtype, N, K, scale, dscale));
         return GPUDL_OK;
     }
 #endif
+    if (dscale) scale *= *dscale;
     GPUDL__OMP(omp parallel for if (N * K > 65536))
     for (r = 0; r < N; r++) {
         int64_t k, lab = gpudl__label(labels, r);
-        for (k = 0; k < K; k++)
-            ((float *)dlogits->data)[r * K + k] = scale * (((const float *)probs->data)[r * K + k] - (k == lab ? 1.0f : 0.0f)) / (float)N;
+        for (k = 0; k < K; k++)   /* scaled in float, rounded once */
+            gpudl__store(dlogits->data, dlogits->dtype, r * K + k,
+                         scale * (((const float *)probs->data)[r * K + k] - (k == lab ? 1.0f : 0.0f)) / (float)N);
     }
     return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_softmax_xent_backward(gpudl_ctx *ctx, gpudl_tensor *dlogits, const gpudl_tensor *probs,
+                                                    const gpudl_tensor *labels, float scale) {
+    return gpudl__xent_backward(ctx, dlogits, probs, labels, scale, NULL);
 }
 
 GPUDL__DEF gpudl_status gpudl_mse_forward(gpudl_ctx *ctx, gpudl_tensor *loss, const gpudl_tensor *pred, const gpudl_tensor *target) {
@@ -2860,7 +2983,7 @@ GPUDL__DEF gpudl_status gpudl_mse_forward(gpudl_ctx *ctx, gpudl_tensor *loss, co
     double s = 0;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_f32(ctx, loss, "loss"));
-    GPUDL__TRY(gpudl__check_f32(ctx, pred, "pred"));
+    GPUDL__TRY(gpudl__check_act(ctx, pred, "pred"));
     GPUDL__TRY(gpudl__check_f32(ctx, target, "target"));
     n = gpudl_tensor_numel(pred);
     if (gpudl_tensor_numel(target) != n || gpudl_tensor_numel(loss) != 1)
@@ -2869,25 +2992,25 @@ GPUDL__DEF gpudl_status gpudl_mse_forward(gpudl_ctx *ctx, gpudl_tensor *loss, co
     GPUDL__TRY(gpudl__same_device(ctx, "mse", "loss", loss, "pred", pred));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(pred)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_mse_fwd(ctx->stream, (float *)loss->data, (const float *)pred->data,
+        GPUDL__LAUNCH(ctx, gpudl_k_mse_fwd(ctx->stream, (float *)loss->data, pred->data, (int)pred->dtype,
                                            (const float *)target->data, n, ctx->scratch));
         return GPUDL_OK;
     }
 #endif
     for (i = 0; i < n; i++) {
-        double d = (double)((const float *)pred->data)[i] - ((const float *)target->data)[i];
+        double d = (double)gpudl__load(pred->data, pred->dtype, i) - ((const float *)target->data)[i];
         s += d * d;
     }
     *(float *)loss->data = (float)(s / (double)n);
     return GPUDL_OK;
 }
 
-GPUDL__DEF gpudl_status gpudl_mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, const gpudl_tensor *pred,
-                                           const gpudl_tensor *target, float scale) {
+static gpudl_status gpudl__mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, const gpudl_tensor *pred, const gpudl_tensor *target,
+                                        float scale, const float *dscale) {
     int64_t i, n;
     GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_f32(ctx, dpred, "dpred"));
-    GPUDL__TRY(gpudl__check_f32(ctx, pred, "pred"));
+    GPUDL__TRY(gpudl__check_act(ctx, pred, "pred"));
+    GPUDL__TRY(gpudl__check_dt(ctx, dpred, "dpred", pred->dtype));
     GPUDL__TRY(gpudl__check_f32(ctx, target, "target"));
     n = gpudl_tensor_numel(pred);
     if (gpudl_tensor_numel(target) != n || gpudl_tensor_numel(dpred) != n)
@@ -2896,20 +3019,28 @@ GPUDL__DEF gpudl_status gpudl_mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, 
     GPUDL__TRY(gpudl__same_device(ctx, "mse backward", "dpred", dpred, "pred", pred));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(pred)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_mse_bwd(ctx->stream, (float *)dpred->data, (const float *)pred->data,
-                                           (const float *)target->data, n, scale));
+        GPUDL__LAUNCH(ctx, gpudl_k_mse_bwd(ctx->stream, dpred->data, pred->data, (int)pred->dtype, (const float *)target->data,
+                                           n, scale, dscale));
         return GPUDL_OK;
     }
 #endif
+    if (dscale) scale *= *dscale;
     for (i = 0; i < n; i++)
-        ((float *)dpred->data)[i] = scale * 2.0f * (((const float *)pred->data)[i] - ((const float *)target->data)[i]) / (float)n;
+        gpudl__store(dpred->data, dpred->dtype, i,
+                     scale * 2.0f * (gpudl__load(pred->data, pred->dtype, i) - ((const float *)target->data)[i]) / (float)n);
     return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, const gpudl_tensor *pred,
+                                           const gpudl_tensor *target, float scale) {
+    return gpudl__mse_backward(ctx, dpred, pred, target, scale, NULL);
 }
 
 /* >>conv ------------------------------------------------------------------ */
 
 typedef struct gpudl__convg {   /* resolved convolution geometry */
     int64_t N, C, H, W, O, kh, kw, Ho, Wo, sh, sw, ph, pw, dh, dw;
+    int64_t dtype, math;              /* the activations' dtype and the math mode: part of the algorithm cache key */
 } gpudl__convg;
 
 static gpudl_status gpudl__conv_check(gpudl_ctx *ctx, const gpudl_tensor *y, const gpudl_tensor *x, const gpudl_tensor *w,
@@ -2917,9 +3048,9 @@ static gpudl_status gpudl__conv_check(gpudl_ctx *ctx, const gpudl_tensor *y, con
     gpudl_conv2d_desc z;
     memset(&z, 0, sizeof z);
     if (!d) d = &z;
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_f32(ctx, w, "w"));
-    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, w, "w", x->dtype));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
     if (x->ndim != 4 || w->ndim != 4 || x->shape[1] != w->shape[1])
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d", "x", x, "w", w, "need x (N,C,H,W) and w (O,C,kh,kw)");
     if (d->stride_h < 0 || d->stride_w < 0 || d->pad_h < 0 || d->pad_w < 0 || d->dil_h < 0 || d->dil_w < 0)
@@ -2929,6 +3060,7 @@ static gpudl_status gpudl__conv_check(gpudl_ctx *ctx, const gpudl_tensor *y, con
     g->sh = d->stride_h ? d->stride_h : 1; g->sw = d->stride_w ? d->stride_w : 1;
     g->ph = d->pad_h; g->pw = d->pad_w;
     g->dh = d->dil_h ? d->dil_h : 1; g->dw = d->dil_w ? d->dil_w : 1;
+    g->dtype = x->dtype; g->math = ctx->math_mode;
     g->Ho = (g->H + 2 * g->ph - g->dh * (g->kh - 1) - 1) / g->sh + 1;
     g->Wo = (g->W + 2 * g->pw - g->dw * (g->kw - 1) - 1) / g->sw + 1;
     if (g->H + 2 * g->ph < g->dh * (g->kh - 1) + 1 || g->W + 2 * g->pw < g->dw * (g->kw - 1) + 1)
@@ -2942,7 +3074,7 @@ static gpudl_status gpudl__conv_check(gpudl_ctx *ctx, const gpudl_tensor *y, con
     GPUDL__TRY(gpudl__same_device(ctx, "conv2d", "x", x, "w", w));
     GPUDL__TRY(gpudl__same_device(ctx, "conv2d", "y", y, "x", x));
     if (b) {
-        GPUDL__TRY(gpudl__check_f32(ctx, b, "b"));
+        GPUDL__TRY(gpudl__check_dt(ctx, b, "b", x->dtype));
         if (gpudl_tensor_numel(b) != g->O) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d", "b", b, "w", w, "b needs O elements");
         GPUDL__TRY(gpudl__same_device(ctx, "conv2d", "b", b, "w", w));
     }
@@ -3050,12 +3182,15 @@ static gpudl_status gpudl__cudnn_conv_make(gpudl_ctx *ctx, const gpudl__convg *g
     GPUDL__CUDNN(ctx, cudnnCreateTensorDescriptor(&d->y));
     GPUDL__CUDNN(ctx, cudnnCreateFilterDescriptor(&d->w));
     GPUDL__CUDNN(ctx, cudnnCreateConvolutionDescriptor(&d->conv));
-    GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)g->N, (int)g->C, (int)g->H, (int)g->W));
-    GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)g->N, (int)g->O, (int)g->Ho, (int)g->Wo));
-    GPUDL__CUDNN(ctx, cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)g->O, (int)g->C, (int)g->kh, (int)g->kw));
+    /* 16-bit data with float accumulation (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configurations) on tensor cores */
+    cudnnDataType_t dt = g->dtype == GPUDL_F16 ? CUDNN_DATA_HALF : g->dtype == GPUDL_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    cudnnMathType_t mt = g->dtype != GPUDL_F32 ? CUDNN_TENSOR_OP_MATH : g->math == GPUDL_MATH_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, dt, (int)g->N, (int)g->C, (int)g->H, (int)g->W));
+    GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, dt, (int)g->N, (int)g->O, (int)g->Ho, (int)g->Wo));
+    GPUDL__CUDNN(ctx, cudnnSetFilter4dDescriptor(d->w, dt, CUDNN_TENSOR_NCHW, (int)g->O, (int)g->C, (int)g->kh, (int)g->kw));
     GPUDL__CUDNN(ctx, cudnnSetConvolution2dDescriptor(d->conv, (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw, (int)g->dh,
                                                       (int)g->dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    GPUDL__CUDNN(ctx, cudnnSetConvolutionMathType(d->conv, ctx->math_mode == GPUDL_MATH_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    GPUDL__CUDNN(ctx, cudnnSetConvolutionMathType(d->conv, mt));
     return GPUDL_OK;
 }
 
@@ -3128,6 +3263,13 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
         return s;
     }
 #endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W;
+        gpudl_tensor *yw, *xw, *ww, *bw;
+        gpudl__wide_begin(&W, ctx);
+        yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0); ww = gpudl__widen(&W, w, 0); bw = gpudl__widen(&W, b, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_conv2d_forward(ctx, yw, xw, ww, bw, desc));
+    }
     GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(CKK * NP + g.O * NP), (void **)&col));
     yt = col + CKK * NP;
     gpudl__im2col(&g, (const float *)x->data, col);
@@ -3152,11 +3294,14 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     float *col, *dyt;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__conv_check(ctx, dy, x, w, NULL, desc, &g));
-    if (dx && (!gpudl__same_shape(dx, x) || dx->device != x->device || dx->dtype != GPUDL_F32))
+    if (dx) GPUDL__TRY(gpudl__check_dt(ctx, dx, "dx", x->dtype));
+    if (dw) GPUDL__TRY(gpudl__check_f32(ctx, dw, "dw"));   /* weight gradients are f32 whatever the activations */
+    if (db) GPUDL__TRY(gpudl__check_f32(ctx, db, "db"));
+    if (dx && (!gpudl__same_shape(dx, x) || dx->device != x->device))
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d backward", "dx", dx, "x", x, "dx must be shaped like x");
-    if (dw && (!gpudl__same_shape(dw, w) || dw->device != w->device || dw->dtype != GPUDL_F32))
+    if (dw && (!gpudl__same_shape(dw, w) || dw->device != w->device))
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d backward", "dw", dw, "w", w, "dw must be shaped like w");
-    if (db && (gpudl_tensor_numel(db) != g.O || db->device != w->device || db->dtype != GPUDL_F32))
+    if (db && (gpudl_tensor_numel(db) != g.O || db->device != w->device))
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d backward", "db", db, "w", w, "db needs O elements");
     P = g.Ho * g.Wo; NP = g.N * P; CKK = g.C * g.kh * g.kw;
     if (db) GPUDL__TRY(gpudl__channel_sum_acc(ctx, db, dy, g.N, g.O, P));
@@ -3168,10 +3313,24 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
         void *ws = NULL;
         float one = 1.0f, zero = 0.0f;
         cudnnStatus_t cs = CUDNN_STATUS_SUCCESS;
+        size_t wsb = 0, dw16b = x->dtype != GPUDL_F32 && dw ? (size_t)gpudl_tensor_numel(w) * 2 : 0;
+        void *dw16 = NULL;
         s = gpudl__cudnn_conv_make(ctx, &g, &d);
         if (s == GPUDL_OK) s = gpudl__conv_algos(ctx, &g, &d, &a);
-        if (s == GPUDL_OK) s = gpudl__dev_ws(ctx, GPUDL__MAX(GPUDL__MAX(a->ws_bwd_data, a->ws_bwd_filter), (size_t)1), &ws);
-        if (s == GPUDL_OK && dw)
+        if (s == GPUDL_OK) {
+            wsb = (GPUDL__MAX(a->ws_bwd_data, a->ws_bwd_filter) + 255) / 256 * 256;
+            s = gpudl__dev_ws(ctx, GPUDL__MAX(wsb + dw16b, (size_t)1), &ws);
+        }
+        /* cuDNN wants dw in x's dtype: 16-bit activations get a 16-bit dw
+           after the workspace, added into the f32 gradient */
+        if (s == GPUDL_OK && dw && dw16b) {
+            dw16 = (char *)ws + wsb;
+            cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d.x, x->data, d.y, dy->data, d.conv, a->bwd_filter, ws,
+                                                a->ws_bwd_filter, &zero, d.w, dw16);
+            if (cs == CUDNN_STATUS_SUCCESS)
+                s = gpudl__launched(ctx, gpudl_k_acc_f32(ctx->stream, (float *)dw->data, dw16, (int)x->dtype, gpudl_tensor_numel(w)),
+                                    "gpudl_k_acc_f32", __FILE__, __LINE__);
+        } else if (s == GPUDL_OK && dw)
             cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d.x, x->data, d.y, dy->data, d.conv, a->bwd_filter, ws,
                                                 a->ws_bwd_filter, &one, d.w, dw->data);   /* beta 1: accumulate */
         if (s == GPUDL_OK && cs == CUDNN_STATUS_SUCCESS && dx)
@@ -3185,6 +3344,13 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     }
 #endif
     if (!dx && !dw) return GPUDL_OK;
+    if (x->dtype != GPUDL_F32) {   /* db is done above */
+        gpudl__wide W;
+        gpudl_tensor *dxw, *dyw, *xw, *ww;
+        gpudl__wide_begin(&W, ctx);
+        dxw = gpudl__widen(&W, dx, 1); dyw = gpudl__widen(&W, dy, 0); xw = gpudl__widen(&W, x, 0); ww = gpudl__widen(&W, w, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_conv2d_backward(ctx, dxw, dw, NULL, dyw, xw, ww, desc));
+    }
     GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(CKK * NP + g.O * NP), (void **)&col));
     dyt = col + CKK * NP;
     GPUDL__OMP(omp parallel for private(o) if (g.N * g.O * P > 65536))
@@ -3212,8 +3378,8 @@ typedef struct gpudl__poolg { int kind; int64_t NC, H, W, Ho, Wo, kh, kw, sh, sw
 
 static gpudl_status gpudl__pool_check(gpudl_ctx *ctx, const gpudl_tensor *y, const gpudl_tensor *x, const gpudl_pool2d_desc *d,
                                       gpudl__poolg *g) {
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
     if (!d || (d->kind != GPUDL_POOL_MAX && d->kind != GPUDL_POOL_AVG) || d->k_h < 1 || d->k_w < 1 || d->stride_h < 0 ||
         d->stride_w < 0 || d->pad_h < 0 || d->pad_w < 0 || 2 * d->pad_h > d->k_h || 2 * d->pad_w > d->k_w)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "pool2d: need a desc with kind MAX or AVG, kernel >= 1, stride >= 0 "
@@ -3239,11 +3405,18 @@ GPUDL__DEF gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
     GPUDL__TRY(gpudl__pool_check(ctx, y, x, desc, &g));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_pool_fwd(ctx->stream, g.kind, (float *)y->data, (const float *)x->data, g.NC, g.H, g.W,
-                                            g.Ho, g.Wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw));
+        GPUDL__LAUNCH(ctx, gpudl_k_pool_fwd(ctx->stream, g.kind, y->data, x->data, (int)x->dtype, g.NC, g.H, g.W, g.Ho, g.Wo,
+                                            g.kh, g.kw, g.sh, g.sw, g.ph, g.pw));
         return GPUDL_OK;
     }
 #endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W;
+        gpudl_tensor *yw, *xw;
+        gpudl__wide_begin(&W, ctx);
+        yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_pool2d_forward(ctx, yw, xw, desc));
+    }
     GPUDL__OMP(omp parallel for if (g.NC * g.Ho * g.Wo > 16384))
     for (i = 0; i < g.NC; i++) {
         const float *xp = (const float *)x->data + i * g.H * g.W;
@@ -3251,7 +3424,7 @@ GPUDL__DEF gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
         int64_t oh, ow, arg;
         for (oh = 0; oh < g.Ho; oh++)
             for (ow = 0; ow < g.Wo; ow++)
-                yp[oh * g.Wo + ow] = gpudl_pool_window(g.kind, xp, g.H, g.W, oh, ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, &arg);
+                yp[oh * g.Wo + ow] = gpudl_pool_window(g.kind, xp, GPUDL_F32, 0, g.H, g.W, oh, ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, &arg);
     }
     return GPUDL_OK;
 }
@@ -3262,16 +3435,23 @@ GPUDL__DEF gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     int64_t i;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__pool_check(ctx, dy, x, desc, &g));
-    GPUDL__TRY(gpudl__check_f32(ctx, dx, "dx"));
+    GPUDL__TRY(gpudl__check_dt(ctx, dx, "dx", x->dtype));
     if (!gpudl__same_shape(dx, x)) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "pool2d backward", "dx", dx, "x", x, "same shape");
     GPUDL__TRY(gpudl__same_device(ctx, "pool2d backward", "dx", dx, "x", x));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_pool_bwd(ctx->stream, g.kind, (float *)dx->data, (const float *)dy->data,
-                                            (const float *)x->data, g.NC, g.H, g.W, g.Ho, g.Wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw));
+        GPUDL__LAUNCH(ctx, gpudl_k_pool_bwd(ctx->stream, g.kind, dx->data, dy->data, x->data, (int)x->dtype, g.NC, g.H, g.W,
+                                            g.Ho, g.Wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw));
         return GPUDL_OK;
     }
 #endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W;
+        gpudl_tensor *dxw, *dyw, *xw;
+        gpudl__wide_begin(&W, ctx);
+        dxw = gpudl__widen(&W, dx, 1); dyw = gpudl__widen(&W, dy, 0); xw = gpudl__widen(&W, x, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_pool2d_backward(ctx, dxw, dyw, xw, desc));
+    }
     /* The GPU gathers (gpudl_pool_backward_elem, one thread per input); on
        the CPU a thread owns whole planes, so scattering each output's
        gradient onto its window is race-free and does a quarter of the work. */
@@ -3285,7 +3465,7 @@ GPUDL__DEF gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
             for (ow = 0; ow < g.Wo; ow++) {
                 float d = dyp[oh * g.Wo + ow];
                 if (g.kind == GPUDL_POOL_MAX) {
-                    gpudl_pool_window(g.kind, xp, g.H, g.W, oh, ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, &arg);
+                    gpudl_pool_window(g.kind, xp, GPUDL_F32, 0, g.H, g.W, oh, ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, &arg);
                     if (arg >= 0) dxp[arg] += d;
                     continue;
                 }
@@ -3313,8 +3493,8 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_forward(gpudl_ctx *ctx, gpudl_tensor *y,
                                                 float momentum, float eps) {
     int64_t N, C, inner, c;
     GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_f32(ctx, y, "y"));
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
     if (x->ndim < 2 || !gpudl__same_shape(x, y))
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "batchnorm", "y", y, "x", x, "need x (N,C,...) and y of its shape");
     N = x->shape[0]; C = x->shape[1]; inner = gpudl_tensor_numel(x) / (N * C);
@@ -3330,13 +3510,21 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_forward(gpudl_ctx *ctx, gpudl_tensor *y,
                           (long long)(N * inner));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_bn_fwd(ctx->stream, (float *)y->data, (float *)save_mean->data, (float *)save_invstd->data,
-                                          (const float *)x->data, (const float *)gamma->data, (const float *)beta->data,
+        GPUDL__LAUNCH(ctx, gpudl_k_bn_fwd(ctx->stream, y->data, (float *)save_mean->data, (float *)save_invstd->data, x->data,
+                                          (int)x->dtype, (const float *)gamma->data, (const float *)beta->data,
                                           (float *)running_mean->data, (float *)running_var->data, N, C, inner, training,
                                           momentum, eps));
         return GPUDL_OK;
     }
 #endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W;
+        gpudl_tensor *yw, *xw;
+        gpudl__wide_begin(&W, ctx);
+        yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_batchnorm_forward(ctx, yw, save_mean, save_invstd, xw, gamma, beta,
+                                                                      running_mean, running_var, training, momentum, eps));
+    }
     GPUDL__OMP(omp parallel for if (N * C * inner > 16384))
     for (c = 0; c < C; c++) {
         const float *xs = (const float *)x->data;
@@ -3373,13 +3561,13 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
                                                  const gpudl_tensor *save_mean, const gpudl_tensor *save_invstd) {
     int64_t N, C, inner, c;
     GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_f32(ctx, dy, "dy"));
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, dy, "dy", x->dtype));
     if (x->ndim < 2 || !gpudl__same_shape(x, dy) || (dx && !gpudl__same_shape(x, dx)))
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "batchnorm backward", "dy", dy, "x", x, "dy and dx shaped like x");
     N = x->shape[0]; C = x->shape[1]; inner = gpudl_tensor_numel(x) / (N * C);
     GPUDL__TRY(gpudl__same_device(ctx, "batchnorm backward", "dy", dy, "x", x));
-    if (dx) { GPUDL__TRY(gpudl__check_f32(ctx, dx, "dx")); GPUDL__TRY(gpudl__same_device(ctx, "batchnorm backward", "dx", dx, "x", x)); }
+    if (dx) { GPUDL__TRY(gpudl__check_dt(ctx, dx, "dx", x->dtype)); GPUDL__TRY(gpudl__same_device(ctx, "batchnorm backward", "dx", dx, "x", x)); }
     GPUDL__TRY(gpudl__check_vec(ctx, gamma, "gamma", C, x));
     GPUDL__TRY(gpudl__check_vec(ctx, save_mean, "save_mean", C, x));
     GPUDL__TRY(gpudl__check_vec(ctx, save_invstd, "save_invstd", C, x));
@@ -3387,13 +3575,21 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
     if (dbeta) GPUDL__TRY(gpudl__check_vec(ctx, dbeta, "dbeta", C, x));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_bn_bwd(ctx->stream, dx ? (float *)dx->data : NULL, dgamma ? (float *)dgamma->data : NULL,
-                                          dbeta ? (float *)dbeta->data : NULL, (const float *)dy->data, (const float *)x->data,
+        GPUDL__LAUNCH(ctx, gpudl_k_bn_bwd(ctx->stream, dx ? dx->data : NULL, dgamma ? (float *)dgamma->data : NULL,
+                                          dbeta ? (float *)dbeta->data : NULL, dy->data, x->data, (int)x->dtype,
                                           (const float *)gamma->data, (const float *)save_mean->data,
                                           (const float *)save_invstd->data, N, C, inner));
         return GPUDL_OK;
     }
 #endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W;
+        gpudl_tensor *dxw, *dyw, *xw;
+        gpudl__wide_begin(&W, ctx);
+        dxw = gpudl__widen(&W, dx, 1); dyw = gpudl__widen(&W, dy, 0); xw = gpudl__widen(&W, x, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_batchnorm_backward(ctx, dxw, dgamma, dbeta, dyw, xw, gamma, save_mean,
+                                                                       save_invstd));
+    }
     GPUDL__OMP(omp parallel for if (N * C * inner > 16384))
     for (c = 0; c < C; c++) {
         const float *xs = (const float *)x->data, *dys = (const float *)dy->data;
@@ -3425,18 +3621,25 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
 static gpudl_status gpudl__dropout(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, float p, uint64_t seed, uint64_t offset) {
     int64_t i, n;
     GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_f32(ctx, y, "out"));
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "in"));
+    GPUDL__TRY(gpudl__check_act(ctx, x, "in"));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "out", x->dtype));
     if (!(p >= 0.0f && p <= 1.0f)) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dropout: p = %g is not in [0, 1]", (double)p);
     n = gpudl_tensor_numel(x);
     if (gpudl_tensor_numel(y) != n) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "dropout", "out", y, "in", x, "same element count");
     GPUDL__TRY(gpudl__same_device(ctx, "dropout", "out", y, "in", x));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_dropout(ctx->stream, (float *)y->data, (const float *)x->data, n, p, seed, offset));
+        GPUDL__LAUNCH(ctx, gpudl_k_dropout(ctx->stream, y->data, x->data, (int)x->dtype, n, p, seed, offset));
         return GPUDL_OK;
     }
 #endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W;
+        gpudl_tensor *yw, *xw;
+        gpudl__wide_begin(&W, ctx);
+        yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl__dropout(ctx, yw, xw, p, seed, offset));
+    }
     {
         const float *xs = (const float *)x->data;
         float *ys = (float *)y->data;
@@ -3494,8 +3697,10 @@ struct gpudl_model {
     int has_opt;
     uint64_t seed, rng_offset;           /* dropout stream */
     gpudl_precision precision;           /* FP16/BF16: the mixed-precision recipe below */
+    gpudl_dtype adt;                     /* the activations' dtype: f32, or f16/bf16 under mixed precision */
+    gpudl_tensor xin;                    /* 16-bit activations: (max_batch, sample), the input cast to adt */
     gpudl_scaler_desc sdesc;             /* resolved (no zero fields) */
-    gpudl_tensor params16;               /* (nparams) the weights rounded to 16 bits, refreshed once per step */
+    gpudl_tensor params16;               /* (nparams, adt) the weights in 16 bits, refreshed once per step */
     gpudl_tensor scaler;                 /* the gpudl_scaler_state, on the model's device (u8 bytes) */
     gpudl_scaler_state *scaler_seen;     /* the state as the host sees it: a pinned copy from an earlier step
                                             on the GPU, the state itself on the CPU */
@@ -3527,7 +3732,72 @@ static int64_t gpudl__prod(int ndim, const int64_t *s) {
 }
 
 static void gpudl__amp_release(gpudl_model *m);
-static gpudl_status gpudl__scale_by_loss_scale(gpudl_model *m, gpudl_tensor *x);
+
+/* Frees the layers' outputs and output gradients (a flatten's are views). */
+static void gpudl__acts_free(gpudl_model *m) {
+    int i;
+    for (i = 0; i < m->n; i++) {
+        gpudl__layer *l = &m->L[i];
+        if (l->kind != GPUDL__L_FLATTEN) gpudl_tensor_free(m->ctx, &l->out);
+        if (l->kind != GPUDL__L_FLATTEN || i == 0) gpudl_tensor_free(m->ctx, &l->dout);
+        memset(&l->out, 0, sizeof l->out);
+        memset(&l->dout, 0, sizeof l->dout);
+    }
+    gpudl_tensor_free(m->ctx, &m->xin);
+}
+
+/* (Re)allocates every layer's output and output gradient, (max_batch,
+   out_shape) of dtype dt, and the input copy when dt is 16-bit. All or
+   nothing: on failure the old buffers stay as they were. */
+static gpudl_status gpudl__acts_alloc(gpudl_model *m, gpudl_dtype dt) {
+    gpudl_ctx *ctx = m->ctx;
+    gpudl_tensor *nb = (gpudl_tensor *)GPUDL_MALLOC(sizeof(gpudl_tensor) * (size_t)(2 * m->n + 1));
+    gpudl_status s = GPUDL_OK;
+    int64_t shape[4];
+    int i;
+    if (!nb) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model: no host memory for %d layer buffers", 2 * m->n);
+    memset(nb, 0, sizeof(gpudl_tensor) * (size_t)(2 * m->n + 1));
+    shape[0] = m->desc.max_batch;
+    for (i = 0; i < m->n && s == GPUDL_OK; i++) {
+        gpudl__layer *l = &m->L[i];
+        memcpy(shape + 1, l->out_shape, sizeof l->out_shape);
+        if (l->kind == GPUDL__L_FLATTEN) {   /* a first flatten owns its gradient; the rest are views */
+            if (i == 0) s = gpudl_tensor_create(ctx, &nb[1], dt, 2, shape);
+            continue;
+        }
+        s = gpudl_tensor_create(ctx, &nb[2 * i], dt, 1 + l->out_ndim, shape);
+        if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &nb[2 * i + 1], dt, 1 + l->out_ndim, shape);
+    }
+    if (s == GPUDL_OK && dt != GPUDL_F32) {
+        memcpy(shape + 1, m->in_shape, sizeof m->in_shape);
+        s = gpudl_tensor_create(ctx, &nb[2 * m->n], dt, 1 + m->in_ndim, shape);
+    }
+    if (s != GPUDL_OK) {
+        for (i = 0; i < 2 * m->n + 1; i++) gpudl_tensor_free(ctx, &nb[i]);
+        GPUDL_FREE(nb);
+        return s;
+    }
+    gpudl__acts_free(m);
+    for (i = 0; i < m->n; i++) {
+        gpudl__layer *l = &m->L[i];
+        if (l->kind == GPUDL__L_FLATTEN) {
+            /* a view: the same memory as the layer before (or the input, whose
+               data pointer each forward sets) */
+            if (i > 0) { l->out = m->L[i - 1].out; l->dout = m->L[i - 1].dout; l->dout.owner = 0; }
+            else { l->dout = nb[1]; memset(&l->out, 0, sizeof l->out); l->out.dtype = dt; l->out.device = ctx->device; }
+            l->out.ndim = l->dout.ndim = 2;
+            l->out.shape[1] = l->dout.shape[1] = l->out_shape[0];
+            l->out.owner = 0;
+            continue;
+        }
+        l->out = nb[2 * i];
+        l->dout = nb[2 * i + 1];
+    }
+    m->xin = nb[2 * m->n];
+    m->adt = dt;
+    GPUDL_FREE(nb);
+    return GPUDL_OK;
+}
 
 GPUDL__DEF gpudl_status gpudl_model_create(gpudl_ctx *ctx, gpudl_model **out, int ndim, const int64_t *sample_shape) {
     gpudl_model *m;
@@ -3555,12 +3825,8 @@ GPUDL__DEF void gpudl_model_destroy(gpudl_model *m) {
     gpudl_ctx *ctx;
     if (!m) return;
     ctx = m->ctx;
-    for (i = 0; i < m->n; i++) {
-        gpudl__layer *l = &m->L[i];
-        if (l->kind != GPUDL__L_FLATTEN) gpudl_tensor_free(ctx, &l->out);
-        if (l->kind != GPUDL__L_FLATTEN || i == 0) gpudl_tensor_free(ctx, &l->dout);
-        gpudl_tensor_free(ctx, &l->save);
-    }
+    gpudl__acts_free(m);
+    for (i = 0; i < m->n; i++) gpudl_tensor_free(ctx, &m->L[i].save);
     gpudl_tensor_free(ctx, &m->params); gpudl_tensor_free(ctx, &m->grads); gpudl_tensor_free(ctx, &m->buffers);
     gpudl_tensor_free(ctx, &m->m1); gpudl_tensor_free(ctx, &m->m2);
     gpudl_tensor_free(ctx, &m->probs); gpudl_tensor_free(ctx, &m->loss); gpudl_tensor_free(ctx, &m->clip);
@@ -3820,28 +4086,10 @@ GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc
         s = gpudl_tensor_create(ctx, &m->params, GPUDL_F32, 1, &m->nparams);
         if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->grads, GPUDL_F32, 1, &m->nparams);
         if (s == GPUDL_OK && boff) s = gpudl_tensor_create(ctx, &m->buffers, GPUDL_F32, 1, &m->nbuffers);
+        if (s == GPUDL_OK) s = gpudl__acts_alloc(m, GPUDL_F32);
         for (i = 0; i < m->n && s == GPUDL_OK; i++) {
             gpudl__layer *l = &m->L[i];
-            int64_t shape[4];
-            shape[0] = B;
-            memcpy(shape + 1, l->out_shape, sizeof l->out_shape);
-            if (l->kind == GPUDL__L_FLATTEN) {
-                /* a view: the same memory as the layer before (or the input) */
-                if (i > 0) { l->out = m->L[i - 1].out; l->dout = m->L[i - 1].dout; }
-                else {   /* the input itself: its data pointer is set by each forward */
-                    s = gpudl_tensor_create(ctx, &l->dout, GPUDL_F32, 2, shape);
-                    l->out.dtype = GPUDL_F32;
-                    l->out.device = ctx->device;
-                }
-                l->out.ndim = l->dout.ndim = 2;
-                l->out.shape[1] = l->dout.shape[1] = l->out_shape[0];
-                l->out.owner = 0;
-                if (i > 0) l->dout.owner = 0;
-                continue;
-            }
-            s = gpudl_tensor_create(ctx, &l->out, GPUDL_F32, 1 + l->out_ndim, shape);
-            if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &l->dout, GPUDL_F32, 1 + l->out_ndim, shape);
-            if (s == GPUDL_OK && l->kind == GPUDL__L_BN) {
+            if (l->kind == GPUDL__L_BN) {
                 two[0] = 2; two[1] = l->in_f;
                 s = gpudl_tensor_create(ctx, &l->save, GPUDL_F32, 2, two);
             }
@@ -3855,13 +4103,8 @@ GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc
         if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->preds, GPUDL_I32, 1, &B);
         if (s == GPUDL_OK) s = gpudl__model_init(m);
         if (s != GPUDL_OK) {   /* leave the model as it was: unbuilt, nothing allocated */
-            for (i = 0; i < m->n; i++) {
-                gpudl__layer *l = &m->L[i];
-                if (l->kind != GPUDL__L_FLATTEN) gpudl_tensor_free(ctx, &l->out);
-                if (l->kind != GPUDL__L_FLATTEN || i == 0) gpudl_tensor_free(ctx, &l->dout);
-                memset(&l->out, 0, sizeof l->out); memset(&l->dout, 0, sizeof l->dout);
-                gpudl_tensor_free(ctx, &l->save);
-            }
+            gpudl__acts_free(m);
+            for (i = 0; i < m->n; i++) gpudl_tensor_free(ctx, &m->L[i].save);
             gpudl_tensor_free(ctx, &m->params); gpudl_tensor_free(ctx, &m->grads); gpudl_tensor_free(ctx, &m->buffers);
             gpudl_tensor_free(ctx, &m->probs); gpudl_tensor_free(ctx, &m->loss); gpudl_tensor_free(ctx, &m->clip);
             gpudl_tensor_free(ctx, &m->preds);
@@ -3888,9 +4131,12 @@ static gpudl_tensor gpudl__b(const gpudl__layer *l, const gpudl_tensor *flat) {
     return gpudl__view(flat, l->b_off, -1, 1, &n);
 }
 
-/* The weights forward and backward use: the 16-bit-rounded copy under
-   mixed precision (the FP32 master weights stay with the optimizer). */
-static const gpudl_tensor *gpudl__wsrc(const gpudl_model *m) { return m->params16.data ? &m->params16 : &m->params; }
+/* The weights layer l computes with: the 16-bit copy under mixed precision
+   (the FP32 master weights stay with the optimizer), except batch norm's
+   scale and shift, which stay f32 as its statistics do. */
+static const gpudl_tensor *gpudl__wsrc(const gpudl_model *m, const gpudl__layer *l) {
+    return m->params16.data && l->kind != GPUDL__L_BN ? &m->params16 : &m->params;
+}
 
 /* Rounds a buffer to what 16-bit storage would hold (mixed precision only). */
 static gpudl_status gpudl__round16(gpudl_model *m, gpudl_tensor *t) {
@@ -3942,16 +4188,20 @@ GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *
     m->input = *x;
     m->batch = x->shape[0];
     m->have_loss = 0;
+    if (m->adt != GPUDL_F32) {   /* 16-bit activations start with the input */
+        m->input = gpudl__view(&m->xin, 0, m->batch, m->in_ndim, m->in_shape);
+        GPUDL__TRY(gpudl_tensor_cast(ctx, &m->input, x));
+    }
     for (i = 0; i < m->n; i++) {
         gpudl__layer *l = &m->L[i];
         gpudl_tensor in = gpudl__lin(m, i), y, w, b;
         if (l->kind == GPUDL__L_FLATTEN) {   /* a view of its input */
-            l->out.data = i == 0 ? x->data : m->L[i - 1].out.data;
+            l->out.data = i == 0 ? m->input.data : m->L[i - 1].out.data;
             continue;
         }
         y = gpudl__lout(m, i, 0);
-        w = gpudl__w(l, gpudl__wsrc(m));
-        b = gpudl__b(l, gpudl__wsrc(m));
+        w = gpudl__w(l, gpudl__wsrc(m, l));
+        b = gpudl__b(l, gpudl__wsrc(m, l));
         switch (l->kind) {
         case GPUDL__L_LINEAR: GPUDL__TRY(gpudl_linear_forward(ctx, &y, &in, &w, &b)); break;
         case GPUDL__L_CONV:   GPUDL__TRY(gpudl_conv2d_forward(ctx, &y, &in, &w, &b, &l->conv)); break;
@@ -3975,29 +4225,32 @@ GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *
             break;
         default: break;
         }
-        GPUDL__TRY(gpudl__round16(m, &y));   /* 16-bit activations under mixed precision */
     }
     if (out) *out = gpudl__lout(m, m->n - 1, 0);
     return GPUDL_OK;
 }
 
+static gpudl_scaler_state *gpudl__scaler(gpudl_model *m);
+
 GPUDL__DEF gpudl_status gpudl_model_loss(gpudl_model *m, const gpudl_tensor *target) {
     gpudl_tensor out, dout;
+    const float *dscale;
     GPUDL__TRY(gpudl__check_built(m, "model_loss"));
     if (m->batch == 0) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_loss: call gpudl_model_forward first");
     if (!target) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_loss: target is NULL");
     out = gpudl__lout(m, m->n - 1, 0);
     dout = gpudl__lout(m, m->n - 1, 1);
+    /* the loss in f32; under FP16 its gradient is multiplied by the loss
+       scale where the scale lives (no host sync), before the one rounding */
+    dscale = m->precision == GPUDL_PRECISION_FP16 ? &gpudl__scaler(m)->scale : NULL;
     if (m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT) {
         gpudl_tensor probs = gpudl__view(&m->probs, 0, m->batch, 1, m->cur_shape);
         GPUDL__TRY(gpudl_softmax_xent_forward(m->ctx, &m->loss, &probs, &out, target));
-        GPUDL__TRY(gpudl_softmax_xent_backward(m->ctx, &dout, &probs, target, 1.0f));
+        GPUDL__TRY(gpudl__xent_backward(m->ctx, &dout, &probs, target, 1.0f, dscale));
     } else {
         GPUDL__TRY(gpudl_mse_forward(m->ctx, &m->loss, &out, target));
-        GPUDL__TRY(gpudl_mse_backward(m->ctx, &dout, &out, target, 1.0f));
+        GPUDL__TRY(gpudl__mse_backward(m->ctx, &dout, &out, target, 1.0f, dscale));
     }
-    if (m->precision == GPUDL_PRECISION_FP16) GPUDL__TRY(gpudl__scale_by_loss_scale(m, &dout));
-    GPUDL__TRY(gpudl__round16(m, &dout));
     m->have_loss = 1;
     return GPUDL_OK;
 }
@@ -4017,9 +4270,12 @@ GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
     for (i = m->n - 1; i >= 0; i--) {
         gpudl__layer *l = &m->L[i];
         gpudl_tensor x = gpudl__lin(m, i), y = gpudl__lout(m, i, 0), dy = gpudl__lout(m, i, 1), dxv, *dx = NULL;
-        gpudl_tensor w = gpudl__w(l, gpudl__wsrc(m)), dw = gpudl__w(l, &m->grads), db = gpudl__b(l, &m->grads);
+        gpudl_tensor w = gpudl__w(l, gpudl__wsrc(m, l)), dw = gpudl__w(l, &m->grads), db = gpudl__b(l, &m->grads);
         if (i > 0) { dxv = gpudl__view(&m->L[i - 1].dout, 0, m->batch, l->in_ndim, l->in_shape); dx = &dxv; }
-        else if (m->want_dinput) { dxv = gpudl__view(&m->dinput, 0, m->batch, l->in_ndim, l->in_shape); dx = &dxv; }
+        else if (m->want_dinput && m->adt == GPUDL_F32) {
+            dxv = gpudl__view(&m->dinput, 0, m->batch, l->in_ndim, l->in_shape);
+            dx = &dxv;
+        }
         switch (l->kind) {
         case GPUDL__L_LINEAR: GPUDL__TRY(gpudl_linear_backward(ctx, dx, &dw, &db, &dy, &x, &w)); break;
         case GPUDL__L_CONV:   GPUDL__TRY(gpudl_conv2d_backward(ctx, dx, &dw, &db, &dy, &x, &w, &l->conv)); break;
@@ -4043,7 +4299,6 @@ GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
             break;
         default: break;
         }
-        if (dx && l->kind != GPUDL__L_FLATTEN) GPUDL__TRY(gpudl__round16(m, dx));   /* 16-bit activation gradients */
     }
     return GPUDL_OK;
 }
@@ -4140,28 +4395,14 @@ static void gpudl__amp_release(gpudl_model *m) {
     m->scaler_seen = NULL;        /* on the CPU it pointed at the state itself */
 }
 
-/* params16 = the weights rounded to 16 bits (once per step). */
+/* params16 = the weights in 16 bits (once per step). */
 static gpudl_status gpudl__refresh_params16(gpudl_model *m) {
     if (!m->params16.data) return GPUDL_OK;
-    GPUDL__TRY(gpudl__copy_same(m->ctx, &m->params16, &m->params));
-    return gpudl__round16(m, &m->params16);
-}
-
-static gpudl_status gpudl__scale_by_loss_scale(gpudl_model *m, gpudl_tensor *x) {
-    int64_t i, n = gpudl_tensor_numel(x);
-    float sc, *v = (float *)x->data;
-#ifndef GPUDL_NO_CUDA
-    if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(m->ctx, gpudl_k_scale_by(m->ctx->stream, v, n, &gpudl__scaler(m)->scale));
-        return GPUDL_OK;
-    }
-#endif
-    sc = gpudl__scaler(m)->scale;
-    for (i = 0; i < n; i++) v[i] *= sc;
-    return GPUDL_OK;
+    return gpudl_tensor_cast(m->ctx, &m->params16, &m->params);
 }
 
 GPUDL__DEF gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precision p, const gpudl_scaler_desc *scaler) {
+    gpudl_dtype dt;
     gpudl_scaler_desc d;
     gpudl_scaler_state st;
     int64_t bytes = (int64_t)sizeof(gpudl_scaler_state);
@@ -4181,15 +4422,17 @@ GPUDL__DEF gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precisio
     if (d.min_scale == 0) d.min_scale = 1.0f;
     if (d.growth_interval == 0) d.growth_interval = 2000;
     if (d.max_skips == 0) d.max_skips = 100;
+    dt = p == GPUDL_PRECISION_FP16 ? GPUDL_F16 : p == GPUDL_PRECISION_BF16 ? GPUDL_BF16 : GPUDL_F32;
+    if (dt != m->adt) GPUDL__TRY(gpudl__acts_alloc(m, dt));   /* all or nothing: on failure the model is unchanged */
     gpudl__amp_release(m);
     m->precision = p;
     m->sdesc = d;
     if (p == GPUDL_PRECISION_TF32) m->ctx->math_mode = GPUDL_MATH_TF32;
-    if (p != GPUDL_PRECISION_FP16 && p != GPUDL_PRECISION_BF16) return GPUDL_OK;
+    if (dt == GPUDL_F32) return GPUDL_OK;
     memset(&st, 0, sizeof st);
     st.scale = p == GPUDL_PRECISION_FP16 ? d.init_scale : 1.0f;
     st.first_bad = st.last_bad = 0x7fffffff;
-    s = gpudl_tensor_create(m->ctx, &m->params16, GPUDL_F32, 1, &m->nparams);
+    s = gpudl_tensor_create(m->ctx, &m->params16, dt, 1, &m->nparams);
     if (s == GPUDL_OK) s = gpudl_tensor_create(m->ctx, &m->scaler, GPUDL_U8, 1, &bytes);
     if (s == GPUDL_OK) s = gpudl_tensor_upload(m->ctx, &m->scaler, &st, sizeof st);
 #ifndef GPUDL_NO_CUDA
@@ -4202,7 +4445,11 @@ GPUDL__DEF gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precisio
 #endif
     if (s == GPUDL_OK) m->scaler_seen = gpudl__scaler(m);   /* host memory already: nothing to copy back */
     if (s == GPUDL_OK) s = gpudl__refresh_params16(m);
-    if (s != GPUDL_OK) { gpudl__amp_release(m); m->precision = GPUDL_PRECISION_FP32; }
+    if (s != GPUDL_OK) {   /* back to FP32; a model that cannot even get its f32 buffers back refuses every call */
+        gpudl__amp_release(m);
+        m->precision = GPUDL_PRECISION_FP32;
+        if (gpudl__acts_alloc(m, GPUDL_F32) != GPUDL_OK) { gpudl__acts_free(m); m->built = 0; }
+    }
     return s;
 }
 
@@ -4218,11 +4465,13 @@ GPUDL__DEF gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_
     r->copies16 = m->params16.data ? gpudl_tensor_bytes(&m->params16) : 0;
     for (i = 0; i < m->n; i++) {
         const gpudl__layer *l = &m->L[i];
-        size_t per = (size_t)gpudl__prod(l->out_ndim, l->out_shape) * sizeof(float) * (size_t)batch;
+        size_t per = (size_t)gpudl__prod(l->out_ndim, l->out_shape) * gpudl_dtype_size(m->adt) * (size_t)batch;
         if (l->kind != GPUDL__L_FLATTEN) r->activations += 2 * per;   /* output and its gradient */
         else if (i == 0) r->activations += per;                       /* a first flatten owns its gradient */
         if (l->kind == GPUDL__L_BN) r->other += gpudl_tensor_bytes(&l->save);
     }
+    if (m->xin.data)   /* the input's 16-bit copy */
+        r->activations += (size_t)gpudl__prod(m->in_ndim, m->in_shape) * gpudl_dtype_size(m->adt) * (size_t)batch;
     r->other += (m->buffers.data ? gpudl_tensor_bytes(&m->buffers) : 0) + gpudl_tensor_bytes(&m->loss) + gpudl_tensor_bytes(&m->clip) +
                 (m->scaler.data ? gpudl_tensor_bytes(&m->scaler) : 0) + (m->dinput.data ? gpudl_tensor_bytes(&m->dinput) : 0) +
                 (size_t)batch * (sizeof(int32_t) + (m->probs.data ? (size_t)m->cur_shape[0] * sizeof(float) : 0));
@@ -5280,6 +5529,9 @@ GPUDL__DEF gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, c
     memset(res, 0, sizeof *res);
     if (m->params.device != GPUDL_DEVICE_CPU)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "gradcheck: runs on the CPU; build the model on a CPU context");
+    if (m->adt != GPUDL_F32)
+        return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "gradcheck: checks FP32 math; 16-bit rounding would drown the "
+                          "finite differences (gpudl_model_set_precision(m, GPUDL_PRECISION_FP32, NULL) first)");
     if (eps <= 0) eps = 1e-3;
     if (atol <= 0) atol = 1e-5;
     if (rtol <= 0) rtol = 1e-2;

@@ -157,34 +157,45 @@ __global__ void gpudl_argmax_rows_kernel(int32_t *out, const T *x, int64_t rows,
 
 /* >>layers ---------------------------------------------------------------- */
 
-__global__ void gpudl_act_fwd_kernel(int act, float alpha, float *y, const float *x, int64_t n) {
-    GPUDL__GRID_STRIDE(i, n) y[i] = gpudl_act_f(act, x[i], alpha);
+/* T: the activations' storage (float, FP16 or BF16); math in float, one rounding on store. */
+template <typename T>
+__global__ void gpudl_act_fwd_kernel(int act, float alpha, T *y, const T *x, int64_t n) {
+    GPUDL__GRID_STRIDE(i, n) y[i] = gpudl__cv<T>(gpudl_act_f(act, gpudl__ld(x[i]), alpha));
 }
 
-__global__ void gpudl_act_bwd_kernel(int act, float alpha, float *dx, const float *dy, const float *x, const float *y, int64_t n) {
-    GPUDL__GRID_STRIDE(i, n) dx[i] = dy[i] * gpudl_act_df(act, x[i], y[i], alpha);
+template <typename T>
+__global__ void gpudl_act_bwd_kernel(int act, float alpha, T *dx, const T *dy, const T *x, const T *y, int64_t n) {
+    GPUDL__GRID_STRIDE(i, n) dx[i] = gpudl__cv<T>(gpudl__ld(dy[i]) * gpudl_act_df(act, gpudl__ld(x[i]), gpudl__ld(y[i]), alpha));
 }
 
-__global__ void gpudl_bias_add_kernel(float *y, const float *b, int64_t n, int64_t C, int64_t inner) {
-    GPUDL__GRID_STRIDE(i, n) y[i] += b[(i / inner) % C];
+template <typename T>
+__global__ void gpudl_bias_add_kernel(T *y, const T *b, int64_t n, int64_t C, int64_t inner) {
+    GPUDL__GRID_STRIDE(i, n) y[i] = gpudl__cv<T>(gpudl__ld(y[i]) + gpudl__ld(b[(i / inner) % C]));
 }
 
 /* out[c] += sum_n x[n, c]: one thread per column, rows in order (coalesced, deterministic). */
-__global__ void gpudl_col_sum_acc_kernel(float *out, const float *x, int64_t N, int64_t C) {
+template <typename T>
+__global__ void gpudl_col_sum_acc_kernel(float *out, const T *x, int64_t N, int64_t C) {
     int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     float s = 0.0f;
-    for (int64_t n = 0; n < N; n++) s += x[n * C + c];
+    for (int64_t n = 0; n < N; n++) s += gpudl__ld(x[n * C + c]);
     out[c] += s;
 }
 
 /* out[c] += sum over (n, i) of x[n, c, i]: one block per channel. */
-__global__ void gpudl_channel_sum_acc_kernel(float *out, const float *x, int64_t N, int64_t C, int64_t inner) {
+template <typename T>
+__global__ void gpudl_channel_sum_acc_kernel(float *out, const T *x, int64_t N, int64_t C, int64_t inner) {
     int64_t c = blockIdx.x, M = N * inner;
     float s = 0.0f;
-    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) s += x[((k / inner) * C + c) * inner + k % inner];
+    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) s += gpudl__ld(x[((k / inner) * C + c) * inner + k % inner]);
     s = gpudl__block_reduce(GPUDL_K_SUM, s);
     if (threadIdx.x == 0) out[c] += s;
+}
+
+template <typename T>
+__global__ void gpudl_acc_f32_kernel(float *out, const T *src, int64_t n) {
+    GPUDL__GRID_STRIDE(i, n) out[i] += gpudl__ld(src[i]);
 }
 
 __device__ __forceinline__ int64_t gpudl__label_at(const void *labels, int dt, int64_t i) {
@@ -192,21 +203,22 @@ __device__ __forceinline__ int64_t gpudl__label_at(const void *labels, int dt, i
 }
 
 /* One warp per row: stable softmax, the row's loss into rowloss[r]. */
-__global__ void gpudl_softmax_xent_rows_kernel(float *probs, float *rowloss, const float *logits, const void *labels, int ldt,
+template <typename T>
+__global__ void gpudl_softmax_xent_rows_kernel(float *probs, float *rowloss, const T *logits, const void *labels, int ldt,
                                                int64_t N, int64_t K) {
     int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (r >= N) return;
-    const float *z = logits + r * K;
+    const T *z = logits + r * K;
     float mx = -INFINITY, s = 0.0f;
-    for (int64_t k = lane; k < K; k += 32) mx = gpudl_nanmax(mx, z[k]);
+    for (int64_t k = lane; k < K; k += 32) mx = gpudl_nanmax(mx, gpudl__ld(z[k]));
     for (int o = 16; o > 0; o >>= 1) mx = gpudl_nanmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    for (int64_t k = lane; k < K; k += 32) s += expf(z[k] - mx);
+    for (int64_t k = lane; k < K; k += 32) s += expf(gpudl__ld(z[k]) - mx);
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    for (int64_t k = lane; k < K; k += 32) probs[r * K + k] = expf(z[k] - mx) / s;
+    for (int64_t k = lane; k < K; k += 32) probs[r * K + k] = expf(gpudl__ld(z[k]) - mx) / s;
     if (lane == 0) {
         int64_t lab = gpudl__label_at(labels, ldt, r);
-        rowloss[r] = (lab < 0 || lab >= K) ? NAN : mx + logf(s) - z[lab];
+        rowloss[r] = (lab < 0 || lab >= K) ? NAN : mx + logf(s) - gpudl__ld(z[lab]);
     }
 }
 
@@ -218,45 +230,55 @@ __global__ void gpudl_sum_scaled_kernel(float *out, const float *v, int64_t n, f
     if (threadIdx.x == 0) *out = s * scale;
 }
 
-__global__ void gpudl_softmax_xent_bwd_kernel(float *dl, const float *probs, const void *labels, int ldt, int64_t N, int64_t K,
-                                              float scale) {
+/* The gradient is scaled in float before its one rounding, so a loss scale
+   lifts small FP16 gradients out of the subnormals instead of scaling zeros. */
+template <typename T>
+__global__ void gpudl_softmax_xent_bwd_kernel(T *dl, const float *probs, const void *labels, int ldt, int64_t N, int64_t K,
+                                              float scale, const float *dscale) {
+    if (dscale) scale *= *dscale;
     GPUDL__GRID_STRIDE(i, N * K) {
         int64_t r = i / K, k = i % K;
-        dl[i] = scale * (probs[i] - (k == gpudl__label_at(labels, ldt, r) ? 1.0f : 0.0f)) / (float)N;
+        dl[i] = gpudl__cv<T>(scale * (probs[i] - (k == gpudl__label_at(labels, ldt, r) ? 1.0f : 0.0f)) / (float)N);
     }
 }
 
-__global__ void gpudl_sq_diff_partial_kernel(const float *p, const float *t, int64_t n, float *partial) {
+template <typename T>
+__global__ void gpudl_sq_diff_partial_kernel(const T *p, const float *t, int64_t n, float *partial) {
     float acc = 0.0f;
-    GPUDL__GRID_STRIDE(i, n) { float d = p[i] - t[i]; acc += d * d; }
+    GPUDL__GRID_STRIDE(i, n) { float d = gpudl__ld(p[i]) - t[i]; acc += d * d; }
     acc = gpudl__block_reduce(GPUDL_K_SUM, acc);
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
-__global__ void gpudl_mse_bwd_kernel(float *dp, const float *p, const float *t, int64_t n, float scale) {
-    GPUDL__GRID_STRIDE(i, n) dp[i] = scale * 2.0f * (p[i] - t[i]) / (float)n;
+template <typename T>
+__global__ void gpudl_mse_bwd_kernel(T *dp, const T *p, const float *t, int64_t n, float scale, const float *dscale) {
+    if (dscale) scale *= *dscale;
+    GPUDL__GRID_STRIDE(i, n) dp[i] = gpudl__cv<T>(scale * 2.0f * (gpudl__ld(p[i]) - t[i]) / (float)n);
 }
 
-__global__ void gpudl_pool_fwd_kernel(int kind, float *y, const float *x, int64_t NC, int64_t H, int64_t W, int64_t Ho, int64_t Wo,
-                                      int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
+template <typename T>
+__global__ void gpudl_pool_fwd_kernel(int kind, T *y, const void *x, int dt, int64_t NC, int64_t H, int64_t W, int64_t Ho,
+                                      int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
     GPUDL__GRID_STRIDE(i, NC * Ho * Wo) {
         int64_t p = i / (Ho * Wo), oh = (i / Wo) % Ho, ow = i % Wo, arg;
-        y[i] = gpudl_pool_window(kind, x + p * H * W, H, W, oh, ow, kh, kw, sh, sw, ph, pw, &arg);
+        y[i] = gpudl__cv<T>(gpudl_pool_window(kind, x, dt, p * H * W, H, W, oh, ow, kh, kw, sh, sw, ph, pw, &arg));
     }
 }
 
-__global__ void gpudl_pool_bwd_kernel(int kind, float *dx, const float *dy, const float *x, int64_t NC, int64_t H, int64_t W,
+template <typename T>
+__global__ void gpudl_pool_bwd_kernel(int kind, T *dx, const void *dy, const void *x, int dt, int64_t NC, int64_t H, int64_t W,
                                       int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
     GPUDL__GRID_STRIDE(i, NC * H * W) {
         int64_t p = i / (H * W);
-        dx[i] = gpudl_pool_backward_elem(kind, x + p * H * W, dy + p * Ho * Wo, H, W, Ho, Wo, (i / W) % H, i % W, kh, kw, sh,
-                                         sw, ph, pw);
+        dx[i] = gpudl__cv<T>(gpudl_pool_backward_elem(kind, x, dy, dt, p * H * W, p * Ho * Wo, H, W, Ho, Wo, (i / W) % H, i % W,
+                                                      kh, kw, sh, sw, ph, pw));
     }
 }
 
 /* One block per channel: statistics (two passes: mean, then squared
    deviations), then the normalised output. */
-__global__ void gpudl_bn_fwd_kernel(float *y, float *save_mean, float *save_invstd, const float *x, const float *gamma,
+template <typename T>
+__global__ void gpudl_bn_fwd_kernel(T *y, float *save_mean, float *save_invstd, const T *x, const float *gamma,
                                     const float *beta, float *rmean, float *rvar, int64_t N, int64_t C, int64_t inner,
                                     int training, float momentum, float eps) {
     __shared__ float stat[2];
@@ -264,12 +286,12 @@ __global__ void gpudl_bn_fwd_kernel(float *y, float *save_mean, float *save_invs
 #define GPUDL__BN_AT(k) (((k) / inner) * C + c) * inner + (k) % inner
     if (training) {
         float s = 0.0f, ss = 0.0f, mean;
-        for (int64_t k = threadIdx.x; k < M; k += blockDim.x) s += x[GPUDL__BN_AT(k)];
+        for (int64_t k = threadIdx.x; k < M; k += blockDim.x) s += gpudl__ld(x[GPUDL__BN_AT(k)]);
         s = gpudl__block_reduce(GPUDL_K_SUM, s);
         if (threadIdx.x == 0) stat[0] = s / (float)M;
         __syncthreads();
         mean = stat[0];
-        for (int64_t k = threadIdx.x; k < M; k += blockDim.x) { float d = x[GPUDL__BN_AT(k)] - mean; ss += d * d; }
+        for (int64_t k = threadIdx.x; k < M; k += blockDim.x) { float d = gpudl__ld(x[GPUDL__BN_AT(k)]) - mean; ss += d * d; }
         ss = gpudl__block_reduce(GPUDL_K_SUM, ss);
         if (threadIdx.x == 0) {
             float var = ss / (float)M;
@@ -286,19 +308,21 @@ __global__ void gpudl_bn_fwd_kernel(float *y, float *save_mean, float *save_invs
     float mean = stat[0], invstd = stat[1], g = gamma[c], b = beta[c];
     for (int64_t k = threadIdx.x; k < M; k += blockDim.x) {
         int64_t at = GPUDL__BN_AT(k);
-        y[at] = (x[at] - mean) * invstd * g + b;
+        y[at] = gpudl__cv<T>((gpudl__ld(x[at]) - mean) * invstd * g + b);
     }
 }
 
-__global__ void gpudl_bn_bwd_kernel(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *gamma,
+template <typename T>
+__global__ void gpudl_bn_bwd_kernel(T *dx, float *dgamma, float *dbeta, const T *dy, const T *x, const float *gamma,
                                     const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner) {
     __shared__ float stat[2];
     int64_t c = blockIdx.x, M = N * inner;
     float mean = save_mean[c], invstd = save_invstd[c], sdy = 0.0f, sdyx = 0.0f;
     for (int64_t k = threadIdx.x; k < M; k += blockDim.x) {
         int64_t at = GPUDL__BN_AT(k);
-        sdy += dy[at];
-        sdyx += dy[at] * (x[at] - mean) * invstd;
+        float d = gpudl__ld(dy[at]);
+        sdy += d;
+        sdyx += d * (gpudl__ld(x[at]) - mean) * invstd;
     }
     sdy = gpudl__block_reduce(GPUDL_K_SUM, sdy);
     __syncthreads();   /* gpudl__block_reduce reuses its shared memory */
@@ -313,13 +337,14 @@ __global__ void gpudl_bn_bwd_kernel(float *dx, float *dgamma, float *dbeta, cons
     float g = gamma[c], mdy = stat[0] / (float)M, mdyx = stat[1] / (float)M;
     for (int64_t k = threadIdx.x; k < M; k += blockDim.x) {
         int64_t at = GPUDL__BN_AT(k);
-        dx[at] = gpudl_bn_backward_elem(dy[at], x[at], mean, invstd, g, mdy, mdyx);
+        dx[at] = gpudl__cv<T>(gpudl_bn_backward_elem(gpudl__ld(dy[at]), gpudl__ld(x[at]), mean, invstd, g, mdy, mdyx));
     }
 #undef GPUDL__BN_AT
 }
 
-__global__ void gpudl_dropout_kernel(float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset) {
-    GPUDL__GRID_STRIDE(i, n) y[i] = gpudl_dropout_elem(x[i], p, seed, offset + (uint64_t)i);
+template <typename T>
+__global__ void gpudl_dropout_kernel(T *y, const T *x, int64_t n, float p, uint64_t seed, uint64_t offset) {
+    GPUDL__GRID_STRIDE(i, n) y[i] = gpudl__cv<T>(gpudl_dropout_elem(gpudl__ld(x[i]), p, seed, offset + (uint64_t)i));
 }
 
 /* >>model ----------------------------------------------------------------- */
@@ -371,11 +396,6 @@ __global__ void gpudl_count_correct_kernel(float *count, const int32_t *pred, co
 }
 
 /* >>amp ------------------------------------------------------------------- */
-
-__global__ void gpudl_scale_by_kernel(float *x, int64_t n, const float *scale) {
-    float s = *scale;
-    GPUDL__GRID_STRIDE(i, n) x[i] *= s;
-}
 
 __global__ void gpudl_round16_kernel(float *x, int64_t n, int bf16) {
     GPUDL__GRID_STRIDE(i, n) x[i] = bf16 ? gpudl_bf16_to_f32(gpudl_f32_to_bf16(x[i])) : gpudl_f16_to_f32(gpudl_f32_to_f16(x[i]));
@@ -471,89 +491,106 @@ int gpudl_k_argmax_rows(void *stream, int32_t *out, const void *x, int dtype, in
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_act_fwd(void *stream, int act, float alpha, float *y, const float *x, int64_t n) {
-    gpudl_act_fwd_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(act, alpha, y, x, n);
+#define GPUDL__GRID(n) gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream
+
+int gpudl_k_act_fwd(void *stream, int act, float alpha, void *y, const void *x, int dtype, int64_t n) {
+    GPUDL__DISPATCH(dtype, T, (gpudl_act_fwd_kernel<T><<<GPUDL__GRID(n)>>>(act, alpha, (T *)y, (const T *)x, n)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_act_bwd(void *stream, int act, float alpha, float *dx, const float *dy, const float *x, const float *y, int64_t n) {
-    gpudl_act_bwd_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(act, alpha, dx, dy, x, y, n);
+int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy, const void *x, const void *y, int dtype,
+                    int64_t n) {
+    GPUDL__DISPATCH(dtype, T, (gpudl_act_bwd_kernel<T><<<GPUDL__GRID(n)>>>(act, alpha, (T *)dx, (const T *)dy, (const T *)x,
+                                                                          (const T *)y, n)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_bias_add(void *stream, float *y, const float *b, int64_t n, int64_t C, int64_t inner) {
-    gpudl_bias_add_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(y, b, n, C, inner);
+int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n, int64_t C, int64_t inner) {
+    GPUDL__DISPATCH(dtype, T, (gpudl_bias_add_kernel<T><<<GPUDL__GRID(n)>>>((T *)y, (const T *)b, n, C, inner)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_channel_sum_acc(void *stream, float *out, const float *x, int64_t N, int64_t C, int64_t inner) {
+int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner) {
+    unsigned cols = (unsigned)((C + GPUDL__THREADS - 1) / GPUDL__THREADS);
     if (inner == 1)
-        gpudl_col_sum_acc_kernel<<<(unsigned)((C + GPUDL__THREADS - 1) / GPUDL__THREADS), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(out, x, N, C);
+        GPUDL__DISPATCH(dtype, T, (gpudl_col_sum_acc_kernel<T><<<cols, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+            out, (const T *)x, N, C)));
     else
-        gpudl_channel_sum_acc_kernel<<<(unsigned)C, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(out, x, N, C, inner);
+        GPUDL__DISPATCH(dtype, T, (gpudl_channel_sum_acc_kernel<T><<<(unsigned)C, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+            out, (const T *)x, N, C, inner)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const float *logits, const void *labels, int label_dtype,
-                             int64_t N, int64_t K, float *scratch) {
+int gpudl_k_acc_f32(void *stream, float *out, const void *src, int dtype, int64_t n) {
+    GPUDL__DISPATCH(dtype, T, (gpudl_acc_f32_kernel<T><<<GPUDL__GRID(n)>>>(out, (const T *)src, n)));
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void *logits, int dtype, const void *labels,
+                             int label_dtype, int64_t N, int64_t K, float *scratch) {
     float *rowloss = scratch + GPUDL__REDUCE_BLOCKS;
     unsigned nb = (unsigned)((N + (GPUDL__THREADS / 32) - 1) / (GPUDL__THREADS / 32));
-    gpudl_softmax_xent_rows_kernel<<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(probs, rowloss, logits, labels, label_dtype, N, K);
+    GPUDL__DISPATCH(dtype, T, (gpudl_softmax_xent_rows_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+        probs, rowloss, (const T *)logits, labels, label_dtype, N, K)));
     gpudl_sum_scaled_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(loss, rowloss, N, 1.0f / (float)N);
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_softmax_xent_bwd(void *stream, float *dlogits, const float *probs, const void *labels, int label_dtype,
-                             int64_t N, int64_t K, float scale) {
-    gpudl_softmax_xent_bwd_kernel<<<gpudl__blocks(N * K), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(dlogits, probs, labels,
-                                                                                                   label_dtype, N, K, scale);
+int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float *probs, const void *labels, int label_dtype,
+                             int64_t N, int64_t K, float scale, const float *dscale) {
+    GPUDL__DISPATCH(dtype, T, (gpudl_softmax_xent_bwd_kernel<T><<<GPUDL__GRID(N * K)>>>((T *)dlogits, probs, labels,
+                                                                                        label_dtype, N, K, scale, dscale)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_mse_fwd(void *stream, float *loss, const float *pred, const float *target, int64_t n, float *scratch) {
+int gpudl_k_mse_fwd(void *stream, float *loss, const void *pred, int dtype, const float *target, int64_t n, float *scratch) {
     unsigned nb = gpudl__blocks(n);
     if (nb > GPUDL__REDUCE_BLOCKS) nb = GPUDL__REDUCE_BLOCKS;
-    gpudl_sq_diff_partial_kernel<<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(pred, target, n, scratch);
+    GPUDL__DISPATCH(dtype, T, (gpudl_sq_diff_partial_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+        (const T *)pred, target, n, scratch)));
     gpudl_sum_scaled_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(loss, scratch, nb, 1.0f / (float)n);
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_mse_bwd(void *stream, float *dpred, const float *pred, const float *target, int64_t n, float scale) {
-    gpudl_mse_bwd_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(dpred, pred, target, n, scale);
+int gpudl_k_mse_bwd(void *stream, void *dpred, const void *pred, int dtype, const float *target, int64_t n, float scale,
+                    const float *dscale) {
+    GPUDL__DISPATCH(dtype, T, (gpudl_mse_bwd_kernel<T><<<GPUDL__GRID(n)>>>((T *)dpred, (const T *)pred, target, n, scale,
+                                                                          dscale)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_pool_fwd(void *stream, int kind, float *y, const float *x, int64_t NC, int64_t H, int64_t W, int64_t Ho,
+int gpudl_k_pool_fwd(void *stream, int kind, void *y, const void *x, int dtype, int64_t NC, int64_t H, int64_t W, int64_t Ho,
                      int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
-    gpudl_pool_fwd_kernel<<<gpudl__blocks(NC * Ho * Wo), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(kind, y, x, NC, H, W, Ho, Wo,
-                                                                                                  kh, kw, sh, sw, ph, pw);
+    GPUDL__DISPATCH(dtype, T, (gpudl_pool_fwd_kernel<T><<<GPUDL__GRID(NC * Ho * Wo)>>>(kind, (T *)y, x, dtype, NC, H, W, Ho, Wo,
+                                                                                       kh, kw, sh, sw, ph, pw)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_pool_bwd(void *stream, int kind, float *dx, const float *dy, const float *x, int64_t NC, int64_t H, int64_t W,
-                     int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
-    gpudl_pool_bwd_kernel<<<gpudl__blocks(NC * H * W), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(kind, dx, dy, x, NC, H, W, Ho,
-                                                                                                Wo, kh, kw, sh, sw, ph, pw);
+int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
+                     int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
+    GPUDL__DISPATCH(dtype, T, (gpudl_pool_bwd_kernel<T><<<GPUDL__GRID(NC * H * W)>>>(kind, (T *)dx, dy, x, dtype, NC, H, W, Ho,
+                                                                                     Wo, kh, kw, sh, sw, ph, pw)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_bn_fwd(void *stream, float *y, float *save_mean, float *save_invstd, const float *x, const float *gamma,
+int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, const void *x, int dtype, const float *gamma,
                    const float *beta, float *running_mean, float *running_var, int64_t N, int64_t C, int64_t inner,
                    int training, float momentum, float eps) {
-    gpudl_bn_fwd_kernel<<<(unsigned)C, 1024, 0, (cudaStream_t)stream>>>(y, save_mean, save_invstd, x, gamma, beta, running_mean,
-                                                                        running_var, N, C, inner, training, momentum, eps);
+    GPUDL__DISPATCH(dtype, T, (gpudl_bn_fwd_kernel<T><<<(unsigned)C, 1024, 0, (cudaStream_t)stream>>>(
+        (T *)y, save_mean, save_invstd, (const T *)x, gamma, beta, running_mean, running_var, N, C, inner, training,
+        momentum, eps)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_bn_bwd(void *stream, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *gamma,
-                   const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner) {
-    gpudl_bn_bwd_kernel<<<(unsigned)C, 1024, 0, (cudaStream_t)stream>>>(dx, dgamma, dbeta, dy, x, gamma, save_mean, save_invstd,
-                                                                        N, C, inner);
+int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
+                   const float *gamma, const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner) {
+    GPUDL__DISPATCH(dtype, T, (gpudl_bn_bwd_kernel<T><<<(unsigned)C, 1024, 0, (cudaStream_t)stream>>>(
+        (T *)dx, dgamma, dbeta, (const T *)dy, (const T *)x, gamma, save_mean, save_invstd, N, C, inner)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_dropout(void *stream, float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset) {
-    gpudl_dropout_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(y, x, n, p, seed, offset);
+int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset) {
+    GPUDL__DISPATCH(dtype, T, (gpudl_dropout_kernel<T><<<GPUDL__GRID(n)>>>((T *)y, (const T *)x, n, p, seed, offset)));
     return (int)cudaGetLastError();
 }
 
@@ -580,11 +617,6 @@ int gpudl_k_gather(void *stream, float *xb, int32_t *yb, const float *images, co
 
 int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n) {
     gpudl_count_correct_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(count, pred, labels, label_dtype, n);
-    return (int)cudaGetLastError();
-}
-
-int gpudl_k_scale_by(void *stream, float *x, int64_t n, const float *scale) {
-    gpudl_scale_by_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(x, n, scale);
     return (int)cudaGetLastError();
 }
 
