@@ -96,12 +96,25 @@ build/bench_matmul: bench/bench_matmul.c gpudl.h | build
 	$(CC) -O2 -fopenmp -DGPUDL_NO_CUDA -o $@ bench/bench_matmul.c -lm $(BENCH_BLAS)
 endif
 
-# Benchmarks: tables on stdout, CSV under bench/. Never pass/fail.
-bench: build/bench_matmul
+ifdef HAVE_NVCC
+build/bench_train: bench/bench_train.c gpudl.h gpudl_kernels.cu | build
+	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ bench/bench_train.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+else
+build/bench_train: bench/bench_train.c gpudl.h | build
+	$(CC) -O2 -fopenmp -DGPUDL_NO_CUDA -o $@ bench/bench_train.c -lm
+endif
+
+# Benchmarks: tables on stdout, CSV under bench/. Never pass/fail. With a
+# GPU and PyTorch: matmul and training steps (FP32, FP16, BF16) side by side
+# with torch (eager, torch.compile, autocast + GradScaler) in the same run.
+bench: build/bench_matmul build/bench_train
 	./build/bench_matmul $(BENCH_ARGS)
 	@if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then \
 	    python3 bench/torch_matmul.py; \
 	else echo "torch_matmul.py SKIPPED: no PyTorch with a GPU here"; fi
+	./build/bench_train $(BENCH_ARGS)
+	@if python3 -c 'import torch' 2>/dev/null; then python3 bench/torch_train.py $(BENCH_ARGS); \
+	else echo "torch_train.py SKIPPED: no PyTorch here"; fi
 
 build:
 	mkdir -p build

@@ -5,9 +5,14 @@
 
    GPU:  nvcc -O2 -arch=sm_90 -o bench_train bench/bench_train.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
    CPU:  cc -O2 -fopenmp -DGPUDL_NO_CUDA -o bench_train bench/bench_train.c -lm
-   Run:  ./bench_train [--cpu] [--quick] [--csv PATH]
+   Run:  ./bench_train [--cpu] [--quick] [--amp] [--csv PATH]
 
-   Models (FP32, TF32 off, SGD with momentum):
+   Precisions: FP32 (TF32 off) everywhere; FP16 (dynamic loss scaling) and
+   BF16 mixed precision on the GPU, and on the CPU with --amp (there they
+   emulate 16-bit storage and are slower than FP32: a check, not a speed-up).
+   The memory column is gpudl_model_memory's activation bytes.
+
+   Models (SGD with momentum):
      mlp      784 -> 1024 -> ReLU -> 1024 -> ReLU -> 10, batch 128 and 1024
               2 x 1.86 M MACs per image forward, x3 with backward
      lenet    LeNet-5: conv 5x5 6 ch pad 2, ReLU, max-pool 2, conv 5x5 16 ch,
@@ -31,7 +36,7 @@ static gpudl_status train_step(gpudl_ctx *ctx, void *user) {
     return s;
 }
 
-static gpudl_model *make_model(gpudl_ctx *ctx, const char *name, int64_t batch, double *flops) {
+static gpudl_model *make_model(gpudl_ctx *ctx, const char *name, int64_t batch, gpudl_precision prec, double *flops) {
     gpudl_model *m;
     gpudl_model_desc md;
     gpudl_optim_desc od;
@@ -73,42 +78,51 @@ static gpudl_model *make_model(gpudl_ctx *ctx, const char *name, int64_t batch, 
     od.lr = 0.01f;
     od.momentum = 0.9f;
     GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+    GPUDL_CHECK(gpudl_model_set_precision(m, prec, NULL));
     return m;
 }
 
 int main(int argc, char **argv) {
     static const struct { const char *model; int64_t batch; } runs[] = {{"mlp", 128}, {"mlp", 1024}, {"lenet", 128}};
+    static const struct { const char *name; gpudl_precision p; } precs[] = {
+        {"fp32", GPUDL_PRECISION_FP32}, {"fp16", GPUDL_PRECISION_FP16}, {"bf16", GPUDL_PRECISION_BF16}};
     gpudl_ctx *ctx;
     gpudl_ctx_desc cd;
     gpudl_device_info info;
     const char *csv = "bench/train.csv";
     FILE *f;
-    int cpu = 0, quick = 0, i;
-    size_t r;
+    int cpu = 0, quick = 0, amp = 0, i, np;
+    size_t r, q;
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cpu")) cpu = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--amp")) amp = 1;
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
-        else { fprintf(stderr, "usage: %s [--cpu] [--quick] [--csv PATH]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [--cpu] [--quick] [--amp] [--csv PATH]\n", argv[0]); return 2; }
     }
     memset(&cd, 0, sizeof cd);
     cd.device = cpu ? GPUDL_DEVICE_CPU : GPUDL_DEVICE_AUTO;
     cd.math_mode = GPUDL_MATH_FP32;
     GPUDL_CHECK(gpudl_ctx_create(&cd, &ctx));
     GPUDL_CHECK(gpudl_device_info_get(ctx, &info));
-    printf("gpudl training step, FP32 (TF32 off), on %s %s\n", gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? "GPU" : "CPU", info.name);
+    np = gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA || amp ? 3 : 1;
+    printf("gpudl training step (FP32 with TF32 off%s) on %s %s\n", np > 1 ? ", FP16 and BF16 mixed" : "",
+           gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? "GPU" : "CPU", info.name);
     if (gpudl_ctx_device(ctx) == GPUDL_DEVICE_CPU) printf("CPU threads: %d\n", info.sm_count);
     f = fopen(csv, "w");
-    if (f) fprintf(f, "device,impl,model,batch,threads,median_ms,min_ms,max_ms,gflops,images_per_s\n");
-    printf("%-6s %6s %11s %11s %10s %12s\n", "model", "batch", "median ms", "min ms", "GFLOP/s", "images/s");
-    for (r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    if (f) fprintf(f, "device,impl,precision,model,batch,threads,median_ms,min_ms,max_ms,gflops,images_per_s,activation_bytes\n");
+    printf("%-6s %-5s %6s %11s %11s %10s %12s %10s\n", "model", "prec", "batch", "median ms", "min ms", "GFLOP/s", "images/s", "act MiB");
+    for (r = 0; r < sizeof runs / sizeof runs[0]; r++)
+    for (q = 0; q < (size_t)np; q++) {
         step_args a;
         double flops;
         int64_t xs[4] = {runs[r].batch, 1, 28, 28}, n = runs[r].batch, k;
         gpudl_bench_desc bd;
         gpudl_bench_result br;
+        gpudl_memory_report mr;
         int32_t *labels;
-        a.m = make_model(ctx, runs[r].model, runs[r].batch, &flops);
+        a.m = make_model(ctx, runs[r].model, runs[r].batch, precs[q].p, &flops);
+        GPUDL_CHECK(gpudl_model_memory(a.m, 0, &mr));
         if (!strcmp(runs[r].model, "mlp")) { xs[1] = 784; GPUDL_CHECK(gpudl_tensor_create(ctx, &a.x, GPUDL_F32, 2, xs)); }
         else GPUDL_CHECK(gpudl_tensor_create(ctx, &a.x, GPUDL_F32, 4, xs));
         GPUDL_CHECK(gpudl_tensor_normal(ctx, &a.x, 0.0f, 1.0f));
@@ -123,12 +137,12 @@ int main(int argc, char **argv) {
         bd.min_sample_ms = gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 5.0 : 1.0;
         bd.flops = flops;
         GPUDL_CHECK(gpudl_bench(ctx, train_step, &a, &bd, &br));
-        printf("%-6s %6lld %11.3f %11.3f %10.1f %12.0f\n", runs[r].model, (long long)n, br.median_ms, br.min_ms, br.gflops,
-               1e3 * (double)n / br.median_ms);
+        printf("%-6s %-5s %6lld %11.3f %11.3f %10.1f %12.0f %10.2f\n", runs[r].model, precs[q].name, (long long)n, br.median_ms,
+               br.min_ms, br.gflops, 1e3 * (double)n / br.median_ms, (double)mr.activations / 1048576.0);
         fflush(stdout);
-        if (f) fprintf(f, "%s,gpudl,%s,%lld,%d,%.6f,%.6f,%.6f,%.3f,%.1f\n", gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? "gpu" : "cpu",
-                       runs[r].model, (long long)n, gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 0 : info.sm_count,
-                       br.median_ms, br.min_ms, br.max_ms, br.gflops, 1e3 * (double)n / br.median_ms);
+        if (f) fprintf(f, "%s,gpudl,%s,%s,%lld,%d,%.6f,%.6f,%.6f,%.3f,%.1f,%zu\n", gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? "gpu" : "cpu",
+                       precs[q].name, runs[r].model, (long long)n, gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 0 : info.sm_count,
+                       br.median_ms, br.min_ms, br.max_ms, br.gflops, 1e3 * (double)n / br.median_ms, mr.activations);
         gpudl_tensor_free(ctx, &a.x);
         gpudl_tensor_free(ctx, &a.y);
         gpudl_model_destroy(a.m);
