@@ -35,7 +35,8 @@ matmul-demo: build/cpu_vs_gpu
 test:
 	bash tests/run.sh
 
-# On a GPU machine: the GPU suites, then compute-sanitizer's memcheck (with
+# On a GPU machine: the GPU suites (FP16/BF16 accuracy on the full
+# Fashion-MNIST when make data finds it), then compute-sanitizer's memcheck (with
 # leak check), racecheck, initcheck and synccheck over them, after a control
 # run that must be flagged (proof the sanitizer really runs).
 CS = compute-sanitizer --error-exitcode 1
@@ -43,8 +44,9 @@ test-gpu: | build
 	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o build/test_cuda tests/test_gpudl.c gpudl_kernels.cu tests/gpu_faults.cu $(CUDA_LIBS) -lgomp
 	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o build/test_layers_cuda tests/test_layers.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
 	mkdir -p build/test/data && for f in data/fashion-mnist-subset/*.gz; do gunzip -c $$f > build/test/data/$$(basename $$f .gz); done
+	@sh data/prepare.sh
 	./build/test_cuda --gpu-only
-	GPUDL_TEST_DATA=build/test/data ./build/test_layers_cuda --gpu-only
+	GPUDL_TEST_DATA=build/test/data GPUDL_FULL_DATA=build/data/fashion-mnist ./build/test_layers_cuda --gpu-only
 	@if command -v compute-sanitizer >/dev/null 2>&1; then \
 	    if $(CS) --tool memcheck ./build/test_cuda --control-oob >build/sanitizer_control.log 2>&1; then \
 	        echo "FAIL: compute-sanitizer did not flag the out-of-bounds control kernel"; exit 1; \
