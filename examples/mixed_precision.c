@@ -10,9 +10,10 @@
    activations and gradients; for FP16, whose range ends at 65504, a
    dynamic loss scale that keeps small gradients from vanishing and skips
    the steps where large ones overflow. BF16 has FP32's range and needs no
-   scaling. Today gpudl keeps the 16-bit values in FP32 buffers (exact
-   16-bit numerics, FP32 memory, plus rounding passes); the memory and time
-   columns say so. */
+   scaling. The activations and the weight copy really are 16-bit tensors:
+   the activation memory halves. On the GPU the GEMMs and convolutions run
+   on tensor cores; on the CPU each 16-bit op is emulated (f32 math on f32
+   copies, one rounding), so there FP16/BF16 are slower than FP32. */
 #define GPUDL_IMPLEMENTATION
 #include "../gpudl.h"
 
@@ -148,10 +149,12 @@ int main(int argc, char **argv) {
         printf("%-5s %9.2f%% %12.2f %12.2f %12.2f %14.2f %s\n", precs[k].name, acc[k], ms[k],
                (mem[k].params + mem[k].copies16) / 1048576.0, mem[k].activations / 1048576.0, mem[k].total / 1048576.0, sc);
     }
-    printf("\nMemory and time: gpudl keeps the 16-bit values in FP32 buffers for now, so FP16 and BF16\n"
-           "cost a 16-bit weight copy more, and the passes that round values to 16 bits make them\n"
-           "slower than FP32. With 16-bit storage on tensor cores, activation memory halves and the\n"
-           "GEMMs run several times faster. The accuracy columns are the real 16-bit numerics.\n");
+    printf("\nMemory: FP16/BF16 store activations and their gradients in 16 bits (half the bytes) and\n"
+           "add a 16-bit weight copy to the FP32 master weights (the weights column counts both).\n"
+           "Time: %s\n", gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA
+           ? "16-bit GEMMs and convolutions run on tensor cores with FP32 accumulation."
+           : "the CPU emulates 16-bit storage (FP32 math on FP32 copies, one rounding per\n"
+             "output), so FP16/BF16 are slower here; the accuracy columns are the real 16-bit numerics.");
     gpudl_tensor_free(ctx, &count);
     gpudl_dataset_free(ctx, &train);
     gpudl_dataset_free(ctx, &test);
