@@ -76,8 +76,10 @@
           forward, loss, backward, step. Nothing in a step waits for the
           GPU unless you ask for a number (gpudl_model_loss_value).
        8. Mixed precision. gpudl_model_set_precision: FP32 master weights,
-          16-bit weights/activations/gradients, and for FP16 a dynamic loss
-          scaler kept on the device (see >>amp).
+          gradients and optimizer state; f16/bf16 weight copy, activations
+          and activation gradients (layer ops take f32, f16 or bf16
+          activations; weight gradients are always f32); for FP16 a dynamic
+          loss scaler kept on the device (see >>amp).
        9. Data and files. gpudl_idx_load / gpudl_mnist_load are strict and
           never leave a half-built tensor; gpudl_dataset keeps a data set on
           the device. Checkpoints are safetensors files, written atomically
