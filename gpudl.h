@@ -2014,12 +2014,11 @@ GPUDL__DEF gpudl_status gpudl_tensor_item(gpudl_ctx *ctx, const gpudl_tensor *t,
    way. B is packed into KC x NC panels of NR columns, A into MC x KC panels
    of MR rows; a micro-kernel keeps an MR x NR block of C in registers while
    it walks K. Element (i,k) of op(A) is A[i*ars + k*acs]; transposes are
-   only other strides. Threads split (MC rows x NB columns) tasks. */
+   only other strides. Threads take whole blocks of C (gpudl__sgemm_bias). */
 
 #define GPUDL__KC 256
 #define GPUDL__MC 84      /* multiple of every MR below (4, 6, 14) */
-#define GPUDL__NC 4096
-#define GPUDL__NB 256     /* columns per task: multiple of every NR (8, 16, 32) */
+#define GPUDL__NC 1024    /* columns of B packed at once per thread (1 MiB at KC) */
 
 typedef void (*gpudl__ukernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                                   float alpha, int m, int n);
@@ -2175,15 +2174,65 @@ static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, i
     return gpudl__sgemm_bias(ctx, nt, M, N, K, alpha, A, ars, acs, B, brs, bcs, beta, C, ldc, NULL);
 }
 
-/* The same, plus bias (N) added to every row when not NULL: it is folded
-   into the pass that prepares C, so a linear layer's bias costs nothing. */
+/* One thread's whole share of a product: C (M,N) = alpha op(A) op(B) +
+   beta C (+ bias), with its own packing buffers (abuf: KC x (MC + mr),
+   bbuf: KC x (min(N, NC) + nr) floats) and no synchronisation. K is cut
+   into equal blocks of at most KC, so every element of C sums its k in
+   the same order whatever the thread count: results do not depend on it. */
+static void gpudl__sgemm_block(const gpudl__ukernel *uk, int64_t M, int64_t N, int64_t K, float alpha,
+                               const float *A, int64_t ars, int64_t acs, const float *B, int64_t brs, int64_t bcs,
+                               float beta, float *C, int64_t ldc, const float *bias, float *abuf, float *bbuf) {
+    int64_t r, c, jc, pc, ic, jr, ir, kb = (K + GPUDL__KC - 1) / GPUDL__KC, kstep = (K + kb - 1) / kb;
+    for (r = 0; r < M; r++) {   /* C = beta * C (beta 0 overwrites: NaN in C does not leak) + bias */
+        float *crow = C + r * ldc;
+        if (beta == 0.0f) {
+            if (bias) memcpy(crow, bias, sizeof(float) * (size_t)N);
+            else memset(crow, 0, sizeof(float) * (size_t)N);
+        } else {
+            if (beta != 1.0f) for (c = 0; c < N; c++) crow[c] *= beta;
+            if (bias) for (c = 0; c < N; c++) crow[c] += bias[c];
+        }
+    }
+    for (jc = 0; jc < N; jc += GPUDL__NC) {
+        int64_t nc = GPUDL__MIN((int64_t)GPUDL__NC, N - jc);
+        for (pc = 0; pc < K; pc += kstep) {
+            int64_t kc = GPUDL__MIN(kstep, K - pc);
+            for (jr = 0; jr < nc; jr += uk->nr)
+                gpudl__pack_b(kc, GPUDL__MIN((int64_t)uk->nr, nc - jr), B + pc * brs + (jc + jr) * bcs, brs, bcs,
+                              uk->nr, bbuf + jr * kc);
+            for (ic = 0; ic < M; ic += GPUDL__MC) {
+                int64_t mc = GPUDL__MIN((int64_t)GPUDL__MC, M - ic);
+                gpudl__pack_a(mc, kc, A + ic * ars + pc * acs, ars, acs, uk->mr, abuf);
+                for (jr = 0; jr < nc; jr += uk->nr)
+                    for (ir = 0; ir < mc; ir += uk->mr)
+                        uk->fn(kc, abuf + ir * kc, bbuf + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
+                               (int)GPUDL__MIN((int64_t)uk->mr, mc - ir), (int)GPUDL__MIN((int64_t)uk->nr, nc - jr));
+            }
+        }
+    }
+}
+
+/* The same as gpudl__sgemm, plus bias (N) added to every row when not NULL:
+   it is folded into the pass that prepares C, so a linear layer's bias
+   costs nothing.
+
+   Threads: C is cut into a pm x pn grid of blocks, one per thread, each
+   computed start to finish by gpudl__sgemm_block. There is no barrier
+   inside the product and no packed panel shared between cores; the price
+   is that each of the pn column groups packs its rows of A and each of the
+   pm row groups packs its columns of B, so the grid minimises
+   pn * M + pm * N. (The earlier design shared each packed B block among
+   all threads: two barriers per K block, which under OMP_WAIT_POLICY=passive
+   are two sleeps and wake-ups.) */
 static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, int64_t K, float alpha,
                                       const float *A, int64_t ars, int64_t acs, const float *B, int64_t brs, int64_t bcs,
                                       float beta, float *C, int64_t ldc, const float *bias) {
     gpudl__ukernel uk;
-    float *bbuf, *abuf;
-    int64_t i, j, p, tasks;
-    (void)tasks;   /* only read by the OpenMP if() clause */
+    float *buf;
+    size_t asz, bsz;
+    int64_t i, j, p, mu, nu;
+    int pm = 1, pn = 1, q;
+    double best = -1.0;
 #ifdef GPUDL_CBLAS
     if (!bias && (acs == 1 || ars == 1) && (bcs == 1 || brs == 1)) {
         cblas_sgemm(CblasRowMajor, acs == 1 ? CblasNoTrans : CblasTrans, bcs == 1 ? CblasNoTrans : CblasTrans,
@@ -2204,67 +2253,40 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
         return GPUDL_OK;
     }
     uk = gpudl__pick_ukernel();
-    bbuf = (float *)GPUDL_MALLOC(sizeof(float) * GPUDL__KC * (size_t)(GPUDL__MIN(N, GPUDL__NC) + uk.nr));
-    abuf = (float *)GPUDL_MALLOC(sizeof(float) * GPUDL__KC * (GPUDL__MC + uk.mr) * (size_t)nt);
-    if (!bbuf || !abuf) {
+    mu = (M + uk.mr - 1) / uk.mr;
+    nu = (N + uk.nr - 1) / uk.nr;
+    if (M * N * K < 96 * 96 * 96) nt = 1;   /* a region costs more than the work */
+    for (; nt > 1 && best < 0.0; nt--)      /* the most threads that the tiles allow */
+        for (q = 1; q <= nt; q++) {         /* q row groups x nt/q column groups, none empty */
+            double cost;
+            if (nt % q || q > mu || nt / q > nu) continue;
+            cost = (double)(nt / q) * (double)M + (double)q * (double)N;
+            if (best < 0.0 || cost < best) { best = cost; pm = q; pn = nt / q; }
+        }
+    asz = (size_t)GPUDL__KC * (GPUDL__MC + uk.mr);
+    bsz = (size_t)GPUDL__KC * (size_t)(GPUDL__MIN((nu + pn - 1) / pn * uk.nr, (int64_t)GPUDL__NC) + uk.nr);
+    buf = (float *)GPUDL_MALLOC(sizeof(float) * (asz + bsz) * (size_t)(pm * pn));
+    if (!buf) {
         gpudl_status s;
-        GPUDL_FREE(bbuf); GPUDL_FREE(abuf);
         GPUDL__OMP(omp critical(gpudl__error))
-        s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "sgemm: packing buffers (%d threads) could not be allocated", nt);
+        s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "sgemm: packing buffers (%d threads) could not be allocated", pm * pn);
         return s;
     }
-    tasks = ((M + GPUDL__MC - 1) / GPUDL__MC) * ((GPUDL__MIN(N, GPUDL__NC) + GPUDL__NB - 1) / GPUDL__NB);
-    /* One parallel region per call: the threads share each packed B block
-       (a barrier before it is refilled) and take (MC x NB) tasks of C. */
-    GPUDL__OMP(omp parallel num_threads(nt) if (nt > 1 && tasks > 1))
+    GPUDL__OMP(omp parallel num_threads(pm * pn) if (pm * pn > 1))
     {
-        int tid = 0;
-        int64_t jc, pc, r, c;
-        float *ab;
+        int t = 0;
+        int64_t m0, m1, n0, n1;
 #ifdef _OPENMP
-        tid = omp_get_thread_num();
+        t = omp_get_thread_num();
 #endif
-        ab = abuf + (size_t)tid * GPUDL__KC * (GPUDL__MC + uk.mr);
-        GPUDL__OMP(omp for schedule(static))
-        for (r = 0; r < M; r++) {   /* C = beta * C (beta 0 overwrites) + bias */
-            float *crow = C + r * ldc;
-            if (beta == 0.0f) {
-                if (bias) memcpy(crow, bias, sizeof(float) * (size_t)N);
-                else for (c = 0; c < N; c++) crow[c] = 0.0f;
-            } else {
-                if (beta != 1.0f) for (c = 0; c < N; c++) crow[c] *= beta;
-                if (bias) for (c = 0; c < N; c++) crow[c] += bias[c];
-            }
-        }
-        for (jc = 0; jc < N; jc += GPUDL__NC) {
-            int64_t nc = GPUDL__MIN((int64_t)GPUDL__NC, N - jc);
-            int64_t npan = (nc + uk.nr - 1) / uk.nr, mblocks = (M + GPUDL__MC - 1) / GPUDL__MC;
-            int64_t nblocks = (nc + GPUDL__NB - 1) / GPUDL__NB;
-            for (pc = 0; pc < K; pc += GPUDL__KC) {
-                int64_t kc = GPUDL__MIN((int64_t)GPUDL__KC, K - pc), packed = -1, q, task;
-                const float *Bp = B + pc * brs + jc * bcs;
-                GPUDL__OMP(omp for schedule(static))
-                for (q = 0; q < npan; q++)
-                    gpudl__pack_b(kc, GPUDL__MIN((int64_t)uk.nr, nc - q * uk.nr), Bp + q * uk.nr * bcs, brs, bcs,
-                                  uk.nr, bbuf + q * uk.nr * kc);
-                GPUDL__OMP(omp for schedule(dynamic))
-                for (task = 0; task < mblocks * nblocks; task++) {
-                    int64_t ic = (task / nblocks) * GPUDL__MC, jb = (task % nblocks) * GPUDL__NB;
-                    int64_t mc = GPUDL__MIN((int64_t)GPUDL__MC, M - ic), jr, ir, jend = GPUDL__MIN(nc, jb + GPUDL__NB);
-                    if (packed != ic) {
-                        gpudl__pack_a(mc, kc, A + ic * ars + pc * acs, ars, acs, uk.mr, ab);
-                        packed = ic;
-                    }
-                    for (jr = jb; jr < jend; jr += uk.nr)
-                        for (ir = 0; ir < mc; ir += uk.mr)
-                            uk.fn(kc, ab + ir * kc, bbuf + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
-                                  (int)GPUDL__MIN((int64_t)uk.mr, mc - ir), (int)GPUDL__MIN((int64_t)uk.nr, nc - jr));
-                }
-            }
-        }
+        m0 = mu * (t / pn) / pm * uk.mr; m1 = GPUDL__MIN(M, mu * (t / pn + 1) / pm * uk.mr);
+        n0 = nu * (t % pn) / pn * uk.nr; n1 = GPUDL__MIN(N, nu * (t % pn + 1) / pn * uk.nr);
+        if (m1 > m0 && n1 > n0)
+            gpudl__sgemm_block(&uk, m1 - m0, n1 - n0, K, alpha, A + m0 * ars, ars, acs, B + n0 * bcs, brs, bcs, beta,
+                               C + m0 * ldc + n0, ldc, bias ? bias + n0 : NULL, buf + (size_t)t * (asz + bsz),
+                               buf + (size_t)t * (asz + bsz) + asz);
     }
-    GPUDL_FREE(bbuf);
-    GPUDL_FREE(abuf);
+    GPUDL_FREE(buf);
     return GPUDL_OK;
 }
 
