@@ -1167,6 +1167,20 @@ int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_des
 #define GPUDL__EACH(i, n, cond, BODY) do { int64_t gpudl__m_ = (n) & ~(int64_t)15; \
     GPUDL__PAR_SIMD(cond) for (i = 0; i < gpudl__m_; i++) { BODY; } \
     for (i = gpudl__m_; i < (n); i++) { BODY; } } while (0)
+
+/* 1.0f where x > 0, else lo, built from the comparison's bits. The same value
+   as gpudl_relu_df / gpudl_leaky_df, but gcc keeps those as a branch around
+   a multiply (a multiply may trap, so without -fno-trapping-math it is not
+   if-converted), and such loops stay scalar: ReLU backward of 1M floats
+   took 2.1 ms; this one vectorises. */
+static inline float gpudl__pos_or(float x, float lo) {
+    uint32_t m = (uint32_t)-(int32_t)(x > 0.0f), l, r;
+    float f;
+    memcpy(&l, &lo, sizeof l);
+    r = (0x3f800000u & m) | (l & ~m);
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
 #ifdef GPUDL_CBLAS
 #  include <cblas.h>
 #endif
@@ -2734,7 +2748,7 @@ GPUDL__DEF gpudl_status gpudl_act_forward(gpudl_ctx *ctx, gpudl_act act, float a
     /* one loop per kind, each a plain loop the compiler vectorises */
     switch (act) {
     case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_relu_f(xs[i])); break;
-    case GPUDL_ACT_LEAKY_RELU: GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_leaky_f(xs[i], alpha)); break;
+    case GPUDL_ACT_LEAKY_RELU: GPUDL__EACH(i, n, n > 65536, ys[i] = xs[i] * gpudl__pos_or(xs[i], alpha)); break;
     case GPUDL_ACT_GELU:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_gelu_f(xs[i])); break;
     case GPUDL_ACT_TANH:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_tanh_f(xs[i])); break;
     default:                   GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_sigmoid_f(xs[i])); break;
@@ -2776,8 +2790,8 @@ GPUDL__DEF gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float 
     }
     dxs = (float *)dx->data; dys = (const float *)dy->data; xs = (const float *)x->data; yv = (const float *)y->data;
     switch (act) {
-    case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_relu_df(xs[i])); break;
-    case GPUDL_ACT_LEAKY_RELU: GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_leaky_df(xs[i], alpha)); break;
+    case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__pos_or(xs[i], 0.0f)); break;
+    case GPUDL_ACT_LEAKY_RELU: GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__pos_or(xs[i], alpha)); break;
     case GPUDL_ACT_GELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_gelu_df(xs[i])); break;
     case GPUDL_ACT_TANH:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_tanh_df(yv[i])); break;
     default:                   GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_sigmoid_df(yv[i])); break;
