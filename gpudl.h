@@ -2184,6 +2184,21 @@ static int gpudl__num_threads(const gpudl_ctx *ctx) {
 #endif
 }
 
+/* This thread's number in the current team, and whether we are inside a
+   parallel region already (then helpers must not open one: a nested team
+   costs fresh threads on every call, see gpudl__cpu_matmul). */
+static int gpudl__tid(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+#ifdef _OPENMP   /* only named inside OpenMP pragmas */
+static int gpudl__in_parallel(void) { return omp_in_parallel(); }
+#endif
+
 /* C (M,N; row stride ldc) = alpha * op(A) op(B) + beta * C, all FP32, on
    nt threads (1: no OpenMP region at all, for callers that are already
    parallel). */
@@ -2297,13 +2312,15 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
         s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "sgemm: packing buffers (%d threads) could not be allocated", pm * pn);
         return s;
     }
-    GPUDL__OMP(omp parallel num_threads(pm * pn) if (pm * pn > 1))
+    if (pm * pn == 1) {   /* no region at all: callers may be inside their own */
+        gpudl__sgemm_block(&uk, M, N, K, alpha, A, ars, acs, B, brs, bcs, beta, C, ldc, bias, buf, buf + asz);
+        GPUDL_FREE(buf);
+        return GPUDL_OK;
+    }
+    GPUDL__OMP(omp parallel num_threads(pm * pn))
     {
-        int t = 0;
+        int t = gpudl__tid();
         int64_t m0, m1, n0, n1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
         m0 = mu * (t / pn) / pm * uk.mr; m1 = GPUDL__MIN(M, mu * (t / pn + 1) / pm * uk.mr);
         n0 = nu * (t % pn) / pn * uk.nr; n1 = GPUDL__MIN(N, nu * (t % pn + 1) / pn * uk.nr);
         if (m1 > m0 && n1 > n0)
@@ -3161,7 +3178,7 @@ static void gpudl__valid_range(int64_t off, int64_t stride, int64_t W, int64_t W
 /* col (C*kh*kw, N*Ho*Wo) from x (N,C,H,W); zero outside the image. */
 static void gpudl__im2col(const gpudl__convg *g, const float *x, float *col) {
     int64_t P = g->Ho * g->Wo, NP = g->N * P, rows = g->C * g->kh * g->kw, r;
-    GPUDL__OMP(omp parallel for if (rows * NP > 65536))
+    GPUDL__OMP(omp parallel for if (rows * NP > 65536 && !gpudl__in_parallel()))
     for (r = 0; r < rows; r++) {
         int64_t c = r / (g->kh * g->kw), i = (r / g->kw) % g->kh, j = r % g->kw, n, oh, ow, lo, hi;
         int64_t woff = j * g->dw - g->pw;
@@ -3187,7 +3204,7 @@ static void gpudl__im2col(const gpudl__convg *g, const float *x, float *col) {
    One thread per (n, c) plane: no two threads write the same element. */
 static void gpudl__col2im(const gpudl__convg *g, const float *col, float *dx) {
     int64_t P = g->Ho * g->Wo, NP = g->N * P, plane;
-    GPUDL__OMP(omp parallel for if (g->N * g->C * g->H * g->W > 16384))
+    GPUDL__OMP(omp parallel for if (g->N * g->C * g->H * g->W > 16384 && !gpudl__in_parallel()))
     for (plane = 0; plane < g->N * g->C; plane++) {
         int64_t n = plane / g->C, c = plane % g->C, i, j, oh, ow, lo, hi;
         float *xp = dx + plane * g->H * g->W;
@@ -3306,6 +3323,7 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
     gpudl__convg g;
     int64_t P, NP, CKK, n, o;
     float *col, *yt;
+    int nt;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__conv_check(ctx, y, x, w, b, desc, &g));
     P = g.Ho * g.Wo; NP = g.N * P; CKK = g.C * g.kh * g.kw;
@@ -3337,6 +3355,35 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
         yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0); ww = gpudl__widen(&W, w, 0); bw = gpudl__widen(&W, b, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_conv2d_forward(ctx, yw, xw, ww, bw, desc));
     }
+    nt = gpudl__num_threads(ctx);
+    if (g.N >= nt) {
+        /* One image at a time per thread: its columns (CKK x P floats) stay
+           in cache from im2col to the GEMM, which writes y's (O, P) plane
+           in place. The whole-batch path below streams CKK x N*P floats
+           through memory three times and transposes the result; for the
+           demo CNN's second convolution that is 40 MB per step. */
+        gpudl__convg g1 = g;
+        int fails = 0;
+        g1.N = 1;
+        GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(CKK * P) * (size_t)nt, (void **)&col));
+        GPUDL__OMP(omp parallel for num_threads(nt) schedule(static) reduction(+:fails) if (nt > 1))
+        for (n = 0; n < g.N; n++) {
+            float *ct = col + (size_t)gpudl__tid() * (size_t)(CKK * P), *yn = (float *)y->data + n * g.O * P;
+            gpudl__im2col(&g1, (const float *)x->data + n * g.C * g.H * g.W, ct);
+            if (fails || gpudl__sgemm(ctx, 1, g.O, P, CKK, 1.0f, (const float *)w->data, CKK, 1, ct, P, 1, 0.0f, yn, P)) {
+                fails++;
+                continue;
+            }
+            if (b) {
+                int64_t oo, p;   /* declared here: private to the thread */
+                for (oo = 0; oo < g.O; oo++) {
+                    float bias = ((const float *)b->data)[oo], *row = yn + oo * P;
+                    for (p = 0; p < P; p++) row[p] += bias;
+                }
+            }
+        }
+        return fails ? GPUDL_ERR_OOM : GPUDL_OK;   /* the only way sgemm fails; the message is recorded */
+    }
     GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(CKK * NP + g.O * NP), (void **)&col));
     yt = col + CKK * NP;
     gpudl__im2col(&g, (const float *)x->data, col);
@@ -3359,6 +3406,7 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     gpudl__convg g;
     int64_t P, NP, CKK, n, o;
     float *col, *dyt;
+    int nt;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__conv_check(ctx, dy, x, w, NULL, desc, &g));
     if (dx) GPUDL__TRY(gpudl__check_dt(ctx, dx, "dx", x->dtype));
@@ -3417,6 +3465,47 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
         gpudl__wide_begin(&W, ctx);
         dxw = gpudl__widen(&W, dx, 1); dyw = gpudl__widen(&W, dy, 0); xw = gpudl__widen(&W, x, 0); ww = gpudl__widen(&W, w, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_conv2d_backward(ctx, dxw, dw, NULL, dyw, xw, ww, desc));
+    }
+    nt = gpudl__num_threads(ctx);
+    if (g.N >= nt) {
+        /* One image at a time per thread, as in the forward: dw gathers
+           into a partial per thread (static schedule: the same images, so
+           the same bits, on every run with this thread count), added to dw
+           in thread order at the end. */
+        gpudl__convg g1 = g;
+        int fails = 0, t;
+        size_t per = (size_t)(CKK * P) + (dw ? (size_t)(g.O * CKK) : 0);
+        g1.N = 1;
+        GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * per * (size_t)nt, (void **)&col));
+        GPUDL__OMP(omp parallel num_threads(nt) reduction(+:fails) if (nt > 1))
+        {
+            float *ct = col + (size_t)gpudl__tid() * per, *pw = ct + CKK * P;
+            if (dw) memset(pw, 0, sizeof(float) * (size_t)(g.O * CKK));
+            GPUDL__OMP(omp for schedule(static))
+            for (n = 0; n < g.N; n++) {
+                const float *dyn = (const float *)dy->data + n * g.O * P;
+                if (fails) continue;
+                if (dw) {   /* pw (O, CKK) += dy_n (O, P) @ col_n^T */
+                    gpudl__im2col(&g1, (const float *)x->data + n * g.C * g.H * g.W, ct);
+                    if (gpudl__sgemm(ctx, 1, g.O, CKK, P, 1.0f, dyn, P, 1, ct, 1, P, 1.0f, pw, CKK)) { fails++; continue; }
+                }
+                if (dx) {   /* dcol_n (CKK, P) = w^T @ dy_n, folded back onto dx_n */
+                    if (gpudl__sgemm(ctx, 1, CKK, P, g.O, 1.0f, (const float *)w->data, 1, CKK, dyn, P, 1, 0.0f, ct, P)) {
+                        fails++;
+                        continue;
+                    }
+                    gpudl__col2im(&g1, ct, (float *)dx->data + n * g.C * g.H * g.W);
+                }
+            }
+        }
+        if (fails) return GPUDL_ERR_OOM;   /* the only way sgemm fails; the message is recorded */
+        if (dw)
+            for (t = 0; t < nt; t++) {
+                const float *pw = col + (size_t)t * per + CKK * P;
+                float *d = (float *)dw->data;
+                GPUDL__EACH(n, g.O * CKK, 0, d[n] += pw[n]);
+            }
+        return GPUDL_OK;
     }
     GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(CKK * NP + g.O * NP), (void **)&col));
     dyt = col + CKK * NP;

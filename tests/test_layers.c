@@ -252,9 +252,24 @@ static void conv_ref(const conv_case *q, const float *x, const float *w, const f
                 }
 }
 
+/* A CPU context with its own thread count (1: every batch takes the
+   one-image-per-thread convolution path; 5: these small batches take the
+   whole-batch path). */
+static gpudl_ctx *cpu_ctx_threads(int nt) {
+    gpudl_ctx *ctx;
+    gpudl_ctx_desc d;
+    memset(&d, 0, sizeof d);
+    d.device = GPUDL_DEVICE_CPU;
+    d.num_threads = nt;
+    GPUDL_CHECK(gpudl_ctx_create(&d, &ctx));
+    return ctx;
+}
+
 static void test_conv2d(void) {
-    gpudl_ctx *c = cpu_ctx();
-    size_t s;
+    gpudl_ctx *c = cpu_ctx(), *ctxs[3];
+    size_t s, k;
+    ctxs[0] = c; ctxs[1] = cpu_ctx_threads(1); ctxs[2] = cpu_ctx_threads(5);
+    for (k = 0; k < 3; k++)
     for (s = 0; s < sizeof conv_cases / sizeof conv_cases[0]; s++) {
         const conv_case *q = &conv_cases[s];
         int64_t Ho = (q->H + 2 * q->ph - q->dh * (q->kh - 1) - 1) / q->sh + 1, Wo = (q->W + 2 * q->pw - q->dw * (q->kw - 1) - 1) / q->sw + 1;
@@ -268,18 +283,20 @@ static void test_conv2d(void) {
         d.stride_h = q->sh; d.stride_w = q->sw; d.pad_h = q->ph; d.pad_w = q->pw; d.dil_h = q->dh; d.dil_w = q->dw;
         for (i = 0; i < nw; i++) rdw[i] = F(&dw)[i];
         for (i = 0; i < q->O; i++) rdb[i] = F(&db)[i];
-        CHECK_OK(gpudl_conv2d_forward(c, &y, &x, &w, &b, &d));
-        CHECK_OK(gpudl_conv2d_backward(c, &dx, &dw, &db, &dy, &x, &w, &d));
+        CHECK_OK(gpudl_conv2d_forward(ctxs[k], &y, &x, &w, &b, &d));
+        CHECK_OK(gpudl_conv2d_backward(ctxs[k], &dx, &dw, &db, &dy, &x, &w, &d));
         conv_ref(q, F(&x), F(&w), F(&b), F(&dy), Ho, Wo, ry, rdx, rdw, rdb);
         /* FP32 sums of K terms: error grows like sqrt(K) */
-        CHECKF(rel_err(F(&y), ry, ny, 1.0) < 1e-6 * sqrt((double)(q->C * q->kh * q->kw)) + 1e-6, "conv case %zu forward: %g", s, rel_err(F(&y), ry, ny, 1.0));
-        CHECKF(rel_err(F(&dx), rdx, nx, 1.0) < 1e-6 * sqrt((double)(q->O * q->kh * q->kw)) + 1e-6, "conv case %zu dx: %g", s, rel_err(F(&dx), rdx, nx, 1.0));
-        CHECKF(rel_err(F(&dw), rdw, nw, 1.0) < 1e-6 * sqrt((double)(q->N * Ho * Wo)) + 1e-6, "conv case %zu dw: %g", s, rel_err(F(&dw), rdw, nw, 1.0));
-        CHECKF(rel_err(F(&db), rdb, q->O, 1.0) < 1e-6 * sqrt((double)(q->N * Ho * Wo)) + 1e-6, "conv case %zu db", s);
+        CHECKF(rel_err(F(&y), ry, ny, 1.0) < 1e-6 * sqrt((double)(q->C * q->kh * q->kw)) + 1e-6, "conv case %zu (%zu) forward: %g", s, k, rel_err(F(&y), ry, ny, 1.0));
+        CHECKF(rel_err(F(&dx), rdx, nx, 1.0) < 1e-6 * sqrt((double)(q->O * q->kh * q->kw)) + 1e-6, "conv case %zu (%zu) dx: %g", s, k, rel_err(F(&dx), rdx, nx, 1.0));
+        CHECKF(rel_err(F(&dw), rdw, nw, 1.0) < 1e-6 * sqrt((double)(q->N * Ho * Wo)) + 1e-6, "conv case %zu (%zu) dw: %g", s, k, rel_err(F(&dw), rdw, nw, 1.0));
+        CHECKF(rel_err(F(&db), rdb, q->O, 1.0) < 1e-6 * sqrt((double)(q->N * Ho * Wo)) + 1e-6, "conv case %zu (%zu) db", s, k);
         free(ry); free(rdx); free(rdw); free(rdb);
         gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &w); gpudl_tensor_free(c, &b); gpudl_tensor_free(c, &y);
         gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx); gpudl_tensor_free(c, &dw); gpudl_tensor_free(c, &db);
     }
+    gpudl_ctx_destroy(ctxs[1]);
+    gpudl_ctx_destroy(ctxs[2]);
     {
         int64_t xs[4] = {1, 3, 5, 5}, ws[4] = {2, 4, 3, 3}, ys[4] = {1, 2, 3, 3};
         gpudl_tensor x = rnd(4, xs, -1, 1), w = rnd(4, ws, -1, 1), y = mk(c, GPUDL_F32, 4, ys);
