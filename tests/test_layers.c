@@ -352,6 +352,46 @@ static void test_pool2d(void) {
     }
 }
 
+/* The 2x2 / stride 2 CPU fast path against the general path, bit for bit,
+   on ties (the first maximum wins), NaN (wins), -0.0 (avg sums from +0.0,
+   backward adds onto +0.0). A 3-row input takes the general path (H is not
+   2 Ho) and its first two rows are the same windows. */
+static void test_pool2d_2x2_special(void) {
+    static const float plane[8] = {1.0f, 1.0f, -0.0f, NAN, 0.5f, 1.0f, 2.0f, NAN};
+    static const float dyv[2] = {-0.0f, 3.0f};
+    gpudl_ctx *c = cpu_ctx();
+    int kind;
+    for (kind = GPUDL_POOL_MAX; kind <= GPUDL_POOL_AVG; kind++) {
+        int64_t x2s[4] = {1, 1, 2, 4}, x3s[4] = {1, 1, 3, 4}, ys[4] = {1, 1, 1, 2};
+        gpudl_tensor x2 = mk(c, GPUDL_F32, 4, x2s), x3 = mk(c, GPUDL_F32, 4, x3s), y2 = mk(c, GPUDL_F32, 4, ys);
+        gpudl_tensor y3 = mk(c, GPUDL_F32, 4, ys), dy = mk(c, GPUDL_F32, 4, ys), dx2 = mk(c, GPUDL_F32, 4, x2s);
+        gpudl_tensor dx3 = mk(c, GPUDL_F32, 4, x3s);
+        gpudl_pool2d_desc d;
+        float *a = F(&x2), *b = F(&x3);
+        int i;
+        for (i = 0; i < 8; i++) a[i] = b[i] = kind == GPUDL_POOL_MAX ? plane[i] : (i % 4 < 2 ? -0.0f : (float)i);
+        for (i = 8; i < 12; i++) b[i] = 100.0f;   /* the general path's unused third row */
+        F(&dy)[0] = dyv[0]; F(&dy)[1] = dyv[1];
+        memset(&d, 0, sizeof d);
+        d.kind = (gpudl_pool)kind; d.k_h = d.k_w = 2; d.stride_h = d.stride_w = 2;
+        CHECK_OK(gpudl_pool2d_forward(c, &y2, &x2, &d));
+        CHECK_OK(gpudl_pool2d_forward(c, &y3, &x3, &d));
+        CHECK_OK(gpudl_pool2d_backward(c, &dx2, &dy, &x2, &d));
+        CHECK_OK(gpudl_pool2d_backward(c, &dx3, &dy, &x3, &d));
+        CHECKF(!memcmp(F(&y2), F(&y3), 2 * sizeof(float)), "pool kind %d forward: %g %g vs %g %g", kind,
+               (double)F(&y2)[0], (double)F(&y2)[1], (double)F(&y3)[0], (double)F(&y3)[1]);
+        CHECKF(!memcmp(F(&dx2), F(&dx3), 8 * sizeof(float)), "pool kind %d backward differs from the general path", kind);
+        if (kind == GPUDL_POOL_MAX) {
+            CHECKF(F(&y2)[0] == 1.0f && isnan(F(&y2)[1]), "max: %g %g", (double)F(&y2)[0], (double)F(&y2)[1]);
+            CHECKF(F(&dx2)[3] == 3.0f && F(&dx2)[7] == 0.0f && !signbit(F(&dx2)[0]), "max backward: first NaN, +0 from -0");
+        } else {
+            CHECKF(F(&y2)[0] == 0.0f && !signbit(F(&y2)[0]), "avg of -0s: %g", (double)F(&y2)[0]);
+        }
+        gpudl_tensor_free(c, &x2); gpudl_tensor_free(c, &x3); gpudl_tensor_free(c, &y2); gpudl_tensor_free(c, &y3);
+        gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx2); gpudl_tensor_free(c, &dx3);
+    }
+}
+
 /* >>batchnorm ------------------------------------------------------------- */
 
 static void test_batchnorm(void) {
@@ -1893,6 +1933,7 @@ static const test_case tests[] = {
     {"mse", test_mse},
     {"conv2d", test_conv2d},
     {"pool2d", test_pool2d},
+    {"pool2d_2x2_special", test_pool2d_2x2_special},
     {"batchnorm", test_batchnorm},
     {"dropout", test_dropout},
     {"gradcheck_every_layer", test_gradcheck_layers},
