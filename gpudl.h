@@ -2031,7 +2031,7 @@ GPUDL__DEF gpudl_status gpudl_tensor_item(gpudl_ctx *ctx, const gpudl_tensor *t,
    only other strides. Threads take whole blocks of C (gpudl__sgemm_bias). */
 
 #define GPUDL__KC 256
-#define GPUDL__MC 84      /* multiple of every MR below (4, 6, 14) */
+#define GPUDL__MC 84      /* multiple of the MRs below (4, 6, 14; the 8-row kernel only runs for M <= 72) */
 #define GPUDL__NC 1024    /* columns of B packed at once per thread (1 MiB at KC) */
 
 typedef void (*gpudl__ukernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
@@ -2109,6 +2109,24 @@ static void gpudl__uk_avx512(int64_t kc, const float *a, const float *b, float *
     GPUDL__AVX512_OUT(5) GPUDL__AVX512_OUT(6) GPUDL__AVX512_OUT(7) GPUDL__AVX512_OUT(8) GPUDL__AVX512_OUT(9)
     GPUDL__AVX512_OUT(10) GPUDL__AVX512_OUT(11) GPUDL__AVX512_OUT(12) GPUDL__AVX512_OUT(13)
 }
+/* AVX-512, 8 x 32 (16 accumulators): for products with few rows, where
+   14-row panels would compute mostly padding (see gpudl__fit_ukernel). */
+__attribute__((target("avx512f")))
+static void gpudl__uk_avx512_8(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int m, int n) {
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    __m512 c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00, b0, b1, av, al;
+    float t[32];
+    int64_t k;
+    int j;
+    for (k = 0; k < kc; k++, a += 8, b += 32) {
+        b0 = _mm512_loadu_ps(b); b1 = _mm512_loadu_ps(b + 16);
+        GPUDL__AVX512_ROW(0) GPUDL__AVX512_ROW(1) GPUDL__AVX512_ROW(2) GPUDL__AVX512_ROW(3)
+        GPUDL__AVX512_ROW(4) GPUDL__AVX512_ROW(5) GPUDL__AVX512_ROW(6) GPUDL__AVX512_ROW(7)
+    }
+    al = _mm512_set1_ps(alpha);
+    GPUDL__AVX512_OUT(0) GPUDL__AVX512_OUT(1) GPUDL__AVX512_OUT(2) GPUDL__AVX512_OUT(3)
+    GPUDL__AVX512_OUT(4) GPUDL__AVX512_OUT(5) GPUDL__AVX512_OUT(6) GPUDL__AVX512_OUT(7)
+}
 #endif /* GPUDL__X86_SIMD */
 
 typedef struct gpudl__ukernel { int mr, nr; gpudl__ukernel_fn fn; const char *name; } gpudl__ukernel;
@@ -2127,6 +2145,21 @@ static gpudl__ukernel gpudl__pick_ukernel(void) {
     }
 #endif
     return k;
+}
+
+/* For few rows the 14 x 32 kernel computes mostly padding (32 rows: 42
+   computed); 8 x 32 is ~12% slower per FMA but pads less. It takes over
+   when 14-row panels would pad over 15% more rows: the convolutions' per-
+   image products (16 or 32 output channels) run 1.13-1.28x faster. */
+static void gpudl__fit_ukernel(gpudl__ukernel *k, int64_t M) {
+#ifdef GPUDL__X86_SIMD
+    if (k->fn == gpudl__uk_avx512 && 1.15 * (double)((M + 7) / 8 * 8) < (double)((M + 13) / 14 * 14)) {
+        k->mr = 8;
+        k->fn = gpudl__uk_avx512_8;
+    }
+#else
+    (void)k; (void)M;
+#endif
 }
 
 /* Packs op(A)[0:mc, 0:kc] into panels of mr rows, zero-padded: panel p holds
@@ -2293,6 +2326,7 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
         return GPUDL_OK;
     }
     uk = gpudl__pick_ukernel();
+    gpudl__fit_ukernel(&uk, M);
     mu = (M + uk.mr - 1) / uk.mr;
     nu = (N + uk.nr - 1) / uk.nr;
     if (M * N * K < 96 * 96 * 96) nt = 1;   /* a region costs more than the work */
