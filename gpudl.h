@@ -2307,11 +2307,24 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
     int pm = 1, pn = 1, q;
     double best = -1.0;
 #ifdef GPUDL_CBLAS
-    if (!bias && (acs == 1 || ars == 1) && (bcs == 1 || brs == 1)) {
-        cblas_sgemm(CblasRowMajor, acs == 1 ? CblasNoTrans : CblasTrans, bcs == 1 ? CblasNoTrans : CblasTrans,
-                    (int)M, (int)N, (int)K, alpha, A, (int)(acs == 1 ? ars : acs), B, (int)(bcs == 1 ? brs : bcs),
-                    beta, C, (int)ldc);
-        return GPUDL_OK;
+    {   /* op(A) is row-major (M,K) when acs == 1, stored (K,M) when ars == 1; a
+           dimension of 1 leaves its stride free, so the leading dimension comes
+           from the other one. Not from inside our own threads: a CBLAS brings
+           its own. */
+        int an = acs == 1 && (M == 1 || ars >= K), at = !an && ars == 1 && (K == 1 || acs >= M);
+        int bn = bcs == 1 && (K == 1 || brs >= N), bt = !bn && brs == 1 && (N == 1 || bcs >= K);
+        int lda = an ? (int)(M == 1 ? GPUDL__MAX(K, 1) : ars) : (int)(K == 1 ? GPUDL__MAX(M, 1) : acs);
+        int ldb = bn ? (int)(K == 1 ? GPUDL__MAX(N, 1) : brs) : (int)(N == 1 ? GPUDL__MAX(K, 1) : bcs);
+#  ifdef _OPENMP
+        int inside = gpudl__in_parallel();
+#  else
+        int inside = 0;
+#  endif
+        if (!bias && !inside && (an || at) && (bn || bt)) {
+            cblas_sgemm(CblasRowMajor, an ? CblasNoTrans : CblasTrans, bn ? CblasNoTrans : CblasTrans, (int)M, (int)N,
+                        (int)K, alpha, A, lda, B, ldb, beta, C, (int)ldc);
+            return GPUDL_OK;
+        }
     }
 #endif
     if (M * N * K <= 32 * 32 * 32 || alpha == 0.0f) {   /* tiny: packing would cost more than it saves */

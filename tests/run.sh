@@ -113,6 +113,17 @@ if [ $HAVE_ZLIB = 1 ]; then
 else
     skip idx_gzip_with_zlib "zlib.h not installed (Debian: zlib1g-dev)"
 fi
+HAVE_CBLAS=0
+printf '#include <cblas.h>\nint main(void){return 0;}\n' | $CC -x c - -o $B/cblas_probe -lopenblas >/dev/null 2>&1 && HAVE_CBLAS=1
+if [ $HAVE_CBLAS = 1 ]; then   # the -DGPUDL_CBLAS switch: matmul and the layers through cblas_sgemm
+    check build_with_cblas    $CC -std=c99 -O2 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_CBLAS -fopenmp -o $B/test_cpu_cblas tests/test_gpudl.c -lopenblas -lm
+    [ -x $B/test_cpu_cblas ] && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} run_suite $B/test_cpu_cblas matmul
+    check build_layers_with_cblas $CC -std=c99 -O2 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_CBLAS -fopenmp -o $B/test_layers_cblas tests/test_layers.c -lopenblas -lm
+    [ -x $B/test_layers_cblas ] && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} run_suite $B/test_layers_cblas linear
+    [ -x $B/test_layers_cblas ] && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} run_suite $B/test_layers_cblas conv2d
+else
+    skip matmul_with_cblas "cblas.h / libopenblas not installed (Debian: libopenblas-dev)"
+fi
 if python3 -c 'import safetensors, numpy' >/dev/null 2>&1 && [ -f $B/tmp_good.safetensors ]; then
     check safetensors_library_reads_checkpoint python3 tests/check_safetensors.py $B/tmp_good.safetensors
 else
