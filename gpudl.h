@@ -3619,12 +3619,41 @@ static inline int gpudl__max4_arg(const float *v) {
     return a;
 }
 
+#ifdef GPUDL__X86_SIMD
+/* SSE2 (every x86-64), four windows at a time: the windows' 4 values as
+   even/odd lanes of two rows, and the sequential first-maximum / NaN-wins
+   choice as masks. sel[k] is all ones in the lanes whose maximum is v[k]. */
+static inline void gpudl__max4_sse(const float *r0, const float *r1, __m128 *m, __m128 sel[4]) {
+    __m128 a = _mm_loadu_ps(r0), b = _mm_loadu_ps(r0 + 4), c = _mm_loadu_ps(r1), d = _mm_loadu_ps(r1 + 4), v[4];
+    int k, j;
+    v[0] = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); v[1] = _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    v[2] = _mm_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0)); v[3] = _mm_shuffle_ps(c, d, _MM_SHUFFLE(3, 1, 3, 1));
+    *m = v[0];
+    sel[0] = _mm_castsi128_ps(_mm_set1_epi32(-1));
+    for (k = 1; k < 4; k++) {
+        __m128 t = _mm_or_ps(_mm_cmpgt_ps(v[k], *m), _mm_and_ps(_mm_cmpunord_ps(v[k], v[k]), _mm_cmpord_ps(*m, *m)));
+        *m = _mm_or_ps(_mm_and_ps(t, v[k]), _mm_andnot_ps(t, *m));
+        for (j = 0; j < k; j++) sel[j] = _mm_andnot_ps(t, sel[j]);
+        sel[k] = t;
+    }
+}
+#endif
+
 static void gpudl__pool2x2_plane(int kind, const float *xp, float *yp, const gpudl__poolg *g) {
     int64_t oh, ow;
     for (oh = 0; oh < g->Ho; oh++) {
         const float *r0 = xp + 2 * oh * g->W, *r1 = r0 + g->W;
         float *yr = yp + oh * g->Wo;
-        for (ow = 0; ow < g->Wo; ow++) {
+        ow = 0;
+#ifdef GPUDL__X86_SIMD
+        if (kind == GPUDL_POOL_MAX)
+            for (; ow + 4 <= g->Wo; ow += 4) {
+                __m128 m, sel[4];
+                gpudl__max4_sse(r0 + 2 * ow, r1 + 2 * ow, &m, sel);
+                _mm_storeu_ps(yr + ow, m);
+            }
+#endif
+        for (; ow < g->Wo; ow++) {
             float v[4];
             v[0] = r0[2 * ow]; v[1] = r0[2 * ow + 1]; v[2] = r1[2 * ow]; v[3] = r1[2 * ow + 1];
             yr[ow] = kind == GPUDL_POOL_MAX ? v[gpudl__max4_arg(v)] : ((((0.0f + v[0]) + v[1]) + v[2]) + v[3]) / 4.0f;
@@ -3637,7 +3666,19 @@ static void gpudl__pool2x2_plane_bwd(int kind, const float *xp, const float *dyp
     for (oh = 0; oh < g->Ho; oh++) {
         const float *r0 = xp + 2 * oh * g->W, *r1 = r0 + g->W, *dyr = dyp + oh * g->Wo;
         float *d0 = dxp + 2 * oh * g->W, *d1 = d0 + g->W;
-        for (ow = 0; ow < g->Wo; ow++) {
+        ow = 0;
+#ifdef GPUDL__X86_SIMD
+        if (kind == GPUDL_POOL_MAX)
+            for (; ow + 4 <= g->Wo; ow += 4) {
+                __m128 m, sel[4], d = _mm_add_ps(_mm_setzero_ps(), _mm_loadu_ps(dyr + ow)), o[4];
+                int k;
+                gpudl__max4_sse(r0 + 2 * ow, r1 + 2 * ow, &m, sel);
+                for (k = 0; k < 4; k++) o[k] = _mm_and_ps(sel[k], d);
+                _mm_storeu_ps(d0 + 2 * ow, _mm_unpacklo_ps(o[0], o[1])); _mm_storeu_ps(d0 + 2 * ow + 4, _mm_unpackhi_ps(o[0], o[1]));
+                _mm_storeu_ps(d1 + 2 * ow, _mm_unpacklo_ps(o[2], o[3])); _mm_storeu_ps(d1 + 2 * ow + 4, _mm_unpackhi_ps(o[2], o[3]));
+            }
+#endif
+        for (; ow < g->Wo; ow++) {
             float v[4], o[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d = dyr[ow];
             if (kind == GPUDL_POOL_MAX) {
                 v[0] = r0[2 * ow]; v[1] = r0[2 * ow + 1]; v[2] = r1[2 * ow]; v[3] = r1[2 * ow + 1];

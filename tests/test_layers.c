@@ -352,38 +352,46 @@ static void test_pool2d(void) {
     }
 }
 
-/* The 2x2 / stride 2 CPU fast path against the general path, bit for bit,
-   on ties (the first maximum wins), NaN (wins), -0.0 (avg sums from +0.0,
-   backward adds onto +0.0). A 3-row input takes the general path (H is not
-   2 Ho) and its first two rows are the same windows. */
+/* The 2x2 / stride 2 CPU fast path (SIMD for four windows at a time, then
+   scalar) against the general path, bit for bit, on ties (the first maximum
+   wins), NaN (wins), -0.0 (avg sums from +0.0, backward adds onto +0.0).
+   A 3-row input takes the general path (H is not 2 Ho) and its first two
+   rows are the same five windows. */
 static void test_pool2d_2x2_special(void) {
-    static const float plane[8] = {1.0f, 1.0f, -0.0f, NAN, 0.5f, 1.0f, 2.0f, NAN};
-    static const float dyv[2] = {-0.0f, 3.0f};
+    static const float plane[20] = {
+        1.0f, 1.0f, -0.0f, NAN, 3.0f, 2.0f, NAN, 5.0f, -1.0f, -2.0f,    /* windows: tie, NaN, tie, NaN first, tail */
+        0.5f, 1.0f, 2.0f, NAN, 3.0f, 1.0f, NAN, 7.0f, -0.5f, -3.0f};
+    static const float dyv[5] = {-0.0f, 3.0f, 4.0f, 5.0f, 6.0f};
     gpudl_ctx *c = cpu_ctx();
     int kind;
     for (kind = GPUDL_POOL_MAX; kind <= GPUDL_POOL_AVG; kind++) {
-        int64_t x2s[4] = {1, 1, 2, 4}, x3s[4] = {1, 1, 3, 4}, ys[4] = {1, 1, 1, 2};
+        int64_t x2s[4] = {1, 1, 2, 10}, x3s[4] = {1, 1, 3, 10}, ys[4] = {1, 1, 1, 5};
         gpudl_tensor x2 = mk(c, GPUDL_F32, 4, x2s), x3 = mk(c, GPUDL_F32, 4, x3s), y2 = mk(c, GPUDL_F32, 4, ys);
         gpudl_tensor y3 = mk(c, GPUDL_F32, 4, ys), dy = mk(c, GPUDL_F32, 4, ys), dx2 = mk(c, GPUDL_F32, 4, x2s);
         gpudl_tensor dx3 = mk(c, GPUDL_F32, 4, x3s);
         gpudl_pool2d_desc d;
         float *a = F(&x2), *b = F(&x3);
         int i;
-        for (i = 0; i < 8; i++) a[i] = b[i] = kind == GPUDL_POOL_MAX ? plane[i] : (i % 4 < 2 ? -0.0f : (float)i);
-        for (i = 8; i < 12; i++) b[i] = 100.0f;   /* the general path's unused third row */
-        F(&dy)[0] = dyv[0]; F(&dy)[1] = dyv[1];
+        for (i = 0; i < 20; i++) a[i] = b[i] = kind == GPUDL_POOL_MAX ? plane[i] : (i % 10 < 2 ? -0.0f : (float)i);
+        for (i = 20; i < 30; i++) b[i] = 100.0f;   /* the general path's unused third row */
+        for (i = 0; i < 5; i++) F(&dy)[i] = dyv[i];
         memset(&d, 0, sizeof d);
         d.kind = (gpudl_pool)kind; d.k_h = d.k_w = 2; d.stride_h = d.stride_w = 2;
         CHECK_OK(gpudl_pool2d_forward(c, &y2, &x2, &d));
         CHECK_OK(gpudl_pool2d_forward(c, &y3, &x3, &d));
         CHECK_OK(gpudl_pool2d_backward(c, &dx2, &dy, &x2, &d));
         CHECK_OK(gpudl_pool2d_backward(c, &dx3, &dy, &x3, &d));
-        CHECKF(!memcmp(F(&y2), F(&y3), 2 * sizeof(float)), "pool kind %d forward: %g %g vs %g %g", kind,
-               (double)F(&y2)[0], (double)F(&y2)[1], (double)F(&y3)[0], (double)F(&y3)[1]);
-        CHECKF(!memcmp(F(&dx2), F(&dx3), 8 * sizeof(float)), "pool kind %d backward differs from the general path", kind);
+        CHECKF(!memcmp(F(&y2), F(&y3), 5 * sizeof(float)), "pool kind %d forward: %g %g %g %g %g vs %g %g %g %g %g", kind,
+               (double)F(&y2)[0], (double)F(&y2)[1], (double)F(&y2)[2], (double)F(&y2)[3], (double)F(&y2)[4],
+               (double)F(&y3)[0], (double)F(&y3)[1], (double)F(&y3)[2], (double)F(&y3)[3], (double)F(&y3)[4]);
+        CHECKF(!memcmp(F(&dx2), F(&dx3), 20 * sizeof(float)), "pool kind %d backward differs from the general path", kind);
         if (kind == GPUDL_POOL_MAX) {
-            CHECKF(F(&y2)[0] == 1.0f && isnan(F(&y2)[1]), "max: %g %g", (double)F(&y2)[0], (double)F(&y2)[1]);
-            CHECKF(F(&dx2)[3] == 3.0f && F(&dx2)[7] == 0.0f && !signbit(F(&dx2)[0]), "max backward: first NaN, +0 from -0");
+            CHECKF(F(&y2)[0] == 1.0f && isnan(F(&y2)[1]) && F(&y2)[2] == 3.0f && isnan(F(&y2)[3]) && F(&y2)[4] == -0.5f,
+                   "max: %g %g %g %g %g", (double)F(&y2)[0], (double)F(&y2)[1], (double)F(&y2)[2], (double)F(&y2)[3],
+                   (double)F(&y2)[4]);
+            CHECKF(!signbit(F(&dx2)[0]) && F(&dx2)[3] == 3.0f && F(&dx2)[13] == 0.0f && F(&dx2)[4] == 4.0f &&
+                   F(&dx2)[14] == 0.0f && F(&dx2)[6] == 5.0f && F(&dx2)[16] == 0.0f && F(&dx2)[18] == 6.0f,
+                   "max backward: first maximum, first NaN, +0 from -0");
         } else {
             CHECKF(F(&y2)[0] == 0.0f && !signbit(F(&y2)[0]), "avg of -0s: %g", (double)F(&y2)[0]);
         }
