@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
     GPUDL_CHECK(gpudl_ctx_create(&cd, &ctx));
     GPUDL_CHECK(gpudl_device_info_get(ctx, &info));
     printf("device: %s (%s)\n", info.name, gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? "GPU" : "CPU");
-    /* default: 10 epochs on a GPU, 6 on a CPU (91.3% in 2 minutes on 2 cores; 5 epochs
+    /* default: 10 epochs on a GPU, 6 on a CPU (91.3% in 1.5 minutes on 2 cores; 5 epochs
        gave 90.9-91.0%, short of the 91% this example is for) */
     if (epochs == 0) epochs = gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 10 : 6;
 
