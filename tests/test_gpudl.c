@@ -445,6 +445,30 @@ static void test_matmul_500_cube(void) {
     gpudl_tensor_free(ctx, &r);
 }
 
+/* gpudl_cpu_flush_denormals: a threaded product of subnormal inputs is 0
+   with the flush on (denormals-are-zero) and not 0 with it off. */
+static void test_cpu_flush_denormals(void) {
+#if defined(__x86_64__) || defined(_M_X64)
+    gpudl_ctx *ctx = cpu_ctx();
+    gpudl_tensor A = make(ctx, GPUDL_DEVICE_CPU, GPUDL_F32, 2, 100, 100, 0), B = make(ctx, GPUDL_DEVICE_CPU, GPUDL_F32, 2, 100, 100, 0);
+    gpudl_tensor C = make(ctx, GPUDL_DEVICE_CPU, GPUDL_F32, 2, 100, 100, 0);
+    int on, i, zeros;
+    CHECK_OK(gpudl_tensor_fill(ctx, &A, 1e-39f));   /* subnormal */
+    CHECK_OK(gpudl_tensor_fill(ctx, &B, 1.0f));
+    for (on = 1; on >= 0; on--) {
+        CHECK_OK(gpudl_cpu_flush_denormals(ctx, on));
+        CHECK_OK(gpudl_matmul(ctx, &C, &A, &B, 0, 0, 1.0f, 0.0f));
+        for (i = 0, zeros = 0; i < 100 * 100; i++) zeros += ((const float *)C.data)[i] == 0.0f;
+        CHECKF(on ? zeros == 100 * 100 : zeros == 0, "flush %d: %d of 10000 results are 0 (C[0] = %g)", on, zeros,
+               (double)((const float *)C.data)[0]);
+    }
+    CHECK_ST(gpudl_cpu_flush_denormals(NULL, 1), GPUDL_ERR_INVALID_ARG);
+    gpudl_tensor_free(ctx, &A); gpudl_tensor_free(ctx, &B); gpudl_tensor_free(ctx, &C);
+#else
+    SKIP("flush-to-zero control is x86-64 only");
+#endif
+}
+
 static void test_matmul_errors(void) {
     gpudl_ctx *ctx = cpu_ctx();
     gpudl_tensor A = host_rand(GPUDL_F32, 2, 3, 4, 0), B = host_rand(GPUDL_F32, 2, 5, 6, 0), C = host_rand(GPUDL_F32, 2, 3, 6, 0);
@@ -932,6 +956,7 @@ static const test_case tests[] = {
     {"matmul_half", test_matmul_half},
     {"matmul_500_cube", test_matmul_500_cube},
     {"matmul_errors", test_matmul_errors},
+    {"cpu_flush_denormals", test_cpu_flush_denormals},
     {"elementwise", test_elementwise},
     {"reductions", test_reductions},
     {"argmax_rows", test_argmax_rows},
