@@ -2934,6 +2934,26 @@ static gpudl_status gpudl__bias_add(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl
 }
 
 /* out[c] += sum over (n, i) of x[n, c, i], x viewed as (N, C, inner). */
+/* Float64 sum of a run of n floats (squares = 1: of (x - mu)^2), in eight
+   interleaved partial sums: one double accumulator is bound by the add
+   latency (4 cycles per element; 2 ms per batch-norm layer of the demo
+   CNN). The order is fixed, so the result is the same every run. */
+static double gpudl__sum_f64(const float *x, int64_t n, double mu, int squares) {
+    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i;
+    int k;
+    if (squares) {
+        for (i = 0; i + 8 <= n; i += 8)
+            for (k = 0; k < 8; k++) { double d = x[i + k] - mu; a[k] += d * d; }
+        for (; i < n; i++) { double d = x[i] - mu; a[0] += d * d; }
+    } else {
+        for (i = 0; i + 8 <= n; i += 8)
+            for (k = 0; k < 8; k++) a[k] += x[i + k];
+        for (; i < n; i++) a[0] += x[i];
+    }
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
 static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x, int64_t N, int64_t C,
                                            int64_t inner) {
     const float *xs = (const float *)x->data;
@@ -2973,9 +2993,8 @@ static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
     GPUDL__OMP(omp parallel for if (N * C * inner > 65536))
     for (c = 0; c < C; c++) {
         double s = 0;
-        int64_t n, i;
-        for (n = 0; n < N; n++)
-            for (i = 0; i < inner; i++) s += xs[(n * C + c) * inner + i];
+        int64_t n;
+        for (n = 0; n < N; n++) s += gpudl__sum_f64(xs + (n * C + c) * inner, inner, 0.0, 0);
         o[c] += (float)s;
     }
     return GPUDL_OK;
@@ -3818,27 +3837,7 @@ static gpudl_status gpudl__check_vec(gpudl_ctx *ctx, const gpudl_tensor *t, cons
     return gpudl__same_device(ctx, "batchnorm", name, t, "x", x);
 }
 
-/* Batch-norm statistics on the CPU: float64 sums over one channel's run of
-   n values, in eight interleaved partial sums (a single double accumulator
-   is bound by the add latency: 4 cycles per element, 2 ms per BN layer of
-   the demo CNN). The order is fixed, so the result is the same every run. */
-static double gpudl__bn_sum(const float *x, int64_t n, double mu, int squares) {
-    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i;
-    int k;
-    if (squares) {
-        for (i = 0; i + 8 <= n; i += 8)
-            for (k = 0; k < 8; k++) { double d = x[i + k] - mu; a[k] += d * d; }
-        for (; i < n; i++) { double d = x[i] - mu; a[0] += d * d; }
-    } else {
-        for (i = 0; i + 8 <= n; i += 8)
-            for (k = 0; k < 8; k++) a[k] += x[i + k];
-        for (; i < n; i++) a[0] += x[i];
-    }
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
-
-/* sum dy and sum dy * (x - mean) * invstd over a run, the same way. */
+/* sum dy and sum dy * (x - mean) * invstd over a run, in eight partials as gpudl__sum_f64. */
 static void gpudl__bn_sums_bwd(const float *dy, const float *x, int64_t n, float mean, float invstd, double *sdy, double *sdyx) {
     double a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i;
@@ -3895,9 +3894,9 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_forward(gpudl_ctx *ctx, gpudl_tensor *y,
         int64_t n, i, M = N * inner;
         if (training) {
             double s = 0, ss = 0, mu, var;
-            for (n = 0; n < N; n++) s += gpudl__bn_sum(xs + (n * C + c) * inner, inner, 0.0, 0);
+            for (n = 0; n < N; n++) s += gpudl__sum_f64(xs + (n * C + c) * inner, inner, 0.0, 0);
             mu = s / (double)M;
-            for (n = 0; n < N; n++) ss += gpudl__bn_sum(xs + (n * C + c) * inner, inner, mu, 1);
+            for (n = 0; n < N; n++) ss += gpudl__sum_f64(xs + (n * C + c) * inner, inner, mu, 1);
             var = ss / (double)M;
             mean = (float)mu;
             invstd = (float)(1.0 / sqrt(var + eps));
