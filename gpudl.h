@@ -2400,16 +2400,18 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
         GPUDL_FREE(buf);
         return GPUDL_OK;
     }
-    GPUDL__OMP(omp parallel num_threads(pm * pn))
-    {
-        int t = gpudl__tid();
+    /* One block per thread; a work-shared loop all the same, so that a
+       smaller team (a thread limit, or a caller's own parallel region
+       making this one nested) still computes every block. */
+    GPUDL__OMP(omp parallel for num_threads(pm * pn) schedule(static, 1))
+    for (q = 0; q < pm * pn; q++) {
+        float *tb = buf + (size_t)gpudl__tid() * (asz + bsz);
         int64_t m0, m1, n0, n1;
-        m0 = mu * (t / pn) / pm * uk.mr; m1 = GPUDL__MIN(M, mu * (t / pn + 1) / pm * uk.mr);
-        n0 = nu * (t % pn) / pn * uk.nr; n1 = GPUDL__MIN(N, nu * (t % pn + 1) / pn * uk.nr);
+        m0 = mu * (q / pn) / pm * uk.mr; m1 = GPUDL__MIN(M, mu * (q / pn + 1) / pm * uk.mr);
+        n0 = nu * (q % pn) / pn * uk.nr; n1 = GPUDL__MIN(N, nu * (q % pn + 1) / pn * uk.nr);
         if (m1 > m0 && n1 > n0)
             gpudl__sgemm_block(&uk, m1 - m0, n1 - n0, K, alpha, A + m0 * ars, ars, acs, B + n0 * bcs, brs, bcs, beta,
-                               C + m0 * ldc + n0, ldc, bias ? bias + n0 : NULL, buf + (size_t)t * (asz + bsz),
-                               buf + (size_t)t * (asz + bsz) + asz);
+                               C + m0 * ldc + n0, ldc, bias ? bias + n0 : NULL, tb, tb + asz);
     }
     GPUDL_FREE(buf);
     return GPUDL_OK;
@@ -3579,10 +3581,11 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
         size_t per = (size_t)(CKK * P) + (dw ? (size_t)(g.O * CKK) : 0);
         g1.N = 1;
         GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * per * (size_t)nt, (void **)&col));
+        if (dw)   /* every partial, also those of threads the runtime may not start */
+            for (t = 0; t < nt; t++) memset(col + (size_t)t * per + CKK * P, 0, sizeof(float) * (size_t)(g.O * CKK));
         GPUDL__OMP(omp parallel num_threads(nt) reduction(+:fails) if (nt > 1))
         {
             float *ct = col + (size_t)gpudl__tid() * per, *pw = ct + CKK * P;
-            if (dw) memset(pw, 0, sizeof(float) * (size_t)(g.O * CKK));
             GPUDL__OMP(omp for schedule(static))
             for (n = 0; n < g.N; n++) {
                 const float *dyn = (const float *)dy->data + n * g.O * P;

@@ -445,6 +445,48 @@ static void test_matmul_500_cube(void) {
     gpudl_tensor_free(ctx, &r);
 }
 
+/* gpudl used from inside the caller's own OpenMP threads (one context per
+   thread, as the manual says): gpudl's regions are then nested and may get a
+   team of one thread, which must still compute every block of C. */
+static void test_matmul_inside_user_threads(void) {
+#ifdef _OPENMP
+    int bad = 0;
+#pragma omp parallel num_threads(2) reduction(+:bad)
+    {
+        gpudl_ctx *ctx;
+        gpudl_ctx_desc d;
+        gpudl_tensor A, B, C;
+        int64_t sa[2] = {200, 170}, sb[2] = {170, 150}, sc[2] = {200, 150}, i, j, k;
+        memset(&d, 0, sizeof d);
+        d.device = GPUDL_DEVICE_CPU;
+        d.num_threads = 2;
+        if (gpudl_ctx_create(&d, &ctx) != GPUDL_OK) bad++;
+        else {
+            if (gpudl_tensor_create(ctx, &A, GPUDL_F32, 2, sa) || gpudl_tensor_create(ctx, &B, GPUDL_F32, 2, sb) ||
+                gpudl_tensor_create(ctx, &C, GPUDL_F32, 2, sc))
+                bad++;
+            else {
+                const float *a = (const float *)A.data, *b = (const float *)B.data, *c = (const float *)C.data;
+                for (i = 0; i < 200 * 170; i++) ((float *)A.data)[i] = (float)((i * 7 + omp_get_thread_num()) % 13) - 6.0f;
+                for (i = 0; i < 170 * 150; i++) ((float *)B.data)[i] = (float)((i * 5) % 11) - 5.0f;
+                if (gpudl_matmul(ctx, &C, &A, &B, 0, 0, 1.0f, 0.0f) != GPUDL_OK) bad++;
+                for (i = 0; i < 200 && !bad; i++)
+                    for (j = 0; j < 150; j++) {
+                        double r = 0;   /* small integers: the float sum is exact */
+                        for (k = 0; k < 170; k++) r += (double)a[i * 170 + k] * b[k * 150 + j];
+                        if ((double)c[i * 150 + j] != r) { bad++; break; }
+                    }
+                gpudl_tensor_free(ctx, &A); gpudl_tensor_free(ctx, &B); gpudl_tensor_free(ctx, &C);
+            }
+            gpudl_ctx_destroy(ctx);
+        }
+    }
+    CHECKF(bad == 0, "%d of 2 threads got a wrong product", bad);
+#else
+    SKIP("needs an OpenMP build");
+#endif
+}
+
 /* gpudl_cpu_flush_denormals: a threaded product of subnormal inputs is 0
    with the flush on (denormals-are-zero) and not 0 with it off. */
 static void test_cpu_flush_denormals(void) {
@@ -957,6 +999,7 @@ static const test_case tests[] = {
     {"matmul_500_cube", test_matmul_500_cube},
     {"matmul_errors", test_matmul_errors},
     {"cpu_flush_denormals", test_cpu_flush_denormals},
+    {"matmul_inside_user_threads", test_matmul_inside_user_threads},
     {"elementwise", test_elementwise},
     {"reductions", test_reductions},
     {"argmax_rows", test_argmax_rows},
