@@ -4,11 +4,21 @@ CC      ?= cc
 NVCC    ?= nvcc
 CFLAGS  ?= -O2
 CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
-CUDA_LIBS  = -lcublas -lcublasLt -lcudnn
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+# Where cuBLAS or cuDNN sit outside nvcc's search path (say, only in
+# PyTorch's pip wheels), tools/cuda_flags.sh finds them: -I, -L and an
+# rpath, and LD_LIBRARY_PATH for the programs run here. Empty on a normal install.
+ifdef HAVE_NVCC
+CUDA_FLAGS := $(shell NVCC=$(NVCC) sh tools/cuda_flags.sh)
+CUDA_LIBDIRS := $(shell NVCC=$(NVCC) sh tools/cuda_flags.sh --libdirs)
+ifneq ($(CUDA_LIBDIRS),)
+export LD_LIBRARY_PATH := $(CUDA_LIBDIRS)$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
+endif
+endif
+CUDA_LIBS  = $(CUDA_FLAGS) -lcublas -lcublasLt -lcudnn
 HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: all demo data matmul-demo test test-gpu test-sanitize fuzz bench clean
+.PHONY: all demo data matmul-demo test test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench clean
 EXAMPLES = build/cnn_fashion build/mlp_fashion build/cpu_vs_gpu build/gradcheck
 all: $(EXAMPLES)
 
@@ -38,15 +48,25 @@ test:
 # On a GPU machine: the GPU suites (FP16/BF16 accuracy on the full
 # Fashion-MNIST when make data finds it), then compute-sanitizer's memcheck (with
 # leak check), racecheck, initcheck and synccheck over them, after a control
-# run that must be flagged (proof the sanitizer really runs).
+# run that must be flagged (proof the sanitizer really runs). The two halves
+# also run alone: make test-gpu-suites, make test-gpu-sanitize.
 CS = compute-sanitizer --error-exitcode 1
-test-gpu: | build
-	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o build/test_cuda tests/test_gpudl.c gpudl_kernels.cu tests/gpu_faults.cu $(CUDA_LIBS) -lgomp
-	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o build/test_layers_cuda tests/test_layers.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+GPU_TESTS = build/test_cuda build/test_layers_cuda
+build/test_cuda: tests/test_gpudl.c tests/gpu_faults.cu tests/harness.h gpudl.h gpudl_kernels.cu | build
+	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ tests/test_gpudl.c gpudl_kernels.cu tests/gpu_faults.cu $(CUDA_LIBS) -lgomp
+build/test_layers_cuda: tests/test_layers.c tests/harness.h gpudl.h gpudl_kernels.cu | build
+	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ tests/test_layers.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+build/test/data/.stamp: data/fashion-mnist-subset/*.gz
 	mkdir -p build/test/data && for f in data/fashion-mnist-subset/*.gz; do gunzip -c $$f > build/test/data/$$(basename $$f .gz); done
+	touch $@
+test-gpu: $(GPU_TESTS)
+	$(MAKE) --no-print-directory test-gpu-suites
+	$(MAKE) --no-print-directory test-gpu-sanitize
+test-gpu-suites: $(GPU_TESTS) build/test/data/.stamp
 	@sh data/prepare.sh
 	./build/test_cuda --gpu-only
 	GPUDL_TEST_DATA=build/test/data GPUDL_FULL_DATA=build/data/fashion-mnist ./build/test_layers_cuda --gpu-only
+test-gpu-sanitize: $(GPU_TESTS) build/test/data/.stamp
 	@if command -v compute-sanitizer >/dev/null 2>&1; then \
 	    if $(CS) --tool memcheck ./build/test_cuda --control-oob >build/sanitizer_control.log 2>&1; then \
 	        echo "FAIL: compute-sanitizer did not flag the out-of-bounds control kernel"; exit 1; \

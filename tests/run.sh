@@ -78,11 +78,12 @@ done
 HAVE_NVCC=0
 command -v "$NVCC" >/dev/null && HAVE_NVCC=1
 if [ $HAVE_NVCC = 1 ]; then
+    CUDA_FLAGS=$(NVCC=$NVCC sh tools/cuda_flags.sh)   # empty where nvcc finds cuBLAS and cuDNN by itself
     check nvcc_kernels_sm80   $NVCC -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k80.o
     check nvcc_kernels_sm90   $NVCC -O2 -gencode arch=compute_90,code=sm_90 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k90.o
     for ex in examples/*.c bench/*.c; do
         name=$(basename "$ex" .c)
-        check "nvcc_${name}"  $NVCC -O2 -Xcompiler -Wall,-Werror -o $B/${name}_cuda $ex gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
+        check "nvcc_${name}"  $NVCC -O2 -Xcompiler -Wall,-Werror -o $B/${name}_cuda $ex gpudl_kernels.cu $CUDA_FLAGS -lcublas -lcublasLt -lcudnn
     done
 else
     skip nvcc_builds "nvcc not found"
