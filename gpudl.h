@@ -1072,7 +1072,9 @@ int gpudl_k_act_fwd(void *stream, int act, float alpha, void *y, const void *x, 
 int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy, const void *x, const void *y, int dtype,
                     int64_t n);
 int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n, int64_t C, int64_t inner);
-int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner);
+/* scratch: gpudl_k_reduce_scratch() floats */
+int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
+                            float *scratch);
 /* out[i] += src[i] */
 int gpudl_k_acc_f32(void *stream, float *out, const void *src, int dtype, int64_t n);
 /* scratch: gpudl_k_reduce_scratch() + N floats */
@@ -2964,7 +2966,7 @@ static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
     (void)ctx;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_channel_sum_acc(ctx->stream, o, x->data, (int)x->dtype, N, C, inner));
+        GPUDL__LAUNCH(ctx, gpudl_k_channel_sum_acc(ctx->stream, o, x->data, (int)x->dtype, N, C, inner, ctx->scratch));
         return GPUDL_OK;
     }
 #endif
@@ -3524,6 +3526,7 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d backward", "db", db, "w", w, "db needs O elements");
     P = g.Ho * g.Wo; NP = g.N * P; CKK = g.C * g.kh * g.kw;
     if (db) GPUDL__TRY(gpudl__channel_sum_acc(ctx, db, dy, g.N, g.O, P));
+    if (!dx && !dw) return GPUDL_OK;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
         gpudl__cudnn_conv d;
@@ -3562,7 +3565,6 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
         return s;
     }
 #endif
-    if (!dx && !dw) return GPUDL_OK;
     if (x->dtype != GPUDL_F32) {   /* db is done above */
         gpudl__wide W;
         gpudl_tensor *dxw, *dyw, *xw, *ww;

@@ -173,24 +173,56 @@ __global__ void gpudl_bias_add_kernel(T *y, const T *b, int64_t n, int64_t C, in
     GPUDL__GRID_STRIDE(i, n) y[i] = gpudl__cv<T>(gpudl__ld(y[i]) + gpudl__ld(b[(i / inner) % C]));
 }
 
-/* out[c] += sum_n x[n, c]: one thread per column, rows in order (coalesced, deterministic). */
+/* out[c] += sum_n x[n, c] (a bias gradient). A 32 x 32 block owns 32
+   columns: warp ty reads rows ty, ty + 32, ... (32 adjacent floats per
+   load, coalesced), so each thread adds N / 32 values instead of N (one
+   thread per column made 1024 serial, latency-bound loads per thread at
+   batch 1024). The partials meet in shared memory and are added in a fixed
+   order: the same bits every run. */
 template <typename T>
 __global__ void gpudl_col_sum_acc_kernel(float *out, const T *x, int64_t N, int64_t C) {
+    __shared__ float part[32][33];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int64_t c = (int64_t)blockIdx.x * 32 + tx;
+    float s = 0.0f;
+    if (c < C)
+        for (int64_t n = ty; n < N; n += 32) s += gpudl__ld(x[n * C + c]);
+    part[ty][tx] = s;
+    __syncthreads();
+    s = part[tx][ty];   /* warp ty now holds the 32 partials of column 32 * blockIdx.x + ty */
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    c = (int64_t)blockIdx.x * 32 + ty;
+    if (tx == 0 && c < C) out[c] += s;
+}
+
+/* out[c] += sum over (n, i) of x[n, c, i] (a conv bias gradient), in two
+   passes so that small channel counts still fill the GPU: block (c, g)
+   sums images [g * per, (g + 1) * per) of channel c into dst[g * C + c]
+   (or, with one chunk, adds straight into out); then each channel's
+   partials are added in order. */
+template <typename T>
+__global__ void gpudl_channel_sum_partial_kernel(float *dst, int accumulate, const T *x, int64_t N, int64_t C, int64_t inner,
+                                                 int64_t per) {
+    int64_t c = blockIdx.x, n0 = (int64_t)blockIdx.y * per, n1 = n0 + per < N ? n0 + per : N, M = (n1 - n0) * inner;
+    const T *base = x + (n0 * C + c) * inner;
+    float s = 0.0f;
+    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) {
+        int64_t n = k / inner;
+        s += gpudl__ld(base[n * C * inner + (k - n * inner)]);
+    }
+    s = gpudl__block_reduce(GPUDL_K_SUM, s);
+    if (threadIdx.x == 0) {
+        if (accumulate) dst[c] += s;
+        else dst[(int64_t)blockIdx.y * C + c] = s;
+    }
+}
+
+__global__ void gpudl_channel_sum_final_kernel(float *out, const float *partial, int64_t C, int G) {
     int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     float s = 0.0f;
-    for (int64_t n = 0; n < N; n++) s += gpudl__ld(x[n * C + c]);
+    for (int g = 0; g < G; g++) s += partial[g * C + c];
     out[c] += s;
-}
-
-/* out[c] += sum over (n, i) of x[n, c, i]: one block per channel. */
-template <typename T>
-__global__ void gpudl_channel_sum_acc_kernel(float *out, const T *x, int64_t N, int64_t C, int64_t inner) {
-    int64_t c = blockIdx.x, M = N * inner;
-    float s = 0.0f;
-    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) s += gpudl__ld(x[((k / inner) * C + c) * inner + k % inner]);
-    s = gpudl__block_reduce(GPUDL_K_SUM, s);
-    if (threadIdx.x == 0) out[c] += s;
 }
 
 template <typename T>
@@ -510,14 +542,27 @@ int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n,
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner) {
-    unsigned cols = (unsigned)((C + GPUDL__THREADS - 1) / GPUDL__THREADS);
-    if (inner == 1)
-        GPUDL__DISPATCH(dtype, T, (gpudl_col_sum_acc_kernel<T><<<cols, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
+                            float *scratch) {
+    if (inner == 1) {
+        dim3 block(32, 32);
+        GPUDL__DISPATCH(dtype, T, (gpudl_col_sum_acc_kernel<T><<<(unsigned)((C + 31) / 32), block, 0, (cudaStream_t)stream>>>(
             out, (const T *)x, N, C)));
-    else
-        GPUDL__DISPATCH(dtype, T, (gpudl_channel_sum_acc_kernel<T><<<(unsigned)C, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
-            out, (const T *)x, N, C, inner)));
+    } else {
+        /* image chunks: about 8192 values per block, at most N chunks, and
+           C * G partials within the scratch */
+        int64_t G = (N * inner + 8191) / 8192, cap = GPUDL__REDUCE_BLOCKS / C, per;
+        if (G > N) G = N;
+        if (G > cap) G = cap;
+        if (G < 1) G = 1;
+        per = (N + G - 1) / G;
+        G = (N + per - 1) / per;
+        GPUDL__DISPATCH(dtype, T, (gpudl_channel_sum_partial_kernel<T><<<dim3((unsigned)C, (unsigned)G), GPUDL__THREADS, 0,
+            (cudaStream_t)stream>>>(G == 1 ? out : scratch, G == 1, (const T *)x, N, C, inner, per)));
+        if (G > 1)
+            gpudl_channel_sum_final_kernel<<<(unsigned)((C + GPUDL__THREADS - 1) / GPUDL__THREADS), GPUDL__THREADS, 0,
+                                             (cudaStream_t)stream>>>(out, scratch, C, (int)G);
+    }
     return (int)cudaGetLastError();
 }
 

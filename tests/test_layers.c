@@ -1838,6 +1838,66 @@ static void test_gpu_layers(void) {
     }
 }
 
+/* Bias gradients: out += the column sums of x (N, C) (linear) and the
+   channel sums of x (N, C, H, W) (conv), against float64, at shapes that
+   cross every edge of the GPU kernels: 32-column tiles, rows 32 apart,
+   image chunks of about 8192 values, one chunk when C * chunks would pass
+   the scratch, N = 1. Tolerance: relative to the sum of |terms|, for
+   float accumulation of up to ~200 terms per thread. */
+static void run_bias_sums(gpudl_ctx *d) {
+    static const int64_t rows[][2] = {{1, 1}, {5, 33}, {33, 19}, {31, 64}, {128, 1024}, {1024, 10}, {1000, 70}, {3, 1000}};
+    static const int64_t chans[][4] = {{2, 3, 7, 1}, {128, 6, 28, 28}, {128, 16, 10, 10}, {4, 1100, 3, 1}, {9, 5, 7, 143},
+                                       {1, 2, 250, 200}, {33, 1, 1, 1}};
+    gpudl_ctx *c = cpu_ctx();
+    int on_gpu = gpudl_ctx_device(d) != GPUDL_DEVICE_CPU;
+    size_t t;
+    for (t = 0; t < sizeof rows / sizeof rows[0] + sizeof chans / sizeof chans[0]; t++) {
+        int conv = t >= sizeof rows / sizeof rows[0];
+        const int64_t *q = conv ? chans[t - sizeof rows / sizeof rows[0]] : rows[t];
+        int64_t N = q[0], C = q[1], inner = conv ? q[2] * q[3] : 1, n, j, i;
+        int64_t xs[4] = {N, 1, conv ? q[2] : 1, conv ? q[3] : 1}, ws[4] = {C, 1, 1, 1};
+        gpudl_tensor x = rnd(conv ? 4 : 2, q, -1, 1), o = rnd(1, &C, -1, 1), dx, dout, back, img, w, dimg, dw;
+        double *ref = dalloc(C), *mag = dalloc(C), worst = 0;
+        gpudl_conv2d_desc cd;
+        memset(&cd, 0, sizeof cd);
+        for (j = 0; j < C; j++) { ref[j] = F(&o)[j]; mag[j] = fabs(F(&o)[j]); }
+        for (n = 0; n < N; n++)
+            for (j = 0; j < C; j++)
+                for (i = 0; i < inner; i++) {
+                    double v = F(&x)[(n * C + j) * inner + i];
+                    ref[j] += v; mag[j] += fabs(v);
+                }
+        dx = on_gpu ? to_dev(d, &x) : x;
+        dout = on_gpu ? to_dev(d, &o) : o;
+        if (conv) {   /* db alone, through a 1x1 convolution with C outputs */
+            img = rnd(4, xs, -1, 1); w = rnd(4, ws, -1, 1);
+            dimg = on_gpu ? to_dev(d, &img) : img; dw = on_gpu ? to_dev(d, &w) : w;
+            CHECK_OK(gpudl_conv2d_backward(d, NULL, NULL, &dout, &dx, &dimg, &dw, &cd));
+            if (on_gpu) { gpudl_tensor_free(d, &dimg); gpudl_tensor_free(d, &dw); }
+            gpudl_tensor_free(c, &img); gpudl_tensor_free(c, &w);
+        } else {
+            CHECK_OK(gpudl_sum_rows_acc(d, &dout, &dx));
+        }
+        back = on_gpu ? to_host(d, &dout) : dout;
+        for (j = 0; j < C; j++) {
+            double e = fabs(F(&back)[j] - ref[j]) / mag[j];
+            if (!(e <= worst)) worst = e;
+        }
+        CHECKF(worst <= 3e-5, "%s sums of a (%lld, %lld, %lld) tensor: error %g of the sum of |terms|",
+               conv ? "channel" : "column", (long long)N, (long long)C, (long long)inner, worst);
+        if (on_gpu) { gpudl_tensor_free(d, &dx); gpudl_tensor_free(d, &dout); gpudl_tensor_free(c, &back); }
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &o);
+        free(ref); free(mag);
+    }
+}
+
+static void test_bias_sums(void) { run_bias_sums(cpu_ctx()); }
+
+static void test_gpu_layers_bias_sums(void) {
+    NEED_GPU(g);
+    run_bias_sums(g);
+}
+
 /* The same model, weights and batches on both backends: losses agree step by step. */
 static void test_gpu_training_parity(void) {
     gpudl_ctx *c = cpu_ctx();
@@ -1963,8 +2023,10 @@ static const test_case tests[] = {
     {"mixed_precision_accuracy", test_mixed_precision_accuracy},
     {"memory_report", test_memory_report},
     {"layers_16bit", test_layers_16bit},
+    {"bias_sums", test_bias_sums},
     {"gpu_layers", test_gpu_layers},
     {"gpu_layers_16bit", test_gpu_layers_16bit},
+    {"gpu_layers_bias_sums", test_gpu_layers_bias_sums},
     {"gpu_training_parity", test_gpu_training_parity},
     {"gpu_mixed_precision_full", test_gpu_mixed_precision_full},
 };
