@@ -1089,11 +1089,14 @@ int gpudl_k_pool_fwd(void *stream, int kind, void *y, const void *x, int dtype, 
                      int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
 int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
                      int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
+/* batch norm: scratch holds gpudl_k_bn_scratch(N, C, inner) floats; dx may be NULL */
+int64_t gpudl_k_bn_scratch(int64_t N, int64_t C, int64_t inner);
 int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, const void *x, int dtype, const float *gamma,
                    const float *beta, float *running_mean, float *running_var, int64_t N, int64_t C, int64_t inner,
-                   int training, float momentum, float eps);
+                   int training, float momentum, float eps, float *scratch);
 int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
-                   const float *gamma, const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner);
+                   const float *gamma, const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner,
+                   float *scratch);
 int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset);
 /* model, optimizer, data */
 /* skip: when not NULL and *skip != 0 the update is skipped (an overflowed step) */
@@ -3877,10 +3880,12 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_forward(gpudl_ctx *ctx, gpudl_tensor *y,
                           (long long)(N * inner));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
+        float *scratch;
+        GPUDL__TRY(gpudl__dev_scratch(ctx, (size_t)gpudl_k_bn_scratch(N, C, inner), &scratch));
         GPUDL__LAUNCH(ctx, gpudl_k_bn_fwd(ctx->stream, y->data, (float *)save_mean->data, (float *)save_invstd->data, x->data,
                                           (int)x->dtype, (const float *)gamma->data, (const float *)beta->data,
                                           (float *)running_mean->data, (float *)running_var->data, N, C, inner, training,
-                                          momentum, eps));
+                                          momentum, eps, scratch));
         return GPUDL_OK;
     }
 #endif
@@ -3942,10 +3947,12 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
     if (dbeta) GPUDL__TRY(gpudl__check_vec(ctx, dbeta, "dbeta", C, x));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
+        float *scratch;
+        GPUDL__TRY(gpudl__dev_scratch(ctx, (size_t)gpudl_k_bn_scratch(N, C, inner), &scratch));
         GPUDL__LAUNCH(ctx, gpudl_k_bn_bwd(ctx->stream, dx ? dx->data : NULL, dgamma ? (float *)dgamma->data : NULL,
                                           dbeta ? (float *)dbeta->data : NULL, dy->data, x->data, (int)x->dtype,
                                           (const float *)gamma->data, (const float *)save_mean->data,
-                                          (const float *)save_invstd->data, N, C, inner));
+                                          (const float *)save_invstd->data, N, C, inner, scratch));
         return GPUDL_OK;
     }
 #endif

@@ -307,48 +307,73 @@ __global__ void gpudl_pool_bwd_kernel(int kind, T *dx, const void *dy, const voi
     }
 }
 
-/* One block per channel: statistics (two passes: mean, then squared
-   deviations), then the normalised output. */
+/* Batch norm over x viewed as (N, C, inner), in chunks like the channel
+   sums above: block (c, g) handles images [g * per, (g + 1) * per) of
+   channel c, so a layer with 16 channels still fills the GPU (one block
+   per channel left 16 SMs of 132 busy, each thread ~100 latency-bound
+   loads per pass at the demo's sizes). The per-channel combination runs
+   one thread per channel, in chunk order: deterministic. */
+#define GPUDL__BN_CHUNK(x) int64_t c = blockIdx.x, n0 = (int64_t)blockIdx.y * per, \
+    M = ((n0 + per < N ? n0 + per : N) - n0) * inner; \
+    const int64_t base = (n0 * C + c) * inner
+#define GPUDL__BN_AT(k) (base + ((k) / inner) * C * inner + (k) % inner)
+
+/* Training statistics, pass 1: each chunk's count, mean and sum of squared
+   deviations (two passes over the chunk; the second finds it in cache). */
 template <typename T>
-__global__ void gpudl_bn_fwd_kernel(T *y, float *save_mean, float *save_invstd, const T *x, const float *gamma,
-                                    const float *beta, float *rmean, float *rvar, int64_t N, int64_t C, int64_t inner,
-                                    int training, float momentum, float eps) {
-    __shared__ float stat[2];
-    int64_t c = blockIdx.x, M = N * inner;
-#define GPUDL__BN_AT(k) (((k) / inner) * C + c) * inner + (k) % inner
-    if (training) {
-        float s = 0.0f, ss = 0.0f, mean;
-        for (int64_t k = threadIdx.x; k < M; k += blockDim.x) s += gpudl__ld(x[GPUDL__BN_AT(k)]);
-        s = gpudl__block_reduce(GPUDL_K_SUM, s);
-        if (threadIdx.x == 0) stat[0] = s / (float)M;
-        __syncthreads();
-        mean = stat[0];
-        for (int64_t k = threadIdx.x; k < M; k += blockDim.x) { float d = gpudl__ld(x[GPUDL__BN_AT(k)]) - mean; ss += d * d; }
-        ss = gpudl__block_reduce(GPUDL_K_SUM, ss);
-        if (threadIdx.x == 0) {
-            float var = ss / (float)M;
-            stat[1] = rsqrtf(var + eps);
-            save_mean[c] = mean;
-            save_invstd[c] = stat[1];
-            gpudl_bn_update_running(&rmean[c], &rvar[c], mean, var, M, momentum);
-        }
-    } else if (threadIdx.x == 0) {
-        stat[0] = rmean[c];
-        stat[1] = rsqrtf(rvar[c] + eps);
-    }
+__global__ void gpudl_bn_stats_partial_kernel(float *part, const T *x, int64_t N, int64_t C, int64_t inner, int64_t per) {
+    __shared__ float mean_s;
+    GPUDL__BN_CHUNK(x);
+    float s = 0.0f, ss = 0.0f, mean;
+    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) s += gpudl__ld(x[GPUDL__BN_AT(k)]);
+    s = gpudl__block_reduce(GPUDL_K_SUM, s);
+    if (threadIdx.x == 0) mean_s = s / (float)M;
     __syncthreads();
-    float mean = stat[0], invstd = stat[1], g = gamma[c], b = beta[c];
-    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) {
-        int64_t at = GPUDL__BN_AT(k);
-        y[at] = gpudl__cv<T>((gpudl__ld(x[at]) - mean) * invstd * g + b);
+    mean = mean_s;
+    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) { float d = gpudl__ld(x[GPUDL__BN_AT(k)]) - mean; ss += d * d; }
+    ss = gpudl__block_reduce(GPUDL_K_SUM, ss);
+    if (threadIdx.x == 0) {
+        float *p = part + 3 * ((int64_t)blockIdx.y * C + c);
+        p[0] = (float)M; p[1] = mean; p[2] = ss;
     }
 }
 
+/* Pass 2: the chunks combined (Chan et al.'s pairwise update, in double),
+   the saved statistics and the running ones. */
+__global__ void gpudl_bn_stats_final_kernel(float *save_mean, float *save_invstd, float *rmean, float *rvar, const float *part,
+                                            int64_t C, int G, int64_t Mtot, float momentum, float eps) {
+    int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    double n = 0, mean = 0, m2 = 0, var;
+    if (c >= C) return;
+    for (int g = 0; g < G; g++) {
+        const float *p = part + 3 * ((int64_t)g * C + c);
+        double nb = p[0], delta = (double)p[1] - mean, tot = n + nb;
+        mean += delta * nb / tot;
+        m2 += (double)p[2] + delta * delta * n * nb / tot;
+        n = tot;
+    }
+    var = m2 / n;
+    save_mean[c] = (float)mean;
+    save_invstd[c] = (float)(1.0 / sqrt(var + (double)eps));
+    gpudl_bn_update_running(&rmean[c], &rvar[c], (float)mean, (float)var, Mtot, momentum);
+}
+
+/* y = (x - mean) * invstd * gamma + beta; from_var: invstd = 1 / sqrt(v + eps) (eval mode) */
 template <typename T>
-__global__ void gpudl_bn_bwd_kernel(T *dx, float *dgamma, float *dbeta, const T *dy, const T *x, const float *gamma,
-                                    const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner) {
-    __shared__ float stat[2];
-    int64_t c = blockIdx.x, M = N * inner;
+__global__ void gpudl_bn_apply_kernel(T *y, const T *x, const float *mean, const float *v, int from_var, float eps,
+                                      const float *gamma, const float *beta, int64_t n, int64_t C, int64_t inner) {
+    GPUDL__GRID_STRIDE(i, n) {
+        int64_t c = (i / inner) % C;
+        float invstd = from_var ? 1.0f / sqrtf(v[c] + eps) : v[c];
+        y[i] = gpudl__cv<T>((gpudl__ld(x[i]) - mean[c]) * invstd * gamma[c] + beta[c]);
+    }
+}
+
+/* Backward, pass 1: each chunk's sums of dy and dy * xhat. */
+template <typename T>
+__global__ void gpudl_bn_bwd_partial_kernel(float *part, const T *dy, const T *x, const float *save_mean,
+                                            const float *save_invstd, int64_t N, int64_t C, int64_t inner, int64_t per) {
+    GPUDL__BN_CHUNK(x);
     float mean = save_mean[c], invstd = save_invstd[c], sdy = 0.0f, sdyx = 0.0f;
     for (int64_t k = threadIdx.x; k < M; k += blockDim.x) {
         int64_t at = GPUDL__BN_AT(k);
@@ -360,19 +385,36 @@ __global__ void gpudl_bn_bwd_kernel(T *dx, float *dgamma, float *dbeta, const T 
     __syncthreads();   /* gpudl__block_reduce reuses its shared memory */
     sdyx = gpudl__block_reduce(GPUDL_K_SUM, sdyx);
     if (threadIdx.x == 0) {
-        stat[0] = sdy; stat[1] = sdyx;
-        if (dgamma) dgamma[c] += sdyx;
-        if (dbeta) dbeta[c] += sdy;
+        float *p = part + 2 * ((int64_t)blockIdx.y * C + c);
+        p[0] = sdy; p[1] = sdyx;
     }
-    __syncthreads();
-    if (!dx) return;
-    float g = gamma[c], mdy = stat[0] / (float)M, mdyx = stat[1] / (float)M;
-    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) {
-        int64_t at = GPUDL__BN_AT(k);
-        dx[at] = gpudl__cv<T>(gpudl_bn_backward_elem(gpudl__ld(dy[at]), gpudl__ld(x[at]), mean, invstd, g, mdy, mdyx));
-    }
-#undef GPUDL__BN_AT
 }
+
+/* Pass 2: the chunk sums in order; dgamma, dbeta accumulate; the means
+   that dx needs go to means[2c], means[2c + 1]. */
+__global__ void gpudl_bn_bwd_final_kernel(float *means, float *dgamma, float *dbeta, const float *part, int64_t C, int G,
+                                          int64_t Mtot) {
+    int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    double sdy = 0, sdyx = 0;
+    if (c >= C) return;
+    for (int g = 0; g < G; g++) { sdy += part[2 * ((int64_t)g * C + c)]; sdyx += part[2 * ((int64_t)g * C + c) + 1]; }
+    if (dgamma) dgamma[c] += (float)sdyx;
+    if (dbeta) dbeta[c] += (float)sdy;
+    means[2 * c] = (float)(sdy / (double)Mtot);
+    means[2 * c + 1] = (float)(sdyx / (double)Mtot);
+}
+
+template <typename T>
+__global__ void gpudl_bn_bwd_apply_kernel(T *dx, const T *dy, const T *x, const float *gamma, const float *save_mean,
+                                          const float *save_invstd, const float *means, int64_t n, int64_t C, int64_t inner) {
+    GPUDL__GRID_STRIDE(i, n) {
+        int64_t c = (i / inner) % C;
+        dx[i] = gpudl__cv<T>(gpudl_bn_backward_elem(gpudl__ld(dy[i]), gpudl__ld(x[i]), save_mean[c], save_invstd[c], gamma[c],
+                                                    means[2 * c], means[2 * c + 1]));
+    }
+}
+#undef GPUDL__BN_CHUNK
+#undef GPUDL__BN_AT
 
 template <typename T>
 __global__ void gpudl_dropout_kernel(T *y, const T *x, int64_t n, float p, uint64_t seed, uint64_t offset) {
@@ -618,19 +660,48 @@ int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const voi
     return (int)cudaGetLastError();
 }
 
+/* Image chunks of about 8192 values for the batch-norm passes: G chunks of per images. */
+static int64_t gpudl__bn_chunks(int64_t N, int64_t inner, int64_t *per) {
+    int64_t G = (N * inner + 8191) / 8192;
+    if (G > N) G = N;
+    if (G > 256) G = 256;
+    if (G < 1) G = 1;
+    *per = (N + G - 1) / G;
+    return (N + *per - 1) / *per;
+}
+
+int64_t gpudl_k_bn_scratch(int64_t N, int64_t C, int64_t inner) {
+    int64_t per, G = gpudl__bn_chunks(N, inner, &per);
+    return 3 * G * C + 2 * C;
+}
+
 int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, const void *x, int dtype, const float *gamma,
                    const float *beta, float *running_mean, float *running_var, int64_t N, int64_t C, int64_t inner,
-                   int training, float momentum, float eps) {
-    GPUDL__DISPATCH(dtype, T, (gpudl_bn_fwd_kernel<T><<<(unsigned)C, 1024, 0, (cudaStream_t)stream>>>(
-        (T *)y, save_mean, save_invstd, (const T *)x, gamma, beta, running_mean, running_var, N, C, inner, training,
-        momentum, eps)));
+                   int training, float momentum, float eps, float *scratch) {
+    int64_t per, G = gpudl__bn_chunks(N, inner, &per), n = N * C * inner;
+    if (training) {
+        GPUDL__DISPATCH(dtype, T, (gpudl_bn_stats_partial_kernel<T><<<dim3((unsigned)C, (unsigned)G), GPUDL__THREADS, 0,
+            (cudaStream_t)stream>>>(scratch, (const T *)x, N, C, inner, per)));
+        gpudl_bn_stats_final_kernel<<<(unsigned)((C + 127) / 128), 128, 0, (cudaStream_t)stream>>>(
+            save_mean, save_invstd, running_mean, running_var, scratch, C, (int)G, N * inner, momentum, eps);
+    }
+    GPUDL__DISPATCH(dtype, T, (gpudl_bn_apply_kernel<T><<<GPUDL__GRID(n)>>>((T *)y, (const T *)x,
+        training ? save_mean : running_mean, training ? save_invstd : running_var, !training, eps, gamma, beta, n, C, inner)));
     return (int)cudaGetLastError();
 }
 
 int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
-                   const float *gamma, const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner) {
-    GPUDL__DISPATCH(dtype, T, (gpudl_bn_bwd_kernel<T><<<(unsigned)C, 1024, 0, (cudaStream_t)stream>>>(
-        (T *)dx, dgamma, dbeta, (const T *)dy, (const T *)x, gamma, save_mean, save_invstd, N, C, inner)));
+                   const float *gamma, const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner,
+                   float *scratch) {
+    int64_t per, G = gpudl__bn_chunks(N, inner, &per), n = N * C * inner;
+    float *means = scratch + 2 * G * C;
+    GPUDL__DISPATCH(dtype, T, (gpudl_bn_bwd_partial_kernel<T><<<dim3((unsigned)C, (unsigned)G), GPUDL__THREADS, 0,
+        (cudaStream_t)stream>>>(scratch, (const T *)dy, (const T *)x, save_mean, save_invstd, N, C, inner, per)));
+    gpudl_bn_bwd_final_kernel<<<(unsigned)((C + 127) / 128), 128, 0, (cudaStream_t)stream>>>(means, dgamma, dbeta, scratch, C,
+                                                                                             (int)G, N * inner);
+    if (dx)
+        GPUDL__DISPATCH(dtype, T, (gpudl_bn_bwd_apply_kernel<T><<<GPUDL__GRID(n)>>>((T *)dx, (const T *)dy, (const T *)x, gamma,
+            save_mean, save_invstd, means, n, C, inner)));
     return (int)cudaGetLastError();
 }
 

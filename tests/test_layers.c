@@ -1838,6 +1838,49 @@ static void test_gpu_layers(void) {
     }
 }
 
+/* Batch norm on the GPU at sizes where its passes split each channel into
+   several image chunks (and unevenly), in training and eval mode, against
+   the CPU. */
+static void test_gpu_layers_batchnorm_chunks(void) {
+    static const int64_t shapes[][4] = {{64, 6, 14, 14}, {128, 16, 28, 28}, {9, 5, 7, 143}, {300, 2, 1, 1}, {2, 40, 3, 3}};
+    gpudl_ctx *c = cpu_ctx();
+    size_t t;
+    int training;
+    NEED_GPU(g);
+    for (t = 0; t < sizeof shapes / sizeof shapes[0]; t++)
+        for (training = 1; training >= 0; training--) {
+            int64_t C = shapes[t][1];
+            gpudl_tensor x = rnd(4, shapes[t], -2, 3), dy = rnd(4, shapes[t], -1, 1), y = mk(c, GPUDL_F32, 4, shapes[t]);
+            gpudl_tensor dx = mk(c, GPUDL_F32, 4, shapes[t]), gam = rnd(1, &C, 0.5f, 1.5f), bet = rnd(1, &C, -1, 1);
+            gpudl_tensor rm = rnd(1, &C, -1, 1), rv = rnd(1, &C, 0.5f, 2), sm = rnd(1, &C, -1, 1), si = rnd(1, &C, 0.5f, 2);
+            gpudl_tensor dg = rnd(1, &C, -1, 1), db = rnd(1, &C, -1, 1);
+            gpudl_tensor gx = to_dev(g, &x), gdy = to_dev(g, &dy), gy = to_dev(g, &y), gdx = to_dev(g, &dx), ggam = to_dev(g, &gam);
+            gpudl_tensor gbet = to_dev(g, &bet), grm = to_dev(g, &rm), grv = to_dev(g, &rv), gsm = to_dev(g, &sm), gsi = to_dev(g, &si);
+            gpudl_tensor gdg = to_dev(g, &dg), gdb = to_dev(g, &db);
+            CHECK_OK(gpudl_batchnorm_forward(c, &y, &sm, &si, &x, &gam, &bet, &rm, &rv, training, 0.1f, 1e-5f));
+            CHECK_OK(gpudl_batchnorm_forward(g, &gy, &gsm, &gsi, &gx, &ggam, &gbet, &grm, &grv, training, 0.1f, 1e-5f));
+            gpu_vs_cpu(g, "batchnorm forward", &gy, &y, 1e-5);
+            gpu_vs_cpu(g, "batchnorm saved mean", &gsm, &sm, 1e-5);
+            gpu_vs_cpu(g, "batchnorm saved invstd", &gsi, &si, 1e-5);
+            gpu_vs_cpu(g, "batchnorm running mean", &grm, &rm, 1e-5);
+            gpu_vs_cpu(g, "batchnorm running var", &grv, &rv, 1e-5);
+            CHECK_OK(gpudl_batchnorm_backward(c, &dx, &dg, &db, &dy, &x, &gam, &sm, &si));
+            CHECK_OK(gpudl_batchnorm_backward(g, &gdx, &gdg, &gdb, &gdy, &gx, &ggam, &gsm, &gsi));
+            gpu_vs_cpu(g, "batchnorm dx", &gdx, &dx, 1e-4);
+            gpu_vs_cpu(g, "batchnorm dgamma", &gdg, &dg, 1e-4);
+            gpu_vs_cpu(g, "batchnorm dbeta", &gdb, &db, 1e-4);
+            CHECK_OK(gpudl_batchnorm_backward(g, NULL, &gdg, NULL, &gdy, &gx, &ggam, &gsm, &gsi));   /* no dx, no dbeta */
+            CHECK_OK(gpudl_batchnorm_backward(c, NULL, &dg, NULL, &dy, &x, &gam, &sm, &si));
+            gpu_vs_cpu(g, "batchnorm dgamma (alone)", &gdg, &dg, 1e-4);
+            gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &dx);
+            gpudl_tensor_free(c, &gam); gpudl_tensor_free(c, &bet); gpudl_tensor_free(c, &rm); gpudl_tensor_free(c, &rv);
+            gpudl_tensor_free(c, &sm); gpudl_tensor_free(c, &si); gpudl_tensor_free(c, &dg); gpudl_tensor_free(c, &db);
+            gpudl_tensor_free(g, &gx); gpudl_tensor_free(g, &gdy); gpudl_tensor_free(g, &gy); gpudl_tensor_free(g, &gdx);
+            gpudl_tensor_free(g, &ggam); gpudl_tensor_free(g, &gbet); gpudl_tensor_free(g, &grm); gpudl_tensor_free(g, &grv);
+            gpudl_tensor_free(g, &gsm); gpudl_tensor_free(g, &gsi); gpudl_tensor_free(g, &gdg); gpudl_tensor_free(g, &gdb);
+        }
+}
+
 /* Bias gradients: out += the column sums of x (N, C) (linear) and the
    channel sums of x (N, C, H, W) (conv), against float64, at shapes that
    cross every edge of the GPU kernels: 32-column tiles, rows 32 apart,
@@ -2027,6 +2070,7 @@ static const test_case tests[] = {
     {"gpu_layers", test_gpu_layers},
     {"gpu_layers_16bit", test_gpu_layers_16bit},
     {"gpu_layers_bias_sums", test_gpu_layers_bias_sums},
+    {"gpu_layers_batchnorm_chunks", test_gpu_layers_batchnorm_chunks},
     {"gpu_training_parity", test_gpu_training_parity},
     {"gpu_mixed_precision_full", test_gpu_mixed_precision_full},
 };
