@@ -1072,6 +1072,9 @@ int gpudl_k_act_fwd(void *stream, int act, float alpha, void *y, const void *x, 
 int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy, const void *x, const void *y, int dtype,
                     int64_t n);
 int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n, int64_t C, int64_t inner);
+/* pre += bias (per (i / inner) % C), post = act(pre), in one pass */
+int gpudl_k_bias_act(void *stream, int act, float alpha, void *pre, void *post, const void *b, int dtype, int64_t n, int64_t C,
+                     int64_t inner);
 /* scratch: gpudl_k_reduce_scratch() floats */
 int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
                             float *scratch);
@@ -4574,6 +4577,25 @@ GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *
         y = gpudl__lout(m, i, 0);
         w = gpudl__w(l, gpudl__wsrc(m, l));
         b = gpudl__b(l, gpudl__wsrc(m, l));
+#ifndef GPUDL_NO_CUDA
+        /* On the GPU a linear or conv layer followed by an activation adds
+           its bias and applies the activation in one kernel after the GEMM
+           (one launch and one pass over the output fewer; the same bits).
+           Both outputs are kept: the activation's backward reads its input. */
+        if (GPUDL__ON_GPU(&in) && (l->kind == GPUDL__L_LINEAR || l->kind == GPUDL__L_CONV) && i + 1 < m->n &&
+            m->L[i + 1].kind == GPUDL__L_ACT) {
+            gpudl__layer *a = &m->L[i + 1];
+            gpudl_tensor post = gpudl__lout(m, i + 1, 0);
+            int64_t C = l->kind == GPUDL__L_LINEAR ? l->out_f : l->out_shape[0];
+            int64_t inner = l->kind == GPUDL__L_LINEAR ? 1 : l->out_shape[1] * l->out_shape[2];
+            if (l->kind == GPUDL__L_LINEAR) GPUDL__TRY(gpudl_linear_forward(ctx, &y, &in, &w, NULL));
+            else GPUDL__TRY(gpudl_conv2d_forward(ctx, &y, &in, &w, NULL, &l->conv));
+            GPUDL__LAUNCH(ctx, gpudl_k_bias_act(ctx->stream, a->act, a->alpha, y.data, post.data, b.data, (int)y.dtype,
+                                                gpudl_tensor_numel(&y), C, inner));
+            i++;   /* the activation layer is done */
+            continue;
+        }
+#endif
         switch (l->kind) {
         case GPUDL__L_LINEAR: GPUDL__TRY(gpudl_linear_forward(ctx, &y, &in, &w, &b)); break;
         case GPUDL__L_CONV:   GPUDL__TRY(gpudl_conv2d_forward(ctx, &y, &in, &w, &b, &l->conv)); break;

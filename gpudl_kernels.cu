@@ -173,6 +173,18 @@ __global__ void gpudl_bias_add_kernel(T *y, const T *b, int64_t n, int64_t C, in
     GPUDL__GRID_STRIDE(i, n) y[i] = gpudl__cv<T>(gpudl__ld(y[i]) + gpudl__ld(b[(i / inner) % C]));
 }
 
+/* pre[i] += b[(i / inner) % C], rounded once to T; post[i] = act(that
+   rounded value): the bias add and the activation after a GEMM or a
+   convolution in one pass, with the same bits as the two kernels apart. */
+template <typename T>
+__global__ void gpudl_bias_act_kernel(int act, float alpha, T *pre, T *post, const T *b, int64_t n, int64_t C, int64_t inner) {
+    GPUDL__GRID_STRIDE(i, n) {
+        T v = gpudl__cv<T>(gpudl__ld(pre[i]) + gpudl__ld(b[(i / inner) % C]));
+        pre[i] = v;
+        post[i] = gpudl__cv<T>(gpudl_act_f(act, gpudl__ld(v), alpha));
+    }
+}
+
 /* out[c] += sum_n x[n, c] (a bias gradient). A 32 x 32 block owns 32
    columns: warp ty reads rows ty, ty + 32, ... (32 adjacent floats per
    load, coalesced), so each thread adds N / 32 values instead of N (one
@@ -581,6 +593,13 @@ int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy
 
 int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n, int64_t C, int64_t inner) {
     GPUDL__DISPATCH(dtype, T, (gpudl_bias_add_kernel<T><<<GPUDL__GRID(n)>>>((T *)y, (const T *)b, n, C, inner)));
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_bias_act(void *stream, int act, float alpha, void *pre, void *post, const void *b, int dtype, int64_t n, int64_t C,
+                     int64_t inner) {
+    GPUDL__DISPATCH(dtype, T, (gpudl_bias_act_kernel<T><<<GPUDL__GRID(n)>>>(act, alpha, (T *)pre, (T *)post, (const T *)b, n, C,
+                                                                          inner)));
     return (int)cudaGetLastError();
 }
 
