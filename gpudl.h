@@ -1102,9 +1102,10 @@ int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const vo
                    float *scratch);
 int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset);
 /* model, optimizer, data */
-/* skip: when not NULL and *skip != 0 the update is skipped (an overflowed step) */
+/* skip: when not NULL and *skip != 0 the update is skipped (an overflowed step);
+   w16: NULL or the f16/bf16 (dt16) copy of w, refreshed in the same pass */
 int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
-                  const int32_t *skip);
+                  const int32_t *skip, void *w16, int dt16);
 /* scale[0] = sum of g^2; scale[1] = max_norm / (norm + 1e-6) if norm > max_norm else 1 */
 int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch);
 int gpudl_k_gather(void *stream, float *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
@@ -5017,7 +5018,8 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
             gscale = (const float *)m->clip.data + 1;
         }
         GPUDL__LAUNCH(m->ctx, gpudl_k_optim(m->ctx->stream, h, (float *)m->params.data, (const float *)m->grads.data,
-                                            (float *)m->m1.data, (float *)m->m2.data, n, gscale, fp16 ? &st->found_inf : NULL));
+                                            (float *)m->m1.data, (float *)m->m2.data, n, gscale, fp16 ? &st->found_inf : NULL,
+                                            m->params16.data, (int)m->params16.dtype));   /* and the 16-bit copy */
         if (fp16) {
             GPUDL__LAUNCH(m->ctx, gpudl_k_scaler_update(m->ctx->stream, st, m->sdesc));
             if (!m->scaler_ev_pending) {   /* the state, copied back without waiting; read by a later step */
@@ -5026,7 +5028,6 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
                 m->scaler_ev_pending = 1;
             }
         }
-        GPUDL__TRY(gpudl__refresh_params16(m));
         m->step++;
         return GPUDL_OK;
     }

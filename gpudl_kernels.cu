@@ -435,15 +435,19 @@ __global__ void gpudl_dropout_kernel(T *y, const T *x, int64_t n, float p, uint6
 
 /* >>model ----------------------------------------------------------------- */
 
+/* w16: NULL, or the 16-bit copy of the weights (dtype dt16), written in
+   the same pass (mixed precision: no separate cast kernel per step). */
 __global__ void gpudl_optim_kernel(gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
-                                   const int32_t *skip) {
+                                   const int32_t *skip, uint16_t *w16, int dt16) {
     float sc = gscale ? *gscale : 1.0f;
-    if (skip && *skip) return;   /* an overflowed step: weights and moments stay bit-identical */
+    if (skip && *skip) return;   /* an overflowed step: weights, moments and the copy stay bit-identical */
     GPUDL__GRID_STRIDE(i, n) {
-        float mi = m ? m[i] : 0.0f, vi = v ? v[i] : 0.0f;
-        gpudl_optim_update(&hp, &w[i], g[i] * sc, &mi, &vi);
+        float mi = m ? m[i] : 0.0f, vi = v ? v[i] : 0.0f, wi = w[i];
+        gpudl_optim_update(&hp, &wi, g[i] * sc, &mi, &vi);
+        w[i] = wi;
         if (m) m[i] = mi;
         if (v) v[i] = vi;
+        if (w16) w16[i] = dt16 == GPUDL_F16 ? gpudl_f32_to_f16(wi) : gpudl_f32_to_bf16(wi);
     }
 }
 
@@ -730,8 +734,9 @@ int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, 
 }
 
 int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
-                  const int32_t *skip) {
-    gpudl_optim_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(hp, w, g, m, v, n, gscale, skip);
+                  const int32_t *skip, void *w16, int dt16) {
+    gpudl_optim_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(hp, w, g, m, v, n, gscale, skip,
+                                                                                    (uint16_t *)w16, dt16);
     return (int)cudaGetLastError();
 }
 

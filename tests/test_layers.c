@@ -1838,6 +1838,62 @@ static void test_gpu_layers(void) {
     }
 }
 
+/* Mixed precision on the GPU: the optimizer's 16-bit weight copy equals
+   the rounded FP32 weights after the steps; a persistent overflow ends in
+   GPUDL_ERR_NONFINITE (the device state is read back without waiting, so
+   a step or more late, never early) with the weights and their copy
+   untouched. */
+static void test_gpu_amp_steps(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int64_t xs[2] = {4, 6}, N = 4, i, n;
+    int p;
+    NEED_GPU(g);
+    for (p = 0; p < 3; p++) {
+        gpudl_scaler_desc sd;
+        gpudl_precision prec = p == 1 ? GPUDL_PRECISION_BF16 : GPUDL_PRECISION_FP16;
+        gpudl_tensor hx = rnd(2, xs, -1, 1), hy = mk(c, GPUDL_I32, 1, &N), x, y, P, w0, w, w16;
+        gpudl_status s = GPUDL_OK;
+        gpudl_model *m;
+        int steps, bad = 0;
+        memset(&sd, 0, sizeof sd);
+        if (p == 2) { sd.init_scale = 1e30f; sd.min_scale = 1e30f; sd.max_skips = 5; }   /* every step overflows */
+        m = amp_model(g, prec, &sd);
+        for (i = 0; i < N; i++) ((int32_t *)hy.data)[i] = (int32_t)i;
+        x = to_dev(g, &hx); y = to_dev(g, &hy);
+        CHECK_OK(gpudl_model_params(m, &P, NULL));
+        n = gpudl_model_num_params(m);
+        w0 = to_host(g, &P);
+        for (steps = 0; steps < 40 && s == GPUDL_OK; steps++) {
+            CHECK_OK(gpudl_model_zero_grad(m));
+            CHECK_OK(gpudl_model_forward(m, &x, NULL));
+            CHECK_OK(gpudl_model_loss(m, &y));
+            CHECK_OK(gpudl_model_backward(m));
+            s = gpudl_model_step(m);
+            if (p < 2 && steps == 11) break;
+        }
+        CHECK_OK(gpudl_ctx_sync(g));
+        w = to_host(g, &P);
+        w16 = to_host(g, &m->params16);
+        for (i = 0; i < n; i++) {
+            uint16_t want = prec == GPUDL_PRECISION_FP16 ? gpudl_f32_to_f16(F(&w)[i]) : gpudl_f32_to_bf16(F(&w)[i]);
+            if (((const uint16_t *)w16.data)[i] != want) bad++;
+        }
+        CHECKF(bad == 0, "%s: %d of %lld elements of the 16-bit copy differ from the rounded weights",
+               p == 1 ? "bf16" : "fp16", bad, (long long)n);
+        if (p < 2) {
+            CHECKF(s == GPUDL_OK, "step: %s", gpudl_ctx_last_error(g));
+            CHECK(memcmp(w.data, w0.data, sizeof(float) * (size_t)n) != 0);   /* it trained */
+        } else {
+            CHECKF(s == GPUDL_ERR_NONFINITE, "after %d overflowing steps: %s", steps, gpudl_status_string(s));
+            CHECKF(steps >= 5, "the error came after %d steps, before max_skips (5)", steps);
+            CHECK(memcmp(w.data, w0.data, sizeof(float) * (size_t)n) == 0);   /* every step skipped */
+        }
+        gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy); gpudl_tensor_free(g, &x); gpudl_tensor_free(g, &y);
+        gpudl_tensor_free(c, &w0); gpudl_tensor_free(c, &w); gpudl_tensor_free(c, &w16);
+        gpudl_model_destroy(m);
+    }
+}
+
 /* Batch norm on the GPU at sizes where its passes split each channel into
    several image chunks (and unevenly), in training and eval mode, against
    the CPU. */
@@ -2071,6 +2127,7 @@ static const test_case tests[] = {
     {"gpu_layers_16bit", test_gpu_layers_16bit},
     {"gpu_layers_bias_sums", test_gpu_layers_bias_sums},
     {"gpu_layers_batchnorm_chunks", test_gpu_layers_batchnorm_chunks},
+    {"gpu_amp_steps", test_gpu_amp_steps},
     {"gpu_training_parity", test_gpu_training_parity},
     {"gpu_mixed_precision_full", test_gpu_mixed_precision_full},
 };
