@@ -1577,6 +1577,8 @@ static gpudl_status gpudl__cuda_init(gpudl_ctx *ctx, const gpudl_ctx_desc *d) {
     return GPUDL_OK;
 }
 
+static void gpudl__conv_cache_free(gpudl_ctx *ctx);
+
 static void gpudl__cuda_release(gpudl_ctx *ctx) {
     if (ctx->device != GPUDL_DEVICE_CUDA) return;
     if (ctx->stream && ctx->fatal == GPUDL_OK) (void)cudaStreamSynchronize(ctx->stream);
@@ -1584,8 +1586,8 @@ static void gpudl__cuda_release(gpudl_ctx *ctx) {
     if (ctx->workspace) cudaFree(ctx->workspace);
     if (ctx->scratch) cudaFree(ctx->scratch);
     if (ctx->dev_ws) cudaFree(ctx->dev_ws);
+    gpudl__conv_cache_free(ctx);
     if (ctx->cudnn) cudnnDestroy(ctx->cudnn);
-    GPUDL_FREE(ctx->conv_cache);
     if (ctx->own_stream && ctx->stream) cudaStreamDestroy(ctx->stream);
 }
 #endif /* !GPUDL_NO_CUDA */
@@ -3341,16 +3343,9 @@ static void gpudl__col2im(const gpudl__convg *g, const float *col, float *dx) {
 }
 
 #ifndef GPUDL_NO_CUDA
-/* cuDNN: algorithms chosen once per shape (heuristics, deterministic ones
-   preferred) and kept in the context. */
-typedef struct gpudl__conv_algo {
-    gpudl__convg g;
-    cudnnConvolutionFwdAlgo_t fwd;
-    cudnnConvolutionBwdDataAlgo_t bwd_data;
-    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
-    size_t ws_fwd, ws_bwd_data, ws_bwd_filter;
-} gpudl__conv_algo;
-
+/* cuDNN: the descriptors and algorithms of each shape made once (the
+   algorithms by heuristics, deterministic ones preferred) and kept in the
+   context. */
 #define GPUDL__CUDNN(ctx, expr) do { cudnnStatus_t gpudl__d_ = (expr); \
     if (gpudl__d_ != CUDNN_STATUS_SUCCESS) return GPUDL__ERR((ctx), \
         gpudl__d_ == CUDNN_STATUS_ALLOC_FAILED ? GPUDL_ERR_OOM : GPUDL_ERR_CUDNN, \
@@ -3362,11 +3357,21 @@ typedef struct gpudl__cudnn_conv {
     cudnnConvolutionDescriptor_t conv;
 } gpudl__cudnn_conv;
 
+typedef struct gpudl__conv_algo {
+    gpudl__convg g;
+    gpudl__cudnn_conv d;
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    size_t ws_fwd, ws_bwd_data, ws_bwd_filter;
+} gpudl__conv_algo;
+
 static void gpudl__cudnn_conv_free(gpudl__cudnn_conv *d) {
     if (d->x) cudnnDestroyTensorDescriptor(d->x);
     if (d->y) cudnnDestroyTensorDescriptor(d->y);
     if (d->w) cudnnDestroyFilterDescriptor(d->w);
     if (d->conv) cudnnDestroyConvolutionDescriptor(d->conv);
+    memset(d, 0, sizeof *d);
 }
 
 static gpudl_status gpudl__cudnn_conv_make(gpudl_ctx *ctx, const gpudl__convg *g, gpudl__cudnn_conv *d) {
@@ -3379,49 +3384,73 @@ static gpudl_status gpudl__cudnn_conv_make(gpudl_ctx *ctx, const gpudl__convg *g
     GPUDL__CUDNN(ctx, cudnnCreateTensorDescriptor(&d->y));
     GPUDL__CUDNN(ctx, cudnnCreateFilterDescriptor(&d->w));
     GPUDL__CUDNN(ctx, cudnnCreateConvolutionDescriptor(&d->conv));
-    /* 16-bit data with float accumulation (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configurations) on tensor cores */
-    cudnnDataType_t dt = g->dtype == GPUDL_F16 ? CUDNN_DATA_HALF : g->dtype == GPUDL_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-    cudnnMathType_t mt = g->dtype != GPUDL_F32 ? CUDNN_TENSOR_OP_MATH : g->math == GPUDL_MATH_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-    GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, dt, (int)g->N, (int)g->C, (int)g->H, (int)g->W));
-    GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, dt, (int)g->N, (int)g->O, (int)g->Ho, (int)g->Wo));
-    GPUDL__CUDNN(ctx, cudnnSetFilter4dDescriptor(d->w, dt, CUDNN_TENSOR_NCHW, (int)g->O, (int)g->C, (int)g->kh, (int)g->kw));
-    GPUDL__CUDNN(ctx, cudnnSetConvolution2dDescriptor(d->conv, (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw, (int)g->dh,
-                                                      (int)g->dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    GPUDL__CUDNN(ctx, cudnnSetConvolutionMathType(d->conv, mt));
+    {
+        /* 16-bit data with float accumulation (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configurations) on tensor cores */
+        cudnnDataType_t dt = g->dtype == GPUDL_F16 ? CUDNN_DATA_HALF : g->dtype == GPUDL_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+        cudnnMathType_t mt = g->dtype != GPUDL_F32 ? CUDNN_TENSOR_OP_MATH : g->math == GPUDL_MATH_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+        GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, dt, (int)g->N, (int)g->C, (int)g->H, (int)g->W));
+        GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, dt, (int)g->N, (int)g->O, (int)g->Ho, (int)g->Wo));
+        GPUDL__CUDNN(ctx, cudnnSetFilter4dDescriptor(d->w, dt, CUDNN_TENSOR_NCHW, (int)g->O, (int)g->C, (int)g->kh, (int)g->kw));
+        GPUDL__CUDNN(ctx, cudnnSetConvolution2dDescriptor(d->conv, (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw, (int)g->dh,
+                                                          (int)g->dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        GPUDL__CUDNN(ctx, cudnnSetConvolutionMathType(d->conv, mt));
+    }
     return GPUDL_OK;
 }
 
-static gpudl_status gpudl__conv_algos(gpudl_ctx *ctx, const gpudl__convg *g, const gpudl__cudnn_conv *d, gpudl__conv_algo **out) {
+static void gpudl__conv_cache_free(gpudl_ctx *ctx) {
+    int i;
+    for (i = 0; i < ctx->conv_cache_n; i++) gpudl__cudnn_conv_free(&ctx->conv_cache[i].d);
+    GPUDL_FREE(ctx->conv_cache);
+    ctx->conv_cache = NULL;
+    ctx->conv_cache_n = ctx->conv_cache_cap = 0;
+}
+
+/* The algorithms for a new shape, with its descriptors in a->d. */
+static gpudl_status gpudl__conv_pick(gpudl_ctx *ctx, gpudl__conv_algo *a) {
     cudnnConvolutionFwdAlgoPerf_t fp[8];
     cudnnConvolutionBwdDataAlgoPerf_t dp[8];
     cudnnConvolutionBwdFilterAlgoPerf_t wp[8];
-    gpudl__conv_algo a;
+    const gpudl__cudnn_conv *d = &a->d;
     int i, n;
+    GPUDL__TRY(gpudl__cudnn_conv_make(ctx, &a->g, &a->d));
+    /* heuristics come best first: take the best deterministic one, else the best */
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, d->x, d->w, d->conv, d->y, 8, &n, fp));
+    a->fwd = fp[0].algo;
+    for (i = n - 1; i >= 0; i--)
+        if (fp[i].status == CUDNN_STATUS_SUCCESS && fp[i].determinism == CUDNN_DETERMINISTIC) a->fwd = fp[i].algo;
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx->cudnn, d->w, d->y, d->conv, d->x, 8, &n, dp));
+    a->bwd_data = dp[0].algo;
+    for (i = n - 1; i >= 0; i--)
+        if (dp[i].status == CUDNN_STATUS_SUCCESS && dp[i].determinism == CUDNN_DETERMINISTIC) a->bwd_data = dp[i].algo;
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx->cudnn, d->x, d->y, d->conv, d->w, 8, &n, wp));
+    a->bwd_filter = wp[0].algo;
+    for (i = n - 1; i >= 0; i--)
+        if (wp[i].status == CUDNN_STATUS_SUCCESS && wp[i].determinism == CUDNN_DETERMINISTIC) a->bwd_filter = wp[i].algo;
+    /* the exact workspace sizes for the chosen algorithms */
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, d->x, d->w, d->conv, d->y, a->fwd, &a->ws_fwd));
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, d->w, d->y, d->conv, d->x, a->bwd_data,
+                                                                   &a->ws_bwd_data));
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, d->x, d->y, d->conv, d->w, a->bwd_filter,
+                                                                     &a->ws_bwd_filter));
+    return GPUDL_OK;
+}
+
+/* The cache entry of a shape: made on first use. *out stays valid until the next call. */
+static gpudl_status gpudl__conv_algos(gpudl_ctx *ctx, const gpudl__convg *g, gpudl__conv_algo **out) {
+    gpudl__conv_algo a;
+    gpudl_status s;
+    int i;
     for (i = 0; i < ctx->conv_cache_n; i++)
         if (!memcmp(&ctx->conv_cache[i].g, g, sizeof *g)) { *out = &ctx->conv_cache[i]; return GPUDL_OK; }
     memset(&a, 0, sizeof a);
     a.g = *g;
-    /* heuristics come best first: take the best deterministic one, else the best */
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, d->x, d->w, d->conv, d->y, 8, &n, fp));
-    a.fwd = fp[0].algo;
-    for (i = n - 1; i >= 0; i--)
-        if (fp[i].status == CUDNN_STATUS_SUCCESS && fp[i].determinism == CUDNN_DETERMINISTIC) a.fwd = fp[i].algo;
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx->cudnn, d->w, d->y, d->conv, d->x, 8, &n, dp));
-    a.bwd_data = dp[0].algo;
-    for (i = n - 1; i >= 0; i--)
-        if (dp[i].status == CUDNN_STATUS_SUCCESS && dp[i].determinism == CUDNN_DETERMINISTIC) a.bwd_data = dp[i].algo;
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx->cudnn, d->x, d->y, d->conv, d->w, 8, &n, wp));
-    a.bwd_filter = wp[0].algo;
-    for (i = n - 1; i >= 0; i--)
-        if (wp[i].status == CUDNN_STATUS_SUCCESS && wp[i].determinism == CUDNN_DETERMINISTIC) a.bwd_filter = wp[i].algo;
-    /* the exact workspace sizes for the chosen algorithms */
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, d->x, d->w, d->conv, d->y, a.fwd, &a.ws_fwd));
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, d->w, d->y, d->conv, d->x, a.bwd_data, &a.ws_bwd_data));
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, d->x, d->y, d->conv, d->w, a.bwd_filter, &a.ws_bwd_filter));
+    s = gpudl__conv_pick(ctx, &a);
+    if (s != GPUDL_OK) { gpudl__cudnn_conv_free(&a.d); return s; }
     if (ctx->conv_cache_n == ctx->conv_cache_cap) {
         int cap = ctx->conv_cache_cap ? 2 * ctx->conv_cache_cap : 16;
         gpudl__conv_algo *c = (gpudl__conv_algo *)GPUDL_REALLOC(ctx->conv_cache, sizeof *c * (size_t)cap);
-        if (!c) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "conv algorithm cache");
+        if (!c) { gpudl__cudnn_conv_free(&a.d); return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "conv algorithm cache"); }
         ctx->conv_cache = c;
         ctx->conv_cache_cap = cap;
     }
@@ -3442,23 +3471,17 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
     P = g.Ho * g.Wo; NP = g.N * P; CKK = g.C * g.kh * g.kw;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        gpudl__cudnn_conv d;
         gpudl__conv_algo *a;
-        gpudl_status s;
         void *ws = NULL;
         float one = 1.0f, zero = 0.0f;
-        s = gpudl__cudnn_conv_make(ctx, &g, &d);
-        if (s == GPUDL_OK) s = gpudl__conv_algos(ctx, &g, &d, &a);
-        if (s == GPUDL_OK && a->ws_fwd) s = gpudl__dev_ws(ctx, a->ws_fwd, &ws);
-        if (s == GPUDL_OK) {
-            cudnnStatus_t cs = cudnnConvolutionForward(ctx->cudnn, &one, d.x, x->data, d.w, w->data, d.conv, a->fwd, ws,
-                                                       a->ws_fwd, &zero, d.y, y->data);
-            if (cs != CUDNN_STATUS_SUCCESS)
-                s = GPUDL__ERR(ctx, GPUDL_ERR_CUDNN, "cudnnConvolutionForward failed: %s", cudnnGetErrorString(cs));
-        }
-        gpudl__cudnn_conv_free(&d);
-        if (s == GPUDL_OK && b) s = gpudl__bias_add(ctx, y, b, g.O, P);
-        return s;
+        cudnnStatus_t cs;
+        GPUDL__TRY(gpudl__conv_algos(ctx, &g, &a));
+        if (a->ws_fwd) GPUDL__TRY(gpudl__dev_ws(ctx, a->ws_fwd, &ws));
+        cs = cudnnConvolutionForward(ctx->cudnn, &one, a->d.x, x->data, a->d.w, w->data, a->d.conv, a->fwd, ws, a->ws_fwd,
+                                     &zero, a->d.y, y->data);
+        if (cs != CUDNN_STATUS_SUCCESS)
+            return GPUDL__ERR(ctx, GPUDL_ERR_CUDNN, "cudnnConvolutionForward failed: %s", cudnnGetErrorString(cs));
+        return b ? gpudl__bias_add(ctx, y, b, g.O, P) : GPUDL_OK;
     }
 #endif
     if (x->dtype != GPUDL_F32) {
@@ -3536,7 +3559,6 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     if (!dx && !dw) return GPUDL_OK;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        gpudl__cudnn_conv d;
         gpudl__conv_algo *a;
         gpudl_status s;
         void *ws = NULL;
@@ -3544,31 +3566,29 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
         cudnnStatus_t cs = CUDNN_STATUS_SUCCESS;
         size_t wsb = 0, dw16b = x->dtype != GPUDL_F32 && dw ? (size_t)gpudl_tensor_numel(w) * 2 : 0;
         void *dw16 = NULL;
-        s = gpudl__cudnn_conv_make(ctx, &g, &d);
-        if (s == GPUDL_OK) s = gpudl__conv_algos(ctx, &g, &d, &a);
-        if (s == GPUDL_OK) {
-            wsb = (GPUDL__MAX(a->ws_bwd_data, a->ws_bwd_filter) + 255) / 256 * 256;
-            s = gpudl__dev_ws(ctx, GPUDL__MAX(wsb + dw16b, (size_t)1), &ws);
-        }
+        const gpudl__cudnn_conv *d;
+        GPUDL__TRY(gpudl__conv_algos(ctx, &g, &a));
+        d = &a->d;
+        wsb = (GPUDL__MAX(a->ws_bwd_data, a->ws_bwd_filter) + 255) / 256 * 256;
+        s = gpudl__dev_ws(ctx, GPUDL__MAX(wsb + dw16b, (size_t)1), &ws);
         /* cuDNN wants dw in x's dtype: 16-bit activations get a 16-bit dw
            after the workspace, added into the f32 gradient */
         if (s == GPUDL_OK && dw && dw16b) {
             dw16 = (char *)ws + wsb;
-            cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d.x, x->data, d.y, dy->data, d.conv, a->bwd_filter, ws,
-                                                a->ws_bwd_filter, &zero, d.w, dw16);
+            cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d->x, x->data, d->y, dy->data, d->conv, a->bwd_filter, ws,
+                                                a->ws_bwd_filter, &zero, d->w, dw16);
             if (cs == CUDNN_STATUS_SUCCESS)
                 s = gpudl__launched(ctx, gpudl_k_acc_f32(ctx->stream, (float *)dw->data, dw16, (int)x->dtype, gpudl_tensor_numel(w)),
                                     "gpudl_k_acc_f32", __FILE__, __LINE__);
         } else if (s == GPUDL_OK && dw)
-            cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d.x, x->data, d.y, dy->data, d.conv, a->bwd_filter, ws,
-                                                a->ws_bwd_filter, &one, d.w, dw->data);   /* beta 1: accumulate */
+            cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d->x, x->data, d->y, dy->data, d->conv, a->bwd_filter, ws,
+                                                a->ws_bwd_filter, &one, d->w, dw->data);   /* beta 1: accumulate */
         if (s == GPUDL_OK && cs == CUDNN_STATUS_SUCCESS && dx)
-            cs = cudnnConvolutionBackwardData(ctx->cudnn, &one, d.w, w->data, d.y, dy->data, d.conv, a->bwd_data, ws,
-                                              a->ws_bwd_data, &zero, d.x, dx->data);
+            cs = cudnnConvolutionBackwardData(ctx->cudnn, &one, d->w, w->data, d->y, dy->data, d->conv, a->bwd_data, ws,
+                                              a->ws_bwd_data, &zero, d->x, dx->data);
         if (s == GPUDL_OK && cs != CUDNN_STATUS_SUCCESS)
             s = GPUDL__ERR(ctx, GPUDL_ERR_CUDNN, "cudnnConvolutionBackward%s failed: %s", dx ? "Data/Filter" : "Filter",
                            cudnnGetErrorString(cs));
-        gpudl__cudnn_conv_free(&d);
         return s;
     }
 #endif
