@@ -31,6 +31,8 @@ STEPS=${*:-env build test bench demo}
 BUDGET=${BUDGET:-570}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 export CUDA_ARCH=${CUDA_ARCH:-"-gencode arch=compute_90,code=sm_90"}
+libdirs=$(sh tools/cuda_flags.sh --libdirs)   # cuDNN from pip wheels: for programs run outside make too
+[ -n "$libdirs" ] && export LD_LIBRARY_PATH=$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 LOG=build/gpu_session
 rm -rf "$LOG"; mkdir -p "$LOG" "$OUTDIR"
 t0=$(date +%s)
