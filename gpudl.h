@@ -1269,6 +1269,10 @@ struct gpudl_ctx {
     size_t          dev_ws_bytes;
     struct gpudl__conv_algo *conv_cache;
     int             conv_cache_n, conv_cache_cap;
+    cublasLtHandle_t lt;             /* cuBLASLt, for GEMMs with a bias / ReLU epilogue: created on first use */
+    int             use_lt;          /* GPUDL_CUBLASLT=1 in the environment turns it on (off by default until measured) */
+    struct gpudl__lt_plan *lt_plans;
+    int             lt_n, lt_cap;
 #endif
 };
 
@@ -1574,10 +1578,15 @@ static gpudl_status gpudl__cuda_init(gpudl_ctx *ctx, const gpudl_ctx_desc *d) {
     GPUDL__CUBLAS(ctx, cublasSetWorkspace(ctx->cublas, ctx->workspace, ctx->workspace_bytes));
     ctx->scratch_floats = (size_t)gpudl_k_reduce_scratch();
     GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->scratch, ctx->scratch_floats * sizeof(float)));
+    {
+        const char *lt = getenv("GPUDL_CUBLASLT");
+        ctx->use_lt = lt && lt[0] == '1';
+    }
     return GPUDL_OK;
 }
 
 static void gpudl__conv_cache_free(gpudl_ctx *ctx);
+static void gpudl__lt_free(gpudl_ctx *ctx);
 
 static void gpudl__cuda_release(gpudl_ctx *ctx) {
     if (ctx->device != GPUDL_DEVICE_CUDA) return;
@@ -1587,6 +1596,7 @@ static void gpudl__cuda_release(gpudl_ctx *ctx) {
     if (ctx->scratch) cudaFree(ctx->scratch);
     if (ctx->dev_ws) cudaFree(ctx->dev_ws);
     gpudl__conv_cache_free(ctx);
+    gpudl__lt_free(ctx);
     if (ctx->cudnn) cudnnDestroy(ctx->cudnn);
     if (ctx->own_stream && ctx->stream) cudaStreamDestroy(ctx->stream);
 }
@@ -2567,6 +2577,122 @@ static gpudl_status gpudl__cuda_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gp
 }
 #endif
 
+#ifndef GPUDL_NO_CUDA
+/* cuBLASLt for y = act(x w^T + b) in one call (the bias, and ReLU, in the
+   GEMM's epilogue). A plan per shape: descriptors and the heuristic's
+   algorithm, made once; ok = 0 when cuBLASLt offers no algorithm, and the
+   caller falls back to GEMM + kernel. Off unless GPUDL_CUBLASLT=1: the
+   benchmarks compare both before it becomes the default. */
+typedef struct gpudl__lt_key { int64_t M, N, K, dtype, math, epilogue; } gpudl__lt_key;
+
+typedef struct gpudl__lt_plan {
+    gpudl__lt_key key;
+    int ok;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+} gpudl__lt_plan;
+
+#define GPUDL__LT(ctx, expr) do { cublasStatus_t gpudl__lt_ = (expr); \
+    if (gpudl__lt_ != CUBLAS_STATUS_SUCCESS) return GPUDL__ERR((ctx), \
+        gpudl__lt_ == CUBLAS_STATUS_ALLOC_FAILED ? GPUDL_ERR_OOM : GPUDL_ERR_CUBLAS, \
+        "%s failed: %s (%s)", #expr, cublasGetStatusName(gpudl__lt_), cublasGetStatusString(gpudl__lt_)); } while (0)
+
+static void gpudl__lt_plan_free(gpudl__lt_plan *p) {
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    if (p->a) cublasLtMatrixLayoutDestroy(p->a);
+    if (p->b) cublasLtMatrixLayoutDestroy(p->b);
+    if (p->c) cublasLtMatrixLayoutDestroy(p->c);
+    memset(p, 0, sizeof *p);
+}
+
+static void gpudl__lt_free(gpudl_ctx *ctx) {
+    int i;
+    for (i = 0; i < ctx->lt_n; i++) gpudl__lt_plan_free(&ctx->lt_plans[i]);
+    GPUDL_FREE(ctx->lt_plans);
+    ctx->lt_plans = NULL;
+    ctx->lt_n = ctx->lt_cap = 0;
+    if (ctx->lt) cublasLtDestroy(ctx->lt);
+    ctx->lt = NULL;
+}
+
+/* Row-major y (M, N) = x (M, K) w (N, K)^T + b is column-major
+   y^T (N x M) = op_T(w: K x N) x^T (K x M): m = N, n = M, bias per row of y^T. */
+static gpudl_status gpudl__lt_plan_make(gpudl_ctx *ctx, gpudl__lt_plan *p, const void *bias) {
+    const gpudl__lt_key *k = &p->key;
+    cudaDataType_t t = gpudl__cuda_type((gpudl_dtype)k->dtype);
+    cublasComputeType_t ct = (k->dtype == GPUDL_F32 && k->math == GPUDL_MATH_TF32) ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                                   : CUBLAS_COMPUTE_32F;
+    cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
+    cublasLtEpilogue_t ep = (cublasLtEpilogue_t)k->epilogue;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res;
+    cublasStatus_t st;
+    int got = 0;
+    if (!ctx->lt) GPUDL__LT(ctx, cublasLtCreate(&ctx->lt));
+    GPUDL__LT(ctx, cublasLtMatmulDescCreate(&p->desc, ct, CUDA_R_32F));
+    GPUDL__LT(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT));
+    GPUDL__LT(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN));
+    GPUDL__LT(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
+    GPUDL__LT(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    GPUDL__LT(ctx, cublasLtMatrixLayoutCreate(&p->a, t, (uint64_t)k->K, (uint64_t)k->N, k->K));   /* w^T, K x N */
+    GPUDL__LT(ctx, cublasLtMatrixLayoutCreate(&p->b, t, (uint64_t)k->K, (uint64_t)k->M, k->K));   /* x^T, K x M */
+    GPUDL__LT(ctx, cublasLtMatrixLayoutCreate(&p->c, t, (uint64_t)k->N, (uint64_t)k->M, k->N));   /* y^T, N x M */
+    GPUDL__LT(ctx, cublasLtMatmulPreferenceCreate(&pref));
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->workspace_bytes,
+                                              sizeof ctx->workspace_bytes);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &res, &got);
+    cublasLtMatmulPreferenceDestroy(pref);
+    p->ok = st == CUBLAS_STATUS_SUCCESS && got > 0 && res.state == CUBLAS_STATUS_SUCCESS;   /* else the caller falls back */
+    if (p->ok) p->algo = res.algo;
+    return GPUDL_OK;
+}
+
+/* y = x w^T + b, then ReLU when relu: one cuBLASLt call. *done = 0 when
+   cuBLASLt is off or has no algorithm for the shape (nothing was written). */
+static gpudl_status gpudl__lt_linear(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, const gpudl_tensor *w,
+                                     const gpudl_tensor *b, int relu, int *done) {
+    gpudl__lt_key k;
+    gpudl__lt_plan *p = NULL;
+    float one = 1.0f, zero = 0.0f;
+    const void *bias = b->data;
+    int i;
+    *done = 0;
+    if (!ctx->use_lt) return GPUDL_OK;
+    memset(&k, 0, sizeof k);
+    k.M = x->shape[0]; k.N = w->shape[0]; k.K = x->shape[1];
+    k.dtype = x->dtype; k.math = ctx->math_mode;
+    k.epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    for (i = 0; i < ctx->lt_n && !p; i++)
+        if (!memcmp(&ctx->lt_plans[i].key, &k, sizeof k)) p = &ctx->lt_plans[i];
+    if (!p) {
+        gpudl__lt_plan np;
+        gpudl_status s;
+        memset(&np, 0, sizeof np);
+        np.key = k;
+        s = gpudl__lt_plan_make(ctx, &np, bias);
+        if (s != GPUDL_OK) { gpudl__lt_plan_free(&np); return s; }
+        if (ctx->lt_n == ctx->lt_cap) {
+            int cap = ctx->lt_cap ? 2 * ctx->lt_cap : 16;
+            gpudl__lt_plan *c = (gpudl__lt_plan *)GPUDL_REALLOC(ctx->lt_plans, sizeof *c * (size_t)cap);
+            if (!c) { gpudl__lt_plan_free(&np); return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "cuBLASLt plan cache"); }
+            ctx->lt_plans = c;
+            ctx->lt_cap = cap;
+        }
+        ctx->lt_plans[ctx->lt_n] = np;
+        p = &ctx->lt_plans[ctx->lt_n++];
+    }
+    if (!p->ok) return GPUDL_OK;
+    GPUDL__LT(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    GPUDL__LT(ctx, cublasLtMatmul(ctx->lt, p->desc, &one, w->data, p->a, x->data, p->b, &zero, y->data, p->c, y->data, p->c,
+                                  &p->algo, ctx->workspace, ctx->workspace_bytes, ctx->stream));
+    if (ctx->sync_debug) GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    *done = 1;
+    return GPUDL_OK;
+}
+#endif
+
 GPUDL__DEF gpudl_status gpudl_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpudl_tensor *A, const gpudl_tensor *B,
                                      int trans_a, int trans_b, float alpha, float beta) {
     gpudl__mm mm;
@@ -3054,6 +3180,13 @@ GPUDL__DEF gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
                                  (const float *)x->data, x->shape[1], 1, (const float *)w->data, 1, w->shape[1], 0.0f,
                                  (float *)y->data, w->shape[0], b ? (const float *)b->data : NULL);
     }
+#ifndef GPUDL_NO_CUDA
+    if (b) {   /* the bias in the GEMM's epilogue, when cuBLASLt is on */
+        int done;
+        GPUDL__TRY(gpudl__lt_linear(ctx, y, x, w, b, 0, &done));
+        if (done) return GPUDL_OK;
+    }
+#endif
     GPUDL__TRY(gpudl_matmul(ctx, y, x, w, 0, 1, 1.0f, 0.0f));
     return b ? gpudl__bias_add(ctx, y, b, w->shape[0], 1) : GPUDL_OK;
 }
@@ -4609,6 +4742,13 @@ GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *
             gpudl_tensor post = gpudl__lout(m, i + 1, 0);
             int64_t C = l->kind == GPUDL__L_LINEAR ? l->out_f : l->out_shape[0];
             int64_t inner = l->kind == GPUDL__L_LINEAR ? 1 : l->out_shape[1] * l->out_shape[2];
+            if (l->kind == GPUDL__L_LINEAR && a->act == GPUDL_ACT_RELU) {
+                /* with cuBLASLt: bias and ReLU in the GEMM, only the ReLU's output
+                   written (its backward reads that output, see model_backward) */
+                int done;
+                GPUDL__TRY(gpudl__lt_linear(ctx, &post, &in, &w, &b, 1, &done));
+                if (done) { i++; continue; }
+            }
             if (l->kind == GPUDL__L_LINEAR) GPUDL__TRY(gpudl_linear_forward(ctx, &y, &in, &w, NULL));
             else GPUDL__TRY(gpudl_conv2d_forward(ctx, &y, &in, &w, NULL, &l->conv));
             GPUDL__LAUNCH(ctx, gpudl_k_bias_act(ctx->stream, a->act, a->alpha, y.data, post.data, b.data, (int)y.dtype,
@@ -4694,7 +4834,11 @@ GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
         switch (l->kind) {
         case GPUDL__L_LINEAR: GPUDL__TRY(gpudl_linear_backward(ctx, dx, &dw, &db, &dy, &x, &w)); break;
         case GPUDL__L_CONV:   GPUDL__TRY(gpudl_conv2d_backward(ctx, dx, &dw, &db, &dy, &x, &w, &l->conv)); break;
-        case GPUDL__L_ACT:    if (dx) GPUDL__TRY(gpudl_act_backward(ctx, (gpudl_act)l->act, l->alpha, dx, &dy, &x, &y)); break;
+        case GPUDL__L_ACT:
+            /* ReLU's derivative from its output (y > 0 exactly where x > 0):
+               the input is not written when cuBLASLt fused the ReLU */
+            if (dx) GPUDL__TRY(gpudl_act_backward(ctx, (gpudl_act)l->act, l->alpha, dx, &dy, l->act == GPUDL_ACT_RELU ? &y : &x, &y));
+            break;
         case GPUDL__L_POOL:   if (dx) GPUDL__TRY(gpudl_pool2d_backward(ctx, dx, &dy, &x, &l->pool)); break;
         case GPUDL__L_BN: {
             gpudl_tensor sm = gpudl__view(&l->save, 0, -1, 1, &l->in_f), si = gpudl__view(&l->save, l->in_f, -1, 1, &l->in_f);

@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
     gpudl_device_info info;
     const char *csv = "bench/train.csv";
     FILE *f;
-    int cpu = 0, quick = 0, amp = 0, i, np;
+    int cpu = 0, quick = 0, amp = 0, i, np, lt;
     size_t r, q;
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cpu")) cpu = 1;
@@ -136,13 +136,27 @@ int main(int argc, char **argv) {
         bd.reps = quick ? 5 : 20;
         bd.min_sample_ms = gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 5.0 : 1.0;
         bd.flops = flops;
-        GPUDL_CHECK(gpudl_bench(ctx, train_step, &a, &bd, &br));
-        printf("%-6s %-5s %6lld %11.3f %11.3f %10.1f %12.0f %10.2f\n", runs[r].model, precs[q].name, (long long)n, br.median_ms,
-               br.min_ms, br.gflops, 1e3 * (double)n / br.median_ms, (double)mr.activations / 1048576.0);
-        fflush(stdout);
-        if (f) fprintf(f, "%s,gpudl,%s,%s,%lld,%d,%.6f,%.6f,%.6f,%.3f,%.1f,%zu\n", gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? "gpu" : "cpu",
-                       precs[q].name, runs[r].model, (long long)n, gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 0 : info.sm_count,
-                       br.median_ms, br.min_ms, br.max_ms, br.gflops, 1e3 * (double)n / br.median_ms, mr.activations);
+        /* On the GPU each configuration runs twice: as shipped, then with the
+           cuBLASLt bias/ReLU epilogue (an experiment, off by default: the
+           pair of rows decides whether it should be on). */
+        for (lt = 0; lt <= (gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 1 : 0); lt++) {
+            const char *impl = lt ? "gpudl-cublaslt" : "gpudl";
+#ifndef GPUDL_NO_CUDA
+            ctx->use_lt = lt;
+#endif
+            GPUDL_CHECK(gpudl_bench(ctx, train_step, &a, &bd, &br));
+            printf("%-6s %-5s %6lld %11.3f %11.3f %10.1f %12.0f %10.2f%s\n", runs[r].model, precs[q].name, (long long)n,
+                   br.median_ms, br.min_ms, br.gflops, 1e3 * (double)n / br.median_ms, (double)mr.activations / 1048576.0,
+                   lt ? "  (cuBLASLt epilogue)" : "");
+            fflush(stdout);
+            if (f) fprintf(f, "%s,%s,%s,%s,%lld,%d,%.6f,%.6f,%.6f,%.3f,%.1f,%zu\n",
+                           gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? "gpu" : "cpu", impl, precs[q].name, runs[r].model,
+                           (long long)n, gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 0 : info.sm_count, br.median_ms,
+                           br.min_ms, br.max_ms, br.gflops, 1e3 * (double)n / br.median_ms, mr.activations);
+        }
+#ifndef GPUDL_NO_CUDA
+        ctx->use_lt = 0;
+#endif
         gpudl_tensor_free(ctx, &a.x);
         gpudl_tensor_free(ctx, &a.y);
         gpudl_model_destroy(a.m);

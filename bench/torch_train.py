@@ -132,6 +132,8 @@ def main():
         ours = {}
         with open("bench/train.csv") as fh:
             for r in csv.DictReader(fh):
+                if r.get("impl", "gpudl") != "gpudl":   # the shipped configuration only
+                    continue
                 ours[(r["device"], r.get("precision", "fp32"), r["model"], int(r["batch"]))] = float(r["median_ms"])
         print(f"\n{'model':<6} {'prec':<5} {'batch':>6} {'gpudl ms':>10} {'vs own fp32':>11} "
               + " ".join(f"{m + ' ms':>12} {'speedup':>8}" for m in modes))

@@ -1838,6 +1838,132 @@ static void test_gpu_layers(void) {
     }
 }
 
+/* GPU models with linear+ReLU, conv+ReLU and linear+tanh pairs (the fused
+   bias-activation kernel, and with cuBLASLt on, the bias/ReLU epilogue):
+   the same losses and weights as the CPU, which runs them unfused, over
+   SGD steps on a batch of 17, in FP32 and FP16. */
+#ifndef GPUDL_NO_CUDA
+static gpudl_model *pair_model(gpudl_ctx *c) {
+    gpudl_model *m;
+    gpudl_model_desc md;
+    gpudl_optim_desc od;
+    gpudl_conv2d_desc cd = conv_desc(1, 1, 1);
+    int64_t img[3] = {1, 12, 12};
+    GPUDL_CHECK(gpudl_model_create(c, &m, 3, img));
+    GPUDL_CHECK(gpudl_model_add_conv2d(m, 1, 4, 3, &cd));
+    GPUDL_CHECK(gpudl_model_add_relu(m));
+    GPUDL_CHECK(gpudl_model_add_maxpool2d(m, 2, 2));
+    GPUDL_CHECK(gpudl_model_add_flatten(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 4 * 6 * 6, 33));
+    GPUDL_CHECK(gpudl_model_add_relu(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 33, 20));
+    GPUDL_CHECK(gpudl_model_add_act(m, GPUDL_ACT_TANH, 0.0f));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 20, 10));
+    memset(&md, 0, sizeof md);
+    md.max_batch = 17;
+    md.seed = 7;
+    GPUDL_CHECK(gpudl_model_build(m, &md));
+    memset(&od, 0, sizeof od);
+    od.kind = GPUDL_OPTIM_SGD;
+    od.lr = 0.05f;
+    od.momentum = 0.9f;
+    GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+    return m;
+}
+#endif
+
+static void test_gpu_fused_parity(void) {
+#ifdef GPUDL_NO_CUDA
+    SKIP("CPU-only build (GPUDL_NO_CUDA)");
+#else
+    gpudl_ctx *c = cpu_ctx();
+    int64_t xs[4] = {17, 1, 12, 12}, N = 17, i;
+    int lt, p, s;
+    NEED_GPU(g);
+    for (lt = 0; lt <= 1; lt++)
+        for (p = 0; p < 2; p++) {
+            gpudl_precision prec = p ? GPUDL_PRECISION_FP16 : GPUDL_PRECISION_FP32;
+            gpudl_model *cm = pair_model(c), *gm;
+            gpudl_tensor hx = rnd(4, xs, -1, 1), hy = mk(c, GPUDL_I32, 1, &N), x, y, cp, gp, back;
+            float lc = 0, lg = 0, worst = 0;
+            double e;
+            g->use_lt = lt;
+            gm = pair_model(g);
+            CHECK_OK(gpudl_model_set_precision(cm, prec, NULL));
+            CHECK_OK(gpudl_model_set_precision(gm, prec, NULL));
+            for (i = 0; i < N; i++) ((int32_t *)hy.data)[i] = (int32_t)((i * 3) % 10);
+            x = to_dev(g, &hx); y = to_dev(g, &hy);
+            for (s = 0; s < 6; s++) {
+                CHECK_OK(gpudl_model_zero_grad(cm)); CHECK_OK(gpudl_model_forward(cm, &hx, NULL)); CHECK_OK(gpudl_model_loss(cm, &hy));
+                CHECK_OK(gpudl_model_backward(cm)); CHECK_OK(gpudl_model_step(cm)); CHECK_OK(gpudl_model_loss_value(cm, &lc));
+                CHECK_OK(gpudl_model_zero_grad(gm)); CHECK_OK(gpudl_model_forward(gm, &x, NULL)); CHECK_OK(gpudl_model_loss(gm, &y));
+                CHECK_OK(gpudl_model_backward(gm)); CHECK_OK(gpudl_model_step(gm)); CHECK_OK(gpudl_model_loss_value(gm, &lg));
+                if (fabsf(lc - lg) / (fabsf(lc) + 1e-3f) > worst) worst = fabsf(lc - lg) / (fabsf(lc) + 1e-3f);
+            }
+            CHECK_OK(gpudl_model_params(cm, &cp, NULL));
+            CHECK_OK(gpudl_model_params(gm, &gp, NULL));
+            back = to_host(g, &gp);
+            e = max_rel(&back, &cp, 1.0);
+            printf("    cuBLASLt %s, %s: worst loss difference %.1e, weights %.1e\n", lt ? "on " : "off", p ? "fp16" : "fp32",
+                   (double)worst, e);
+            CHECKF(worst < (p ? 2e-2f : 1e-4f), "losses GPU vs CPU differ by %g (cuBLASLt %d, %s)", (double)worst, lt,
+                   p ? "fp16" : "fp32");
+            CHECKF(e < (p ? 2e-2 : 1e-4), "weights GPU vs CPU differ by %g (cuBLASLt %d, %s)", e, lt, p ? "fp16" : "fp32");
+            gpudl_tensor_free(c, &back);
+            gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy); gpudl_tensor_free(g, &x); gpudl_tensor_free(g, &y);
+            gpudl_model_destroy(cm); gpudl_model_destroy(gm);
+        }
+    g->use_lt = 0;
+#endif
+}
+
+/* cuBLASLt's bias and bias+ReLU epilogues against the CPU, f32/f16/bf16. */
+static void test_gpu_layers_linear_lt(void) {
+#ifdef GPUDL_NO_CUDA
+    SKIP("CPU-only build (GPUDL_NO_CUDA)");
+#else
+    static const int64_t shapes[][3] = {{33, 37, 19}, {128, 784, 1024}, {5, 1024, 10}};
+    gpudl_ctx *c = cpu_ctx();
+    size_t t;
+    int d, relu;
+    NEED_GPU(g);
+    g->use_lt = 1;
+    for (d = 0; d < 3; d++)
+        for (t = 0; t < sizeof shapes / sizeof shapes[0]; t++)
+            for (relu = 0; relu <= 1; relu++) {
+                gpudl_dtype dt = d == 0 ? GPUDL_F32 : d == 1 ? GPUDL_F16 : GPUDL_BF16;
+                int64_t xs[2] = {shapes[t][0], shapes[t][1]}, ws[2] = {shapes[t][2], shapes[t][1]}, ys[2] = {shapes[t][0], shapes[t][2]};
+                gpudl_tensor x = rnd(2, xs, -1, 1), w = rnd(2, ws, -0.1f, 0.1f), b = rnd(1, &shapes[t][2], -1, 1);
+                gpudl_tensor y = mk(c, GPUDL_F32, 2, ys), x16 = mk(c, dt, 2, xs), w16 = mk(c, dt, 2, ws), b16 = mk(c, dt, 1, &shapes[t][2]);
+                gpudl_tensor gx, gw, gb, gy, back, backf = mk(c, GPUDL_F32, 2, ys);
+                int done = 0;
+                double e;
+                /* the reference from the 16-bit values the GPU sees */
+                CHECK_OK(gpudl_tensor_cast(c, &x16, &x)); CHECK_OK(gpudl_tensor_cast(c, &x, &x16));
+                CHECK_OK(gpudl_tensor_cast(c, &w16, &w)); CHECK_OK(gpudl_tensor_cast(c, &w, &w16));
+                CHECK_OK(gpudl_tensor_cast(c, &b16, &b)); CHECK_OK(gpudl_tensor_cast(c, &b, &b16));
+                CHECK_OK(gpudl_linear_forward(c, &y, &x, &w, &b));
+                if (relu) CHECK_OK(gpudl_act_forward(c, GPUDL_ACT_RELU, 0.0f, &y, &y));
+                gx = to_dev(g, &x16); gw = to_dev(g, &w16); gb = to_dev(g, &b16);
+                GPUDL_CHECK(gpudl_tensor_create(g, &gy, dt, 2, ys));
+                CHECK_OK(gpudl__lt_linear(g, &gy, &gx, &gw, &gb, relu, &done));
+                CHECKF(done, "cuBLASLt offered no algorithm for %s %lldx%lldx%lld %s", gpudl_dtype_name(dt),
+                       (long long)shapes[t][0], (long long)shapes[t][1], (long long)shapes[t][2], relu ? "bias+relu" : "bias");
+                back = to_host(g, &gy);
+                CHECK_OK(gpudl_tensor_cast(c, &backf, &back));
+                e = max_rel(&backf, &y, 1.0);
+                CHECKF(e < (dt == GPUDL_F32 ? 1e-4 : dt == GPUDL_F16 ? 4e-3 : 2e-2), "cuBLASLt %s %s %lldx%lldx%lld: error %g",
+                       relu ? "bias+relu" : "bias", gpudl_dtype_name(dt), (long long)shapes[t][0], (long long)shapes[t][1],
+                       (long long)shapes[t][2], e);
+                gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &w); gpudl_tensor_free(c, &b); gpudl_tensor_free(c, &y);
+                gpudl_tensor_free(c, &x16); gpudl_tensor_free(c, &w16); gpudl_tensor_free(c, &b16);
+                gpudl_tensor_free(c, &back); gpudl_tensor_free(c, &backf);
+                gpudl_tensor_free(g, &gx); gpudl_tensor_free(g, &gw); gpudl_tensor_free(g, &gb); gpudl_tensor_free(g, &gy);
+            }
+    g->use_lt = 0;
+#endif
+}
+
 /* Mixed precision on the GPU: the optimizer's 16-bit weight copy equals
    the rounded FP32 weights after the steps; a persistent overflow ends in
    GPUDL_ERR_NONFINITE (the device state is read back without waiting, so
@@ -2128,6 +2254,8 @@ static const test_case tests[] = {
     {"gpu_layers_bias_sums", test_gpu_layers_bias_sums},
     {"gpu_layers_batchnorm_chunks", test_gpu_layers_batchnorm_chunks},
     {"gpu_amp_steps", test_gpu_amp_steps},
+    {"gpu_fused_parity", test_gpu_fused_parity},
+    {"gpu_layers_linear_lt", test_gpu_layers_linear_lt},
     {"gpu_training_parity", test_gpu_training_parity},
     {"gpu_mixed_precision_full", test_gpu_mixed_precision_full},
 };
