@@ -76,6 +76,7 @@ test-gpu-sanitize: $(GPU_TESTS) build/test/data/.stamp
 	        $(CS) --tool $$tool ./build/test_cuda gpu_ || exit 1; \
 	        GPUDL_TEST_DATA=build/test/data $(CS) --tool $$tool ./build/test_layers_cuda gpu_layers || exit 1; \
 	        $(CS) --tool $$tool ./build/test_layers_cuda gpu_amp || exit 1; \
+	        $(CS) --tool $$tool ./build/test_layers_cuda gpu_fused || exit 1; \
 	    done; \
 	else echo "compute-sanitizer not installed: sanitizer runs SKIPPED"; fi
 
