@@ -29,13 +29,14 @@
        GPUDL_MALLOC, GPUDL_REALLOC, GPUDL_FREE
                             host allocator (define all three or none)
 
-   ENVIRONMENT (read when a context is created; for tests and comparisons)
+   ENVIRONMENT (for tests and comparisons)
        GPUDL_CUBLASLT=1     linear layers put their bias (and a following
                             ReLU) in the GEMM's cuBLASLt epilogue; off by
-                            default until benchmarks show it pays
+                            default until benchmarks show it pays (read
+                            when a CUDA context is created)
        GPUDL_GEMM_KERNEL=c|avx2|avx512
                             the CPU GEMM micro-kernel (default: the best
-                            this CPU runs)
+                            this CPU runs; read at each CPU GEMM)
 
    QUICK START
        gpudl_ctx *ctx;
