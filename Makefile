@@ -18,7 +18,7 @@ endif
 CUDA_LIBS  = $(CUDA_FLAGS) -lcublas -lcublasLt -lcudnn
 HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: all demo data matmul-demo test test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench clean
+.PHONY: all demo data matmul-demo test test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train clean
 EXAMPLES = build/cnn_fashion build/mlp_fashion build/cpu_vs_gpu build/gradcheck
 all: $(EXAMPLES)
 
@@ -131,11 +131,16 @@ endif
 # Benchmarks: tables on stdout, CSV under bench/. Never pass/fail. With a
 # GPU and PyTorch: matmul and training steps (FP32, FP16, BF16) side by side
 # with torch (eager, torch.compile, autocast + GradScaler) in the same run.
-bench: build/bench_matmul build/bench_train
+# (make bench-matmul, make bench-train: one half each; one after the other, never in parallel)
+bench:
+	$(MAKE) --no-print-directory bench-matmul
+	$(MAKE) --no-print-directory bench-train
+bench-matmul: build/bench_matmul
 	./build/bench_matmul $(BENCH_ARGS)
 	@if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then \
 	    python3 bench/torch_matmul.py; \
 	else echo "torch_matmul.py SKIPPED: no PyTorch with a GPU here"; fi
+bench-train: build/bench_train
 	./build/bench_train $(BENCH_ARGS)
 	@if python3 -c 'import torch' 2>/dev/null; then python3 bench/torch_train.py $(BENCH_ARGS); \
 	else echo "torch_train.py SKIPPED: no PyTorch here"; fi

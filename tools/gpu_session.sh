@@ -8,13 +8,15 @@
 #
 #   tools/gpu_session.sh OUTDIR [STEP...]
 #
-# Steps, in the order given (default: env build test bench demo):
+# Steps, in the order given (default: env build test train matmul demo):
 #   env       the GPU, driver, nvcc, where cuBLAS/cuDNN were found, PyTorch
 #   build     the GPU test suites, benchmarks and examples (make -j)
 #   test      make test-gpu-suites: every op and layer GPU vs CPU, training
 #             parity, FP16/BF16 accuracy on the full Fashion-MNIST
 #   sanitize  make test-gpu-sanitize: compute-sanitizer over the suites
-#   bench     make bench: matmul and training steps, with PyTorch beside
+#   train     make bench-train: training steps, gpudl and PyTorch (eager,
+#             torch.compile, AMP) side by side
+#   matmul    make bench-matmul: matmul vs raw cuBLAS and torch.matmul
 #   demo      make demo and the mixed-precision example on the GPU
 # On the lent machine, with the full Fashion-MNIST carried in data/fashion-mnist
 # (git-ignored; copy it from /usr/share/datasets/fashion-mnist):
@@ -27,7 +29,7 @@ set -u
 cd "$(dirname "$0")/.."
 OUTDIR=${1:?usage: tools/gpu_session.sh OUTDIR [STEP...]}
 shift
-STEPS=${*:-env build test bench demo}
+STEPS=${*:-env build test train matmul demo}
 BUDGET=${BUDGET:-570}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 export CUDA_ARCH=${CUDA_ARCH:-"-gencode arch=compute_90,code=sm_90"}
@@ -76,7 +78,8 @@ for s in $STEPS; do
                       build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck ;;
         test)     step test 240 make test-gpu-suites ;;
         sanitize) step sanitize 480 make test-gpu-sanitize ;;
-        bench)    step bench 300 make bench ;;
+        train)    step train 240 make bench-train ;;
+        matmul)   step matmul 150 make bench-matmul ;;
         demo)     step demo 150 bash -c 'make demo && ./build/mixed_precision --data build/data/fashion-mnist' ;;
         *)        echo "unknown step '$s'" | tee -a "$SUM" ;;
     esac
