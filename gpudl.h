@@ -2602,11 +2602,6 @@ typedef struct gpudl__lt_plan {
     cublasLtMatmulAlgo_t algo;
 } gpudl__lt_plan;
 
-#define GPUDL__LT(ctx, expr) do { cublasStatus_t gpudl__lt_ = (expr); \
-    if (gpudl__lt_ != CUBLAS_STATUS_SUCCESS) return GPUDL__ERR((ctx), \
-        gpudl__lt_ == CUBLAS_STATUS_ALLOC_FAILED ? GPUDL_ERR_OOM : GPUDL_ERR_CUBLAS, \
-        "%s failed: %s (%s)", #expr, cublasGetStatusName(gpudl__lt_), cublasGetStatusString(gpudl__lt_)); } while (0)
-
 static void gpudl__lt_plan_free(gpudl__lt_plan *p) {
     if (p->desc) cublasLtMatmulDescDestroy(p->desc);
     if (p->a) cublasLtMatrixLayoutDestroy(p->a);
@@ -2638,16 +2633,16 @@ static gpudl_status gpudl__lt_plan_make(gpudl_ctx *ctx, gpudl__lt_plan *p, const
     cublasLtMatmulHeuristicResult_t res;
     cublasStatus_t st;
     int got = 0;
-    if (!ctx->lt) GPUDL__LT(ctx, cublasLtCreate(&ctx->lt));
-    GPUDL__LT(ctx, cublasLtMatmulDescCreate(&p->desc, ct, CUDA_R_32F));
-    GPUDL__LT(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT));
-    GPUDL__LT(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN));
-    GPUDL__LT(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
-    GPUDL__LT(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    GPUDL__LT(ctx, cublasLtMatrixLayoutCreate(&p->a, t, (uint64_t)k->K, (uint64_t)k->N, k->K));   /* w^T, K x N */
-    GPUDL__LT(ctx, cublasLtMatrixLayoutCreate(&p->b, t, (uint64_t)k->K, (uint64_t)k->M, k->K));   /* x^T, K x M */
-    GPUDL__LT(ctx, cublasLtMatrixLayoutCreate(&p->c, t, (uint64_t)k->N, (uint64_t)k->M, k->N));   /* y^T, N x M */
-    GPUDL__LT(ctx, cublasLtMatmulPreferenceCreate(&pref));
+    if (!ctx->lt) GPUDL__CUBLAS(ctx, cublasLtCreate(&ctx->lt));
+    GPUDL__CUBLAS(ctx, cublasLtMatmulDescCreate(&p->desc, ct, CUDA_R_32F));
+    GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT));
+    GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN));
+    GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
+    GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    GPUDL__CUBLAS(ctx, cublasLtMatrixLayoutCreate(&p->a, t, (uint64_t)k->K, (uint64_t)k->N, k->K));   /* w^T, K x N */
+    GPUDL__CUBLAS(ctx, cublasLtMatrixLayoutCreate(&p->b, t, (uint64_t)k->K, (uint64_t)k->M, k->K));   /* x^T, K x M */
+    GPUDL__CUBLAS(ctx, cublasLtMatrixLayoutCreate(&p->c, t, (uint64_t)k->N, (uint64_t)k->M, k->N));   /* y^T, N x M */
+    GPUDL__CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&pref));
     st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->workspace_bytes,
                                               sizeof ctx->workspace_bytes);
     if (st == CUBLAS_STATUS_SUCCESS)
@@ -2693,8 +2688,8 @@ static gpudl_status gpudl__lt_linear(gpudl_ctx *ctx, gpudl_tensor *y, const gpud
         p = &ctx->lt_plans[ctx->lt_n++];
     }
     if (!p->ok) return GPUDL_OK;
-    GPUDL__LT(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    GPUDL__LT(ctx, cublasLtMatmul(ctx->lt, p->desc, &one, w->data, p->a, x->data, p->b, &zero, y->data, p->c, y->data, p->c,
+    GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    GPUDL__CUBLAS(ctx, cublasLtMatmul(ctx->lt, p->desc, &one, w->data, p->a, x->data, p->b, &zero, y->data, p->c, y->data, p->c,
                                   &p->algo, ctx->workspace, ctx->workspace_bytes, ctx->stream));
     if (ctx->sync_debug) GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     *done = 1;

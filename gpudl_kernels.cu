@@ -607,6 +607,18 @@ int gpudl_k_bias_act(void *stream, int act, float alpha, void *pre, void *post, 
     return (int)cudaGetLastError();
 }
 
+/* Per-channel reductions over (N, C, inner) split the N images into G
+   chunks of per images, about 8192 values each, at most N and at most cap
+   chunks (returns G). */
+static int64_t gpudl__chunks(int64_t N, int64_t inner, int64_t cap, int64_t *per) {
+    int64_t G = (N * inner + 8191) / 8192;
+    if (G > N) G = N;
+    if (G > cap) G = cap;
+    if (G < 1) G = 1;
+    *per = (N + G - 1) / G;
+    return (N + *per - 1) / *per;
+}
+
 int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
                             float *scratch) {
     if (inner == 1) {
@@ -614,14 +626,7 @@ int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, 
         GPUDL__DISPATCH(dtype, T, (gpudl_col_sum_acc_kernel<T><<<(unsigned)((C + 31) / 32), block, 0, (cudaStream_t)stream>>>(
             out, (const T *)x, N, C)));
     } else {
-        /* image chunks: about 8192 values per block, at most N chunks, and
-           C * G partials within the scratch */
-        int64_t G = (N * inner + 8191) / 8192, cap = GPUDL__REDUCE_BLOCKS / C, per;
-        if (G > N) G = N;
-        if (G > cap) G = cap;
-        if (G < 1) G = 1;
-        per = (N + G - 1) / G;
-        G = (N + per - 1) / per;
+        int64_t per, G = gpudl__chunks(N, inner, GPUDL__REDUCE_BLOCKS / C, &per);   /* C * G partials fit the scratch */
         GPUDL__DISPATCH(dtype, T, (gpudl_channel_sum_partial_kernel<T><<<dim3((unsigned)C, (unsigned)G), GPUDL__THREADS, 0,
             (cudaStream_t)stream>>>(G == 1 ? out : scratch, G == 1, (const T *)x, N, C, inner, per)));
         if (G > 1)
@@ -683,25 +688,15 @@ int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const voi
     return (int)cudaGetLastError();
 }
 
-/* Image chunks of about 8192 values for the batch-norm passes: G chunks of per images. */
-static int64_t gpudl__bn_chunks(int64_t N, int64_t inner, int64_t *per) {
-    int64_t G = (N * inner + 8191) / 8192;
-    if (G > N) G = N;
-    if (G > 256) G = 256;
-    if (G < 1) G = 1;
-    *per = (N + G - 1) / G;
-    return (N + *per - 1) / *per;
-}
-
 int64_t gpudl_k_bn_scratch(int64_t N, int64_t C, int64_t inner) {
-    int64_t per, G = gpudl__bn_chunks(N, inner, &per);
+    int64_t per, G = gpudl__chunks(N, inner, 256, &per);
     return 3 * G * C + 2 * C;
 }
 
 int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, const void *x, int dtype, const float *gamma,
                    const float *beta, float *running_mean, float *running_var, int64_t N, int64_t C, int64_t inner,
                    int training, float momentum, float eps, float *scratch) {
-    int64_t per, G = gpudl__bn_chunks(N, inner, &per), n = N * C * inner;
+    int64_t per, G = gpudl__chunks(N, inner, 256, &per), n = N * C * inner;
     if (training) {
         GPUDL__DISPATCH(dtype, T, (gpudl_bn_stats_partial_kernel<T><<<dim3((unsigned)C, (unsigned)G), GPUDL__THREADS, 0,
             (cudaStream_t)stream>>>(scratch, (const T *)x, N, C, inner, per)));
@@ -716,7 +711,7 @@ int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, 
 int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
                    const float *gamma, const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner,
                    float *scratch) {
-    int64_t per, G = gpudl__bn_chunks(N, inner, &per), n = N * C * inner;
+    int64_t per, G = gpudl__chunks(N, inner, 256, &per), n = N * C * inner;
     float *means = scratch + 2 * G * C;
     GPUDL__DISPATCH(dtype, T, (gpudl_bn_bwd_partial_kernel<T><<<dim3((unsigned)C, (unsigned)G), GPUDL__THREADS, 0,
         (cudaStream_t)stream>>>(scratch, (const T *)dy, (const T *)x, save_mean, save_invstd, N, C, inner, per)));
