@@ -4739,7 +4739,7 @@ GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *
         /* On the GPU a linear or conv layer followed by an activation adds
            its bias and applies the activation in one kernel after the GEMM
            (one launch and one pass over the output fewer; the same bits).
-           Both outputs are kept: the activation's backward reads its input. */
+           Both outputs are written: LeakyReLU's and GELU's backward read the input. */
         if (GPUDL__ON_GPU(&in) && (l->kind == GPUDL__L_LINEAR || l->kind == GPUDL__L_CONV) && i + 1 < m->n &&
             m->L[i + 1].kind == GPUDL__L_ACT) {
             gpudl__layer *a = &m->L[i + 1];
