@@ -167,6 +167,51 @@ static void test_f16_roundtrip_and_rounding(void) {
     CHECKF(bad == 0, "%d floats round to the wrong half", bad);
 }
 
+/* The CPU backend's bulk conversions (gpudl__cvt, branch-free so that they
+   vectorise) give the bits of the scalar functions above: every FP16
+   pattern, an FP32 sample every 61st pattern (with its NaNs, Infs and
+   subnormals), and four floats either side of every FP16 rounding
+   midpoint (all the ties); with and without flush-to-zero. */
+static void test_half_bulk_conversions(void) {
+    const int64_t chunk = 1 << 20;
+    float *f = (float *)malloc(sizeof(float) * (size_t)chunk), *g = (float *)malloc(sizeof(float) * (size_t)chunk);
+    uint16_t *h = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)chunk), *b = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)chunk);
+    int64_t bad = 0, n, k, i;
+    uint64_t u = 0;
+    int ftz, pass;
+    if (!f || !g || !h || !b) { free(f); free(g); free(h); free(b); CHECKF(0, "out of memory"); return; }
+    for (ftz = 0; ftz <= 1; ftz++) {
+        if (ftz && gpudl_cpu_flush_denormals(cpu_ctx(), 1) != GPUDL_OK) break;   /* not x86-64: the default mode only */
+        for (i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+        gpudl__cvt(f, GPUDL_F32, h, GPUDL_F16, 65536);
+        gpudl__cvt(g, GPUDL_F32, h, GPUDL_BF16, 65536);
+        for (i = 0; i < 65536; i++) {
+            bad += gpudl__f32_bits(f[i]) != gpudl__f32_bits(gpudl_f16_to_f32((uint16_t)i));
+            bad += gpudl__f32_bits(g[i]) != gpudl__f32_bits(gpudl_bf16_to_f32((uint16_t)i));
+        }
+        for (pass = 0; pass < 2; pass++)
+            for (u = 0, n = 0; pass == 0 ? u <= 0xffffffffull : u < 65536 * 8;) {
+                for (n = 0; n < chunk && (pass == 0 ? u <= 0xffffffffull : u < 65536 * 8); n++) {
+                    if (pass == 0) { f[n] = gpudl__bits_f32((uint32_t)u); u += 61; continue; }
+                    /* the midpoint between FP16 values k and k + 1, +-4 float ulps */
+                    k = (int64_t)(u >> 3);
+                    if ((k & 0x7fff) < 0x400)   /* subnormal: (k + 1/2) 2^-24, exact in a float */
+                        f[n] = gpudl__bits_f32(gpudl__f32_bits(((float)(k & 0x3ff) + 0.5f) * 5.9604644775390625e-08f) +
+                                               (uint32_t)(u & 7) - 4u);
+                    else
+                        f[n] = gpudl__bits_f32(gpudl__f32_bits(gpudl_f16_to_f32((uint16_t)k)) + 0x1000u + (uint32_t)(u & 7) - 4u);
+                    u++;
+                }
+                gpudl__cvt(h, GPUDL_F16, f, GPUDL_F32, n);
+                gpudl__cvt(b, GPUDL_BF16, f, GPUDL_F32, n);
+                for (i = 0; i < n; i++) bad += (h[i] != gpudl_f32_to_f16(f[i])) + (b[i] != gpudl_f32_to_bf16(f[i]));
+            }
+        if (ftz) gpudl_cpu_flush_denormals(cpu_ctx(), 0);
+    }
+    CHECKF(bad == 0, "%lld bulk conversions differ from the scalar ones", (long long)bad);
+    free(f); free(g); free(h); free(b);
+}
+
 static void test_bf16_values_and_rounding(void) {
     uint32_t i;
     int bad = 0;
@@ -989,6 +1034,7 @@ static const test_case tests[] = {
     {"f16_known_values", test_f16_known_values},
     {"f16_roundtrip_and_rounding", test_f16_roundtrip_and_rounding},
     {"bf16_values_and_rounding", test_bf16_values_and_rounding},
+    {"half_bulk_conversions", test_half_bulk_conversions},
     {"tensor_lifecycle", test_tensor_lifecycle},
     {"fill_and_random", test_fill_and_random},
     {"copy_cast", test_copy_cast},
