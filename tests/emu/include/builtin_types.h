@@ -1,0 +1,3 @@
+/* builtin_types.h (cuemu) */
+#include "driver_types.h"
+#include "vector_types.h"

@@ -1,0 +1,32 @@
+/* crt/host_defines.h (cuemu) - the CUDA execution-space and attribute
+   keywords. Kernels and device functions are ordinary host functions here,
+   so __device__, __host__, __global__ and friends expand to nothing.
+   __shared__ is deliberately not a macro: tests/emu/nvcc-emu rewrites
+   __shared__ declarations so that each block gets its own copy. */
+#ifndef CUEMU_HOST_DEFINES_H
+#define CUEMU_HOST_DEFINES_H
+
+#define __host__
+#define __device__
+#define __global__
+#define __constant__
+#define __managed__
+#define __grid_constant__
+#define __device_builtin__
+#define __device_builtin_texture_type__
+#define __device_builtin_surface_type__
+#define __cudart_builtin__
+#define __builtin_align__(a) __attribute__((aligned(a)))
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...)
+#define __maxnreg__(n)
+#define __cluster_dims__(...)
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __inline_hint__
+#define __thread__ __thread
+#define CUDARTAPI
+#define __CUDA_ALIGN__(n) __attribute__((aligned(n)))
+/* __noinline__ is defined last by the emulator's preamble, after the C++
+   library headers that spell __attribute__((__noinline__)) are in. */
+
+#endif

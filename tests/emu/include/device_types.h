@@ -1,0 +1,1 @@
+/* device_types.h (cuemu): nothing the emulator needs */

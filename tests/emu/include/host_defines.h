@@ -1,0 +1,1 @@
+#include "crt/host_defines.h"

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The emulator's own tests: its headers (C and C++, and against the CUDA
+# toolkit's), the nvcc-emu rewrite and option handling, the compatibility
+# rules for target architectures, and every self-test program, built
+# plainly and under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Ends with one line: N passed, N failed, N skipped.
+#   bash tests/emu/selftest/run.sh [--quick]   (--quick: no sanitizer builds)
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+EMU=$(cd "$HERE/.." && pwd)
+NVCC_EMU="$EMU/nvcc-emu"
+OUT=${CUEMU_TEST_OUT:-$EMU/.cache/selftest}
+mkdir -p "$OUT"
+QUICK=0
+[ "${1:-}" = "--quick" ] && QUICK=1
+passed=0; failed=0; skipped=0
+
+ok()   { printf 'ok      %-40s %s\n' "$1" "${2:-}"; passed=$((passed + 1)); }
+bad()  { printf 'FAIL    %-40s %s\n' "$1" "${2:-}"; failed=$((failed + 1)); }
+skip() { printf 'SKIPPED %-40s %s\n' "$1" "$2"; skipped=$((skipped + 1)); }
+check() {   # check NAME CMD...: must succeed
+    local name=$1; shift
+    if "$@" >"$OUT/$name.log" 2>&1; then ok "$name"; else bad "$name" "($*)"; sed 's/^/        /' "$OUT/$name.log" | tail -20; fi
+}
+program() {   # program NAME BINARY [env...]: a self-test program; its own counts are added
+    local name=$1 bin=$2 out line
+    out=$("$bin" 2>"$OUT/$name.stderr"); local rc=$?
+    line=$(printf '%s\n' "$out" | tail -n 1)
+    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        local p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+        if [ "$f" -eq 0 ] && [ $rc -eq 0 ]; then ok "$name" "($p checks)"; passed=$((passed + p - 1))
+        else bad "$name" "($f of $((p + f)) failed)"; printf '%s\n' "$out" | grep -v '^ok' | sed 's/^/        /'
+            tail -5 "$OUT/$name.stderr" | sed 's/^/        /'; passed=$((passed + p)); failed=$((failed + f - 1)); fi
+    else
+        bad "$name" "crashed or printed no summary (exit $rc)"; printf '%s\n' "$out" | tail -5 | sed 's/^/        /'
+        tail -15 "$OUT/$name.stderr" | sed 's/^/        /'
+    fi
+}
+
+echo "== emulator headers"
+for h in cuda_runtime_api.h cuda_runtime.h cuda_fp16.h cuda_bf16.h cublas_v2.h cublasLt.h cudnn.h cuemu.h library_types.h; do
+    if [ -f "$EMU/include/$h" ]; then
+        check "header_c99_${h%.h}" gcc -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -I"$EMU/include" -x c "$EMU/include/$h"
+        check "header_cxx_${h%.h}" g++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only -I"$EMU/include" -x c++ "$EMU/include/$h"
+    else
+        bad "header_$h" "missing"
+    fi
+done
+if [ -f "$HERE/abi_check.py" ]; then
+    out=$(python3 "$HERE/abi_check.py" 2>&1); rc=$?
+    last=$(printf '%s\n' "$out" | tail -n 1)
+    if printf '%s\n' "$out" | grep -q '^SKIPPED'; then skip abi_against_cuda_13_headers "$(printf '%s\n' "$out" | grep '^SKIPPED' | head -1)"
+    elif [ $rc -eq 0 ]; then ok abi_against_cuda_13_headers "($last)"
+    else bad abi_against_cuda_13_headers "($last)"; printf '%s\n' "$out" | grep -v '^ok' | head -30 | sed 's/^/        /'; fi
+fi
+
+echo "== nvcc-emu: rewrite and options"
+program rewrite "$HERE/rewrite_test.py"
+check driver_version "$NVCC_EMU" --version
+if "$NVCC_EMU" -fopenmp -o "$OUT/x" "$HERE/arch_probe.cu" >"$OUT/unknown_option.log" 2>&1 || ! grep -q "Unknown option '-fopenmp'" "$OUT/unknown_option.log"; then
+    bad driver_rejects_unknown_option "(nvcc says: Unknown option '-fopenmp')"
+else ok driver_rejects_unknown_option; fi
+
+echo "== target architectures (nvcc's compatibility rules)"
+arch_case() {   # arch_case NAME "NVCC ARCH FLAGS" DEVICE WANT(0 ran, 3 no kernel image)
+    local name=$1 flags=$2 dev=$3 want=$4
+    # shellcheck disable=SC2086
+    if ! "$NVCC_EMU" $flags -o "$OUT/arch_$name" "$HERE/arch_probe.cu" >"$OUT/arch_$name.log" 2>&1; then
+        bad "arch_$name" "(build failed: $flags)"; cat "$OUT/arch_$name.log"; return; fi
+    GPUDL_EMU_DEVICE=$dev "$OUT/arch_$name" 2>/dev/null; local rc=$?
+    if [ $rc -eq "$want" ]; then ok "arch_$name"; else bad "arch_$name" "($flags on $dev: exit $rc, want $want)"; fi
+}
+arch_case default_build_runs_on_9.0      ""                                        9.0 0
+arch_case sm80_cubin_refused_on_9.0      "-gencode arch=compute_80,code=sm_80"     9.0 3
+arch_case sm80_cubin_runs_on_8.6         "-gencode arch=compute_80,code=sm_80"     8.6 0
+arch_case sm86_cubin_refused_on_8.0      "-arch=sm_86 -code=sm_86"                 8.0 3
+arch_case sm90_refused_on_8.0            "-arch=sm_90"                             8.0 3
+arch_case compute90_ptx_runs_on_10.0     "-gencode arch=compute_90,code=compute_90" 10.0 0
+arch_case sm90_cubin_refused_on_10.0     "-gencode arch=compute_90,code=sm_90"     10.0 3
+arch_case sm90a_runs_on_9.0_only         "-gencode arch=compute_90a,code=sm_90a"   9.0 0
+arch_case sm90a_refused_on_10.0          "-gencode arch=compute_90a,code=sm_90a"   10.0 3
+arch_case gpudl_build_refused_on_7.0     "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]" 7.0 3
+
+echo "== self-test programs"
+build_and_run() {   # build_and_run NAME SRC FLAGS...
+    local name=$1 src=$2; shift 2
+    if "$NVCC_EMU" "$@" -I"$HERE" -o "$OUT/$name" "$src" -lcublas -lcublasLt -lcudnn >"$OUT/$name.build.log" 2>&1; then
+        program "$name" "$OUT/$name"
+    else
+        bad "$name" "(build failed)"; grep -E 'error|fatal' "$OUT/$name.build.log" | head -10 | sed 's/^/        /'
+    fi
+}
+SAN=(-g -Xcompiler -fsanitize=address,undefined -Xcompiler -fno-sanitize-recover=all -Xcompiler -fno-omit-frame-pointer)
+for src in "$HERE"/*.cu; do
+    base=$(basename "$src" .cu)
+    [ "$base" = arch_probe ] && continue
+    build_and_run "$base" "$src" -O2
+    # under the sanitizers: the runtime and the libraries (the 16-bit and math
+    # tests are exhaustive arithmetic on host code: minutes there, nothing to find)
+    if [ $QUICK = 0 ] && [[ $base != fp16_* ]] && [[ $base != math_* ]]; then
+        ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+            build_and_run "${base}_asan" "$src" -O1 "${SAN[@]}"
+    fi
+done
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

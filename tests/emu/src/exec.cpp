@@ -1,0 +1,1012 @@
+/* exec.cpp - kernels on the emulated device.
+
+   A grid's blocks are spread over the worker threads (pool.cpp); a worker
+   runs one block at a time. The CUDA threads of a block run on fibers (own
+   stacks): a fiber runs the block's threads one after the other until one
+   waits, at a block barrier (__syncthreads and friends) or at a warp-level
+   exchange (shuffles, votes, __syncwarp); that thread keeps the fiber, and a
+   new fiber goes on with the next threads. A kernel that never waits runs
+   its whole block on one fiber; one that waits at a barrier ends up with a
+   fiber per thread. The rules enforced here are the CUDA C++ Programming
+   Guide's:
+   - __syncthreads() must be reached by every thread of the block, at the same
+     call; anything else is reported as an error (on a GPU it may hang or
+     corrupt data), never a hang here;
+   - a warp intrinsic with a mask: the calling lane must be in the mask, and
+     every non-exited lane named in it must call the same intrinsic with the
+     same mask; a value read from a lane that does not take part is
+     undefined, here all one bits (NaN for floats);
+   - static and dynamic __shared__ memory belongs to one block, uninitialised
+     at its start (here: all one bits);
+   - a fault (illegal address, stack overflow, trap, assert) ends the grid and
+     leaves the device with a sticky error. */
+#include "state.h"
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+extern "C" {
+/* The sanitizers' fiber interface, when a sanitizer is linked in. */
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size) __attribute__((weak));
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old) __attribute__((weak));
+void __asan_poison_memory_region(void const volatile *addr, size_t size) __attribute__((weak));
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size) __attribute__((weak));
+}
+
+__thread uint3 threadIdx;
+__thread uint3 blockIdx;
+__thread dim3 blockDim;
+__thread dim3 gridDim;
+
+/* >>context switch: save the callee-saved registers on the current stack,
+   store the stack pointer in *save, continue on new_sp. */
+extern "C" void cuemu_ctx_switch(void **save, void *new_sp);
+extern "C" void cuemu_fiber_trampoline(void);
+extern "C" void cuemu_fiber_fault_trampoline(void);
+
+#if defined(__x86_64__)
+asm(R"(
+    .text
+    .globl cuemu_ctx_switch
+    .type cuemu_ctx_switch,@function
+cuemu_ctx_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size cuemu_ctx_switch, .-cuemu_ctx_switch
+
+    .globl cuemu_fiber_trampoline
+    .type cuemu_fiber_trampoline,@function
+cuemu_fiber_trampoline:
+    movq %r12, %rdi
+    andq $-16, %rsp
+    callq cuemu_fiber_main
+    ud2
+    .size cuemu_fiber_trampoline, .-cuemu_fiber_trampoline
+)");
+#elif defined(__aarch64__)
+asm(R"(
+    .text
+    .globl cuemu_ctx_switch
+    .type cuemu_ctx_switch,%function
+cuemu_ctx_switch:
+    sub sp, sp, #176
+    stp x19, x20, [sp, #0]
+    stp x21, x22, [sp, #16]
+    stp x23, x24, [sp, #32]
+    stp x25, x26, [sp, #48]
+    stp x27, x28, [sp, #64]
+    stp x29, x30, [sp, #80]
+    stp d8, d9, [sp, #96]
+    stp d10, d11, [sp, #112]
+    stp d12, d13, [sp, #128]
+    stp d14, d15, [sp, #144]
+    mov x9, sp
+    str x9, [x0]
+    mov sp, x1
+    ldp x19, x20, [sp, #0]
+    ldp x21, x22, [sp, #16]
+    ldp x23, x24, [sp, #32]
+    ldp x25, x26, [sp, #48]
+    ldp x27, x28, [sp, #64]
+    ldp x29, x30, [sp, #80]
+    ldp d8, d9, [sp, #96]
+    ldp d10, d11, [sp, #112]
+    ldp d12, d13, [sp, #128]
+    ldp d14, d15, [sp, #144]
+    add sp, sp, #176
+    ret
+    .size cuemu_ctx_switch, .-cuemu_ctx_switch
+
+    .globl cuemu_fiber_trampoline
+    .type cuemu_fiber_trampoline,%function
+cuemu_fiber_trampoline:
+    mov x0, x19
+    bl cuemu_fiber_main
+    brk #0
+    .size cuemu_fiber_trampoline, .-cuemu_fiber_trampoline
+)");
+#else
+#  error "tests/emu: fibers are written for x86-64 and AArch64"
+#endif
+
+namespace cuemu {
+
+namespace {
+
+enum TState : uint8_t { T_NEW, T_RUN, T_BAR, T_WARP, T_DONE };
+
+struct Worker;
+struct Fiber;
+
+/* One CUDA thread of the running block. */
+struct Thr {
+    ThreadView view;
+    unsigned linear = 0, lane = 0, warp = 0;
+    TState state = T_DONE;
+    bool suspended = false;   /* switched out on its fiber: resumable when state is T_RUN */
+    Fiber *fiber = nullptr;
+    const char *bar_site = nullptr;
+    int bar_result = 0;
+    int wop = -1;             /* the warp operation it waits in */
+    const char *wsite = nullptr;  /* __activemask(): where it was called */
+    unsigned wmask = 0, wsize = 0;
+    int warg = 0, wwidth = 32;
+    uint64_t wval = 0, wres = 0;
+    int wpred = 0;
+    unsigned atomics = 0;
+};
+
+/* A stack that runs threads. */
+struct Fiber {
+    void *sp = nullptr;       /* saved stack pointer while switched out */
+    char *stack = nullptr;    /* usable stack [stack, stack + stack_size) */
+    size_t stack_size = 0;
+    void *asan_fake = nullptr;
+    Worker *w = nullptr;
+    Thr *thr = nullptr;       /* the thread it runs now */
+    bool busy = false;
+    bool dirty = false;       /* abandoned while running: unpoison its stack before reuse */
+};
+
+struct GridRun {
+    Grid *g;
+    uint64_t total;
+    std::atomic<uint64_t> next{0};
+    std::atomic<bool> abort{false};
+    std::atomic<int> err{0};
+};
+
+struct Worker {
+    void *sched_sp = nullptr;
+    const void *sched_bottom = nullptr;
+    size_t sched_size = 0;
+    std::vector<Thr> thr;               /* the block's threads */
+    std::vector<Fiber *> fibers;        /* stacks, reused from block to block */
+    uint3 block_idx{};
+    GridRun *run = nullptr;
+    unsigned nthreads = 0, ndone = 0, next_start = 0;
+    unsigned nsuspended = 0;            /* threads switched out on their fibers */
+    std::vector<uint8_t> warp_waiting;  /* lanes of each warp waiting in a warp operation */
+    std::vector<uint8_t> warp_active;   /* of those, lanes waiting in __activemask() */
+    unsigned bar_arrived = 0;
+    int bar_acc = 0, bar_kind = 0;
+    const char *bar_site = nullptr;
+    bool block_abort = false;
+    char *smem = nullptr;         /* [static region][dynamic region][guard page] */
+    size_t dyn_open = 0;          /* bytes of the dynamic region currently accessible */
+    uintptr_t fault_addr = 0;
+    int fault_sig = 0;
+};
+
+const size_t kStaticCap = 256 * 1024;   /* all static __shared__ variables of the program */
+const size_t kDynCap = 256 * 1024;      /* dynamic shared memory: above every profile's opt-in limit */
+std::atomic<size_t> g_static_used{0};
+size_t g_page = 4096;
+
+__thread Worker *t_worker;
+__thread Fiber *t_fiber;   /* the fiber running on this host thread, if any */
+__thread Thr *t_thr;       /* the CUDA thread it runs */
+
+void asan_start(void **fake, const void *bottom, size_t size) {
+    if (__sanitizer_start_switch_fiber) __sanitizer_start_switch_fiber(fake, bottom, size);
+}
+void asan_finish(void *fake, const void **bottom, size_t *size) {
+    if (__sanitizer_finish_switch_fiber) __sanitizer_finish_switch_fiber(fake, bottom, size);
+}
+
+size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/* >>signals: every thread that runs kernels gets an alternate signal stack. */
+void ensure_altstack() {
+    static __thread bool done;
+    if (done) return;
+    done = true;
+    stack_t old;
+    if (sigaltstack(nullptr, &old) == 0 && !(old.ss_flags & SS_DISABLE)) return;   /* someone (a sanitizer) has one */
+    size_t sz = 256 * 1024;
+    void *p = mmap(nullptr, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;
+    stack_t ss;
+    ss.ss_sp = p;
+    ss.ss_size = sz;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, nullptr);
+}
+
+Worker *worker() {
+    Worker *w = t_worker;
+    if (w) return w;
+    w = new Worker();
+    g_page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t len = kStaticCap + kDynCap + g_page;
+    void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "cuemu: cannot map shared memory for a worker thread\n");
+        abort();
+    }
+    w->smem = (char *)p;
+    mprotect(w->smem + kStaticCap, kDynCap + g_page, PROT_NONE);
+    {
+        /* Workers live as long as the process (a worker thread's state stays reachable). */
+        static std::mutex mu;
+        static std::vector<Worker *> *all = new std::vector<Worker *>();
+        std::lock_guard<std::mutex> lk(mu);
+        all->push_back(w);
+    }
+    ensure_altstack();
+    t_worker = w;
+    return w;
+}
+
+char *dyn_base(Worker *w) { return w->smem + kStaticCap; }
+
+/* Makes exactly the first bytes of the dynamic region accessible (pages;
+   bytes too under AddressSanitizer). */
+void open_dynamic(Worker *w, size_t bytes) {
+    if (bytes == w->dyn_open) return;
+    char *d = dyn_base(w);
+    if (__asan_unpoison_memory_region && w->dyn_open) __asan_unpoison_memory_region(d, round_up(w->dyn_open, g_page));
+    mprotect(d, kDynCap, PROT_NONE);
+    if (bytes) {
+        mprotect(d, round_up(bytes, g_page), PROT_READ | PROT_WRITE);
+        if (__asan_poison_memory_region && round_up(bytes, g_page) > bytes)
+            __asan_poison_memory_region(d + bytes, round_up(bytes, g_page) - bytes);
+    }
+    w->dyn_open = bytes;
+}
+
+size_t stack_bytes() {
+    static size_t n = [] {
+        const char *e = getenv("CUEMU_STACK_KB");
+        size_t kb = e ? (size_t)atol(e) : 256;
+        if (kb < 16) kb = 16;
+        return kb * 1024;
+    }();
+    return n;
+}
+
+Fiber *new_fiber(Worker *w) {
+    Fiber *f = new Fiber();
+    size_t sz = stack_bytes();
+    char *p = (char *)mmap(nullptr, sz + g_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "cuemu: cannot map a fiber stack\n");
+        abort();
+    }
+    mprotect(p, g_page, PROT_NONE);   /* guard page: a stack overflow faults */
+    f->stack = p + g_page;
+    f->stack_size = sz;
+    f->w = w;
+    return f;
+}
+
+/* Lays out a first frame so that switching to f enters cuemu_fiber_main(f). */
+void prime(Fiber *f) {
+    if (f->dirty && __asan_unpoison_memory_region) __asan_unpoison_memory_region(f->stack, f->stack_size);
+    f->dirty = false;
+    uintptr_t top = ((uintptr_t)f->stack + f->stack_size) & ~(uintptr_t)15;
+#if defined(__x86_64__)
+    uint64_t *sp = (uint64_t *)top;
+    *--sp = 0;                                   /* alignment slot */
+    *--sp = (uint64_t)&cuemu_fiber_trampoline;   /* ret target */
+    *--sp = 0;                                   /* rbp */
+    *--sp = 0;                                   /* rbx */
+    *--sp = (uint64_t)f;                         /* r12: the trampoline's argument */
+    *--sp = 0;                                   /* r13 */
+    *--sp = 0;                                   /* r14 */
+    *--sp = 0;                                   /* r15 */
+    f->sp = sp;
+#elif defined(__aarch64__)
+    uint64_t *sp = (uint64_t *)(top - 176);
+    memset(sp, 0, 176);
+    sp[0] = (uint64_t)f;                          /* x19 */
+    sp[11] = (uint64_t)&cuemu_fiber_trampoline;   /* x30 */
+    f->sp = sp;
+#endif
+}
+
+void switch_to(Worker *w, Fiber *f) {
+    t_fiber = f;
+    t_thr = f->thr;
+    if (f->thr) threadIdx = f->thr->view.thread_idx;
+    void *fake = nullptr;
+    asan_start(&fake, f->stack, f->stack_size);
+    cuemu_ctx_switch(&w->sched_sp, f->sp);
+    asan_finish(fake, nullptr, nullptr);
+    t_fiber = nullptr;
+    t_thr = nullptr;
+}
+
+/* From a fiber back to its worker's scheduler. final: the fiber never resumes. */
+void switch_out(Fiber *f, bool final) {
+    Worker *w = f->w;
+    asan_start(final ? nullptr : &f->asan_fake, w->sched_bottom, w->sched_size);
+    cuemu_ctx_switch(&f->sp, w->sched_sp);
+    asan_finish(f->asan_fake, &w->sched_bottom, &w->sched_size);
+}
+
+/* The calling thread waits: its fiber goes back to the scheduler, which
+   resumes it once its state is T_RUN again. */
+void suspend(Thr *t) {
+    Worker *w = t->fiber->w;
+    t->suspended = true;
+    w->nsuspended++;
+    switch_out(t->fiber, false);
+    w->nsuspended--;
+    t->suspended = false;
+}
+
+const char *kernel_name(const GridRun *r) { return r && r->g->site.kernel ? r->g->site.kernel : "(kernel)"; }
+
+void describe_block(char *buf, size_t n, Worker *w) {
+    snprintf(buf, n, "block (%u,%u,%u)", w->block_idx.x, w->block_idx.y, w->block_idx.z);
+}
+
+/* Ends the grid with err (the first error wins); the message goes to stderr. */
+void fail_grid(GridRun *r, cudaError_t err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void fail_grid(GridRun *r, cudaError_t err, const char *fmt, ...) {
+    int expected = 0;
+    if (!r->err.compare_exchange_strong(expected, (int)err)) {
+        r->abort = true;
+        return;   /* a later error of a dying grid: the first one says it */
+    }
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const Grid *g = r->g;
+    fprintf(stderr, "cuemu: kernel %s (launched at %s:%d): %s -> %s\n", kernel_name(r), g->site.file ? g->site.file : "?",
+            g->site.line, msg, cudaGetErrorName(err));
+    fflush(stderr);
+    r->abort = true;
+}
+
+/* A kernel-side error: ends the grid, and the calling thread with it. */
+[[noreturn]] void kernel_error(cudaError_t err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+[[noreturn]] void kernel_error(cudaError_t err, const char *fmt, ...) {
+    Fiber *f = t_fiber;
+    Thr *t = t_thr;
+    char msg[900], where[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!f || !t) {
+        fprintf(stderr, "cuemu: %s (outside any kernel)\n", msg);
+        abort();
+    }
+    Worker *w = f->w;
+    describe_block(where, sizeof where, w);
+    fail_grid(w->run, err, "%s thread (%u,%u,%u): %s", where, t->view.thread_idx.x, t->view.thread_idx.y, t->view.thread_idx.z, msg);
+    w->block_abort = true;
+    f->dirty = true;
+    switch_out(f, true);
+    __builtin_unreachable();
+}
+
+const char *warp_op_name(int op) {
+    static const char *names[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync", "__ballot_sync",
+                                  "__any_sync", "__all_sync", "__syncwarp", "__match_any_sync", "__match_all_sync",
+                                  "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync", "__reduce_and_sync",
+                                  "__reduce_or_sync", "__reduce_xor_sync", "__reduce_min_sync", "__reduce_max_sync",
+                                  "__reduce_add_sync"};
+    return op >= 0 && op < (int)(sizeof names / sizeof names[0]) ? names[op] : "warp operation";
+}
+
+uint64_t poison_bits(unsigned size) { return size >= 8 ? ~0ull : ((1ull << (size * 8)) - 1); }
+
+/* Completes the warp operation (op, mask) of warp `warp` when every
+   non-exited lane named in mask has arrived; returns whether it did. */
+bool try_complete(Worker *w, unsigned warp, unsigned mask, int op) {
+    unsigned base = warp * 32, part = 0;
+    Thr *lanes[32] = {};
+    for (unsigned i = 0; i < 32; i++) {
+        if (!((mask >> i) & 1) || base + i >= w->nthreads) continue;
+        Thr *t = &w->thr[base + i];
+        if (t->state == T_DONE) continue;
+        if (t->state != T_WARP || t->wop == W_ACTIVE) return false;   /* not here yet */
+        if (t->wop != op || t->wmask != mask)
+            kernel_error(cudaErrorLaunchFailure,
+                         "lane %u waits in %s with mask 0x%08x while lanes of mask 0x%08x call %s: every non-exited lane "
+                         "named in the mask must execute the same intrinsic with the same mask (CUDA C++ Programming Guide, "
+                         "warp shuffle and vote functions)",
+                         i, warp_op_name(t->wop), t->wmask, mask, warp_op_name(op));
+        part |= 1u << i;
+        lanes[i] = t;
+    }
+    for (unsigned i = 0; i < 32; i++) {
+        Thr *f = lanes[i];
+        if (!f) continue;
+        uint64_t res = 0;
+        int pred = 0;
+        unsigned w_ = (unsigned)f->wwidth, seg = i & ~(w_ - 1);
+        auto value_of = [&](unsigned src) { return ((part >> src) & 1) ? lanes[src]->wval : poison_bits(f->wsize); };
+        switch (op) {
+        case W_SHFL: res = value_of(seg + ((unsigned)f->warg & (w_ - 1))); break;
+        case W_SHFL_UP: {
+            long src = (long)i - (long)(unsigned)f->warg;
+            res = src < (long)seg ? f->wval : value_of((unsigned)src);
+            break;
+        }
+        case W_SHFL_DOWN: {
+            unsigned long src = (unsigned long)i + (unsigned)f->warg;
+            res = src >= seg + w_ ? f->wval : value_of((unsigned)src);
+            break;
+        }
+        case W_SHFL_XOR: {
+            unsigned src = i ^ (unsigned)f->warg;
+            res = src >= seg + w_ ? f->wval : value_of(src);
+            break;
+        }
+        case W_BALLOT:
+        case W_ANY:
+        case W_ALL: {
+            unsigned bits = 0;
+            for (unsigned j = 0; j < 32; j++)
+                if (lanes[j] && lanes[j]->wval) bits |= 1u << j;
+            res = op == W_BALLOT ? bits : op == W_ANY ? bits != 0 : bits == part;
+            break;
+        }
+        case W_SYNC: break;
+        case W_MATCH_ANY:
+        case W_MATCH_ALL: {
+            unsigned same = 0;
+            for (unsigned j = 0; j < 32; j++)
+                if (lanes[j] && lanes[j]->wval == f->wval) same |= 1u << j;
+            if (op == W_MATCH_ANY) res = same;
+            else {
+                pred = same == part;
+                res = pred ? part : 0;
+            }
+            break;
+        }
+        default: {   /* the __reduce_*_sync family over 32-bit values */
+            bool first = true;
+            uint32_t a = 0;
+            for (unsigned j = 0; j < 32; j++) {
+                if (!lanes[j]) continue;
+                uint32_t v = (uint32_t)lanes[j]->wval;
+                if (first) a = v;
+                else switch (op) {
+                    case W_REDUCE_ADD: case W_REDUCE_ADD_S: a = a + v; break;
+                    case W_REDUCE_MIN: a = v < a ? v : a; break;
+                    case W_REDUCE_MAX: a = v > a ? v : a; break;
+                    case W_REDUCE_MIN_S: a = (int32_t)v < (int32_t)a ? v : a; break;
+                    case W_REDUCE_MAX_S: a = (int32_t)v > (int32_t)a ? v : a; break;
+                    case W_REDUCE_AND: a &= v; break;
+                    case W_REDUCE_OR: a |= v; break;
+                    case W_REDUCE_XOR: a ^= v; break;
+                    }
+                first = false;
+            }
+            res = a;
+        }
+        }
+        f->wres = res;
+        f->wpred = pred;
+    }
+    for (unsigned i = 0; i < 32; i++)
+        if (lanes[i]) {
+            lanes[i]->state = T_RUN;
+            lanes[i]->wop = -1;
+            w->warp_waiting[warp]--;
+        }
+    return true;
+}
+
+/* The block barrier completes when every thread that has not exited is
+   waiting at it: the PTX ISA's exit instruction releases a barrier for the
+   threads that exit (so `if (i >= n) return; ... __syncthreads();` finishes on
+   a GPU). The CUDA C++ Programming Guide still calls a barrier in
+   non-uniform code undefined, so the emulator says so, once per barrier. */
+bool release_barrier(Worker *w) {
+    if (!w->bar_arrived || w->bar_arrived + w->ndone < w->nthreads) return false;
+    int res = w->bar_acc;
+    if (w->ndone) {
+        static std::mutex mu;
+        static std::unordered_set<std::string> said;
+        std::lock_guard<std::mutex> lk(mu);
+        if (said.insert(w->bar_site).second)
+            fprintf(stderr, "cuemu: warning: kernel %s: %u of %u threads of block (%u,%u,%u) had exited when the others "
+                            "reached %s; a GPU releases the barrier for exited threads, but the Programming Guide asks "
+                            "every thread to reach it\n",
+                    kernel_name(w->run), w->ndone, w->nthreads, w->block_idx.x, w->block_idx.y, w->block_idx.z, w->bar_site);
+    }
+    for (unsigned i = 0; i < w->nthreads; i++)
+        if (w->thr[i].state == T_BAR) {
+            w->thr[i].state = T_RUN;
+            w->thr[i].bar_result = res;
+        }
+    if (t_thr && t_thr->state != T_DONE) t_thr->bar_result = res;
+    w->bar_arrived = 0;
+    return true;
+}
+
+/* __activemask(): the lanes of a warp that execute the same __activemask()
+   together. With independent thread scheduling a GPU runs the lanes of a
+   branch together; the emulator's equivalent: once every lane of the warp
+   has exited or waits somewhere (a barrier, a warp exchange, an
+   __activemask()), the lanes waiting at the same __activemask() call are the
+   active ones, each gets their mask. Lanes elsewhere (the other branch,
+   already exited) are not in it. */
+void complete_active(Worker *w, unsigned warp) {
+    if (!w->warp_active[warp]) return;
+    unsigned base = warp * 32;
+    for (unsigned i = 0; i < 32 && base + i < w->nthreads; i++) {
+        TState st = w->thr[base + i].state;
+        if (st == T_NEW || st == T_RUN) return;   /* still running: it may come here too */
+    }
+    for (unsigned i = 0; i < 32 && base + i < w->nthreads; i++) {
+        Thr *a = &w->thr[base + i];
+        if (a->state != T_WARP || a->wop != W_ACTIVE) continue;
+        unsigned m = 0;
+        for (unsigned j = 0; j < 32 && base + j < w->nthreads; j++) {
+            Thr *b = &w->thr[base + j];
+            if (b->state == T_WARP && b->wop == W_ACTIVE && (b->wsite == a->wsite || !strcmp(b->wsite, a->wsite))) m |= 1u << j;
+        }
+        for (unsigned j = 0; j < 32; j++)
+            if ((m >> j) & 1) {
+                Thr *b = &w->thr[base + j];
+                b->wres = m;
+                b->wop = -1;
+                b->state = T_RUN;
+                w->warp_waiting[warp]--;
+                w->warp_active[warp]--;
+            }
+    }
+}
+
+/* A lane exited: operations that waited for it may now be complete. */
+void lane_exited(Worker *w, Thr *t) {
+    if (!w->warp_waiting[t->warp]) return;
+    complete_active(w, t->warp);
+    unsigned base = t->warp * 32;
+    for (unsigned i = 0; i < 32 && base + i < w->nthreads; i++) {
+        Thr *o = &w->thr[base + i];
+        if (o->state == T_WARP && ((o->wmask >> t->lane) & 1)) try_complete(w, t->warp, o->wmask, o->wop);
+    }
+}
+
+/* No thread can run and some have not finished: say who waits where. */
+void diagnose_deadlock(Worker *w) {
+    unsigned at_bar = 0, at_warp = 0, done = 0, first_done = ~0u, first_warp = ~0u;
+    const char *site = nullptr;
+    for (unsigned i = 0; i < w->nthreads; i++) {
+        Thr *t = &w->thr[i];
+        if (t->state == T_BAR) { at_bar++; site = t->bar_site; }
+        else if (t->state == T_WARP) { at_warp++; if (first_warp == ~0u) first_warp = i; }
+        else if (t->state == T_DONE) { done++; if (first_done == ~0u) first_done = i; }
+    }
+    char where[128], msg[700];
+    describe_block(where, sizeof where, w);
+    if (at_bar)
+        snprintf(msg, sizeof msg,
+                 "%s: %u of %u threads wait at %s, %u have exited (the first: thread %u), %u wait in warp operations; "
+                 "__syncthreads() must be reached by every thread of the block (CUDA C++ Programming Guide); a GPU may "
+                 "hang here",
+                 where, at_bar, w->nthreads, site ? site : "a barrier", done, first_done, at_warp);
+    else {
+        Thr *t = &w->thr[first_warp];
+        snprintf(msg, sizeof msg,
+                 "%s: thread %u waits in %s with mask 0x%08x for lanes that never arrive (%u threads waiting in warp "
+                 "operations, %u exited)",
+                 where, first_warp, warp_op_name(t->wop), t->wmask, at_warp, done);
+    }
+    fail_grid(w->run, cudaErrorLaunchFailure, "%s", msg);
+}
+
+Fiber *free_fiber(Worker *w) {
+    for (Fiber *f : w->fibers)
+        if (!f->busy) return f;
+    w->fibers.push_back(new_fiber(w));
+    return w->fibers.back();
+}
+
+void run_block(Worker *w, GridRun *r, uint64_t b) {
+    const Grid &g = *r->g;
+    w->block_idx = uint3{(unsigned)(b % g.grid.x), (unsigned)((b / g.grid.x) % g.grid.y),
+                         (unsigned)(b / ((uint64_t)g.grid.x * g.grid.y))};
+    blockIdx = w->block_idx;
+    blockDim = g.block;
+    gridDim = g.grid;
+    unsigned n = g.block.x * g.block.y * g.block.z;
+    if (w->thr.size() < n) w->thr.resize(n);
+    w->warp_waiting.assign((n + 31) / 32, 0);
+    w->warp_active.assign((n + 31) / 32, 0);
+    w->nsuspended = 0;
+    size_t st = g_static_used.load();
+    if (st) memset(w->smem, 0xff, st);                 /* shared memory starts undefined */
+    if (g.smem) memset(dyn_base(w), 0xff, g.smem);
+    w->nthreads = n;
+    w->ndone = 0;
+    w->next_start = 0;
+    w->bar_arrived = 0;
+    w->bar_site = nullptr;
+    w->block_abort = false;
+    uint3 idx{0, 0, 0};
+    for (unsigned i = 0; i < n; i++) {
+        Thr &t = w->thr[i];
+        t.view.thread_idx = idx;
+        if (++idx.x == g.block.x) {   /* x fastest, then y, then z */
+            idx.x = 0;
+            if (++idx.y == g.block.y) { idx.y = 0; idx.z++; }
+        }
+        t.linear = i;
+        t.lane = i & 31;
+        t.warp = i >> 5;
+        t.state = T_NEW;
+        t.suspended = false;
+        t.fiber = nullptr;
+        t.wop = -1;
+        t.atomics = 0;
+    }
+    for (Fiber *f : w->fibers) f->busy = false;
+    while (w->ndone < n && !w->block_abort && !r->abort) {
+        bool ran = false;
+        for (unsigned i = 0; i < n && w->nsuspended && !w->block_abort; i++) {
+            Thr &t = w->thr[i];
+            if (t.suspended && t.state == T_RUN) {
+                switch_to(w, t.fiber);
+                ran = true;
+            }
+        }
+        /* threads not started yet: a fresh fiber runs them until one waits */
+        while (w->next_start < n && !w->block_abort) {
+            Fiber *f = free_fiber(w);
+            f->busy = true;
+            f->thr = nullptr;
+            prime(f);
+            switch_to(w, f);
+            ran = true;
+        }
+        if (!ran && w->ndone < n && !w->block_abort) {
+            diagnose_deadlock(w);
+            break;
+        }
+    }
+    for (Fiber *f : w->fibers)
+        if (f->busy) f->dirty = true;   /* abandoned with live frames */
+}
+
+} /* namespace */
+
+/* >>fiber entry and exits (called from assembly) */
+extern "C" void cuemu_fiber_main(void *fp) {
+    Fiber *f = (Fiber *)fp;
+    Worker *w = f->w;
+    asan_finish(nullptr, &w->sched_bottom, &w->sched_size);
+    void (*body)(void *) = w->run->g->run;
+    void *args = w->run->g->args;
+    while (w->next_start < w->nthreads && !w->block_abort) {
+        Thr *t = &w->thr[w->next_start++];
+        f->thr = t;
+        t->fiber = f;
+        t->state = T_RUN;
+        t_thr = t;
+        threadIdx = t->view.thread_idx;
+        body(args);
+        t->state = T_DONE;
+        t->fiber = nullptr;
+        w->ndone++;
+        lane_exited(w, t);
+        release_barrier(w);
+    }
+    f->thr = nullptr;
+    f->busy = false;
+    switch_out(f, true);
+    __builtin_unreachable();
+}
+
+/* Where a faulting fiber continues (the signal handler sends it here, on a
+   fresh part of its own stack). */
+extern "C" __attribute__((no_sanitize_address)) void cuemu_fiber_fault(void *fp) {
+    Fiber *f = (Fiber *)fp;
+    Worker *w = f->w;
+    uintptr_t a = w->fault_addr;
+    int sig = w->fault_sig;
+    if (sig == SIGFPE)
+        kernel_error(cudaErrorLaunchFailure, "integer division by zero (a GPU gives an undefined value; here it is an error)");
+    if (a >= (uintptr_t)f->stack - g_page && a < (uintptr_t)f->stack)
+        kernel_error(cudaErrorLaunchFailure, "stack overflow (the fiber stack is %zu KiB; set CUEMU_STACK_KB for more)",
+                     f->stack_size / 1024);
+    if (a >= (uintptr_t)dyn_base(w) && a < (uintptr_t)dyn_base(w) + kDynCap + g_page)
+        kernel_error(cudaErrorIllegalAddress,
+                     "out-of-bounds shared memory access at 0x%lx: %zu bytes past the start of the %zu bytes of dynamic "
+                     "shared memory the launch asked for",
+                     (unsigned long)a, (size_t)(a - (uintptr_t)dyn_base(w)), w->run->g->smem);
+    std::string d;
+    if (device_range(w->run->g->device, (const void *)a, 1, &d)) d = "inside an allocation the device can reach";
+    kernel_error(cudaErrorIllegalAddress, "illegal memory access at address 0x%lx (%s)", (unsigned long)a, d.c_str());
+}
+
+#if defined(__x86_64__)
+asm(R"(
+    .text
+    .globl cuemu_fiber_fault_trampoline
+    .type cuemu_fiber_fault_trampoline,@function
+cuemu_fiber_fault_trampoline:
+    andq $-16, %rsp
+    callq cuemu_fiber_fault
+    ud2
+    .size cuemu_fiber_fault_trampoline, .-cuemu_fiber_fault_trampoline
+)");
+#elif defined(__aarch64__)
+asm(R"(
+    .text
+    .globl cuemu_fiber_fault_trampoline
+    .type cuemu_fiber_fault_trampoline,%function
+cuemu_fiber_fault_trampoline:
+    bl cuemu_fiber_fault
+    brk #0
+    .size cuemu_fiber_fault_trampoline, .-cuemu_fiber_fault_trampoline
+)");
+#endif
+
+namespace {
+
+struct sigaction g_old_segv, g_old_bus, g_old_fpe;
+
+void chain(int sig, siginfo_t *si, void *uc) {
+    struct sigaction *old = sig == SIGSEGV ? &g_old_segv : sig == SIGBUS ? &g_old_bus : &g_old_fpe;
+    if (old->sa_flags & SA_SIGINFO) {
+        if (old->sa_sigaction) old->sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (old->sa_handler == SIG_IGN) return;
+    if (old->sa_handler == SIG_DFL) {
+        signal(sig, SIG_DFL);   /* the fault repeats and takes the default action */
+        return;
+    }
+    old->sa_handler(sig);
+}
+
+void on_fault(int sig, siginfo_t *si, void *ucv) {
+    Fiber *f = t_fiber;
+    if (f && f->w->run) {
+        /* A kernel thread faulted: continue it at cuemu_fiber_fault on its own stack. */
+        ucontext_t *uc = (ucontext_t *)ucv;
+        f->w->fault_addr = (uintptr_t)si->si_addr;
+        f->w->fault_sig = sig;
+        uintptr_t top = (((uintptr_t)f->stack + f->stack_size) & ~(uintptr_t)15) - 512;
+#if defined(__x86_64__)
+        uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(top - 8);
+        uc->uc_mcontext.gregs[REG_RDI] = (greg_t)f;
+        uc->uc_mcontext.gregs[REG_RIP] = (greg_t)&cuemu_fiber_fault_trampoline;
+#elif defined(__aarch64__)
+        uc->uc_mcontext.sp = top;
+        uc->uc_mcontext.regs[0] = (uint64_t)f;
+        uc->uc_mcontext.pc = (uint64_t)&cuemu_fiber_fault_trampoline;
+#endif
+        return;
+    }
+    if (sig == SIGSEGV) {
+        MemKind k = classify_in_signal(si->si_addr);
+        if (k == MEM_DEVICE) {
+            static const char m[] = "cuemu: host code touched device memory (a pointer from cudaMalloc): the host cannot "
+                                    "read or write it; copy it with cudaMemcpy\n";
+            ssize_t rc = write(2, m, sizeof m - 1);
+            (void)rc;
+        } else if (k == MEM_FREED) {
+            static const char m[] = "cuemu: host code touched device memory that was already freed\n";
+            ssize_t rc = write(2, m, sizeof m - 1);
+            (void)rc;
+        }
+    }
+    chain(sig, si, ucv);
+}
+
+} /* namespace */
+
+void install_signal_handlers() {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_old_segv);
+    sigaction(SIGBUS, &sa, &g_old_bus);
+    sigaction(SIGFPE, &sa, &g_old_fpe);
+    ensure_altstack();
+}
+
+size_t fiber_stack_bytes() { return stack_bytes(); }
+
+/* >>grids */
+void run_grid(Grid &g) {
+    GridRun r;
+    r.g = &g;
+    r.total = (uint64_t)g.grid.x * g.grid.y * g.grid.z;
+    /* A pointer the device cannot reach faults at its first use; the emulator
+       checks the kernel's pointer parameters as the kernel starts. */
+    for (const PtrArg &p : g.ptrs) {
+        if (!p.value) continue;
+        std::string why;
+        if ((uintptr_t)p.value % p.align)
+            fail_grid(&r, cudaErrorMisalignedAddress,
+                      "argument %d is a pointer 0x%lx not aligned to its type's %zu bytes", p.index + 1,
+                      (unsigned long)(uintptr_t)p.value, p.align);
+        else if (!static_data(p.value) && !device_range(g.device, p.value, 1, &why)) {
+            Region reg;
+            /* one past the end of an allocation is a valid pointer value */
+            if (classify((const char *)p.value - 1, &reg) != MEM_UNKNOWN &&
+                device_range(g.device, (const char *)p.value - 1, 1, nullptr))
+                continue;
+            fail_grid(&r, cudaErrorIllegalAddress, "argument %d (pointer 0x%lx) is not memory the device can access: %s",
+                      p.index + 1, (unsigned long)(uintptr_t)p.value, why.c_str());
+        }
+        if (r.abort) break;
+    }
+    if (!r.abort) {
+        int parts = (int)(r.total < (uint64_t)pool_size() ? r.total : (uint64_t)pool_size());
+        pool_run(parts, [&](int) {
+            Worker *w = worker();
+            w->run = &r;
+            open_dynamic(w, g.smem);
+            for (uint64_t b; !r.abort && (b = r.next.fetch_add(1)) < r.total;) run_block(w, &r, b);
+            w->run = nullptr;
+        });
+    }
+    if (r.err) raise_sticky(g.device, (cudaError_t)r.err.load());
+}
+
+/* >>kernel-side API (cuemu/kernel.h) */
+char *shared_base() {
+    Worker *w = t_worker;
+    if (!w || !w->run) {
+        fprintf(stderr, "cuemu: a __shared__ variable was used outside a kernel launch\n");
+        abort();
+    }
+    return w->smem;
+}
+
+size_t shared_register(size_t size, size_t align, const char *what) {
+    size_t cur = g_static_used.load(), off, end;
+    do {
+        off = round_up(cur, align < 16 ? 16 : align);
+        end = off + size;
+    } while (!g_static_used.compare_exchange_weak(cur, end));
+    if (end > kStaticCap) {
+        fprintf(stderr, "cuemu: the program's static __shared__ variables need more than %zu KiB (%s)\n", kStaticCap / 1024,
+                what);
+        abort();
+    }
+    if (t_worker && t_worker->run) note_static_shared(t_worker->run->g->func, size);
+    return off;
+}
+
+char *shared_fresh(size_t off, size_t size) {
+    char *p = shared_base() + off;
+    memset(p, 0xff, size);
+    return p;
+}
+
+char *shared_dynamic_base() {
+    shared_base();
+    return dyn_base(t_worker);
+}
+
+int block_barrier(int kind, int pred, const char *what) {
+    Thr *t = t_thr;
+    if (!t) kernel_error(cudaErrorLaunchFailure, "%s called outside a kernel", what);
+    Worker *w = t_fiber->w;
+    if (w->bar_arrived == 0) {
+        w->bar_site = what;
+        w->bar_kind = kind;
+        w->bar_acc = kind == BAR_AND ? 1 : 0;
+    } else if (strcmp(w->bar_site, what) != 0) {
+        kernel_error(cudaErrorLaunchFailure,
+                     "waits at %s while other threads of the block wait at %s: every thread of the block must reach "
+                     "the same __syncthreads() (CUDA C++ Programming Guide); a GPU may hang or corrupt data here",
+                     what, w->bar_site);
+    }
+    if (kind == BAR_COUNT) w->bar_acc += pred;
+    else if (kind == BAR_AND) w->bar_acc &= pred;
+    else if (kind == BAR_OR) w->bar_acc |= pred;
+    t->bar_site = what;
+    ++w->bar_arrived;
+    if (release_barrier(w)) return t->bar_result;
+    t->state = T_BAR;
+    complete_active(w, t->warp);
+    suspend(t);
+    return t->bar_result;
+}
+
+uint64_t warp_op(int op, unsigned mask, uint64_t value, unsigned size, int arg, int width, int *pred) {
+    Thr *t = t_thr;
+    if (!t) kernel_error(cudaErrorLaunchFailure, "%s called outside a kernel", warp_op_name(op));
+    if (!((mask >> t->lane) & 1))
+        kernel_error(cudaErrorLaunchFailure,
+                     "lane %u calls %s with mask 0x%08x, which does not name it: each calling thread must have its own "
+                     "bit set in the mask (CUDA C++ Programming Guide)",
+                     t->lane, warp_op_name(op), mask);
+    if (op <= W_SHFL_XOR && (width < 1 || width > 32 || (width & (width - 1))))
+        kernel_error(cudaErrorLaunchFailure, "%s with width %d: width must be a power of 2 from 1 to 32", warp_op_name(op),
+                     width);
+    Worker *w = t_fiber->w;
+    t->wop = op;
+    t->wmask = mask;
+    t->wval = value;
+    t->warg = arg;
+    t->wwidth = width;
+    t->wsize = size;
+    t->state = T_WARP;
+    w->warp_waiting[t->warp]++;
+    /* The last lane to arrive completes the exchange and then lets the others
+       go first, so that the lanes of a warp resume in lane order (as if
+       converged). */
+    if (!try_complete(w, t->warp, mask, op) || mask != (1u << t->lane)) {
+        complete_active(w, t->warp);
+        if (t->state != T_RUN || mask != (1u << t->lane)) suspend(t);
+    }
+    if (pred) *pred = t->wpred;
+    return t->wres;
+}
+
+unsigned active_mask(const char *site) {
+    Thr *t = t_thr;
+    if (!t) return 0;
+    Worker *w = t_fiber->w;
+    t->wop = W_ACTIVE;
+    t->wsite = site;
+    t->wmask = 0;
+    t->state = T_WARP;
+    w->warp_waiting[t->warp]++;
+    w->warp_active[t->warp]++;
+    complete_active(w, t->warp);
+    suspend(t);   /* waits; or, completed by this lane, lets the others resume first, in lane order */
+    return (unsigned)t->wres;
+}
+
+unsigned lane_id() { return t_thr ? t_thr->lane : 0; }
+
+void yield_point() {
+    Thr *t = t_thr;
+    if (!t) return;
+    suspend(t);   /* stays T_RUN: the scheduler runs the others first */
+}
+
+void atomic_point() {
+    Thr *t = t_thr;
+    if (t && (++t->atomics & 15) == 0) yield_point();
+}
+
+void trap(const char *why) { kernel_error(cudaErrorLaunchFailure, "%s", why); }
+
+} /* namespace cuemu */
+
+long long clock64() { return (long long)(cuemu::now_ns() * 2); }
+
+/* assert() in a kernel: the CUDA message, then the grid ends with
+   cudaErrorAssert. On the host: what glibc does. */
+extern "C" void __assert_fail(const char *assertion, const char *file, unsigned int line, const char *function) {
+    using namespace cuemu;
+    Thr *t = t_thr;
+    if (t) {
+        Worker *w = t_fiber->w;
+        fprintf(stderr, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", file, line, function,
+                w->block_idx.x, w->block_idx.y, w->block_idx.z, t->view.thread_idx.x, t->view.thread_idx.y,
+                t->view.thread_idx.z, assertion);
+        kernel_error(cudaErrorAssert, "device-side assert triggered");
+    }
+    fprintf(stderr, "%s: %s:%u: %s: Assertion `%s' failed.\n", program_invocation_short_name, file, line, function, assertion);
+    abort();
+}
