@@ -1,4 +1,4 @@
-# gpudl - make demo | make test | make test-gpu | make bench | make clean
+# gpudl - make help lists the targets
 # The library itself needs no build step: copy gpudl.h and gpudl_kernels.cu.
 CC      ?= cc
 NVCC    ?= nvcc
@@ -18,18 +18,37 @@ endif
 CUDA_LIBS  = $(CUDA_FLAGS) -lcublas -lcublasLt -lcudnn
 HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: all demo data matmul-demo test test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train clean
-EXAMPLES = build/cnn_fashion build/mlp_fashion build/cpu_vs_gpu build/gradcheck
+.PHONY: all help demo doctor data matmul-demo plots test test-emu test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train clean
+EXAMPLES = build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck build/doctor
 all: $(EXAMPLES)
+
+help:
+	@echo "make demo          train the demo CNN on Fashion-MNIST (GPU if there is one, else the CPU)"
+	@echo "make doctor        check the build on this machine: driver, GPU, libraries, CPU, data; says what to fix"
+	@echo "make matmul-demo   time t @ t and a 10000^2 product on the CPU and the GPU"
+	@echo "make               build every example into build/"
+	@echo "make test          the test suite, on any machine (no GPU needed: see make test-emu)"
+	@echo "make test-emu      the GPU path on the emulated CUDA device"
+	@echo "make test-gpu      the GPU suites and compute-sanitizer, on a GPU machine"
+	@echo "make test-sanitize the CPU suites under ASan/UBSan"
+	@echo "make fuzz          libFuzzer on the IDX and checkpoint loaders (clang)"
+	@echo "make bench         benchmarks: tables, CSV and pictures (bench/*.png) under bench/"
+	@echo "make plots         redraw the pictures; with build/demo.csv from make demo DEMO_ARGS=\"--log build/demo.csv\""
+	@echo "make data          find or fetch Fashion-MNIST into build/data"
+	@echo "make clean         remove build/, the benchmark CSVs and the emulator's cache"
 
 # Examples run on the GPU when there is one (nvcc build), else on the CPU.
 ifdef HAVE_NVCC
 build/%: examples/%.c gpudl.h gpudl_kernels.cu | build
-	$(NVCC) $(CFLAGS) $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ $< gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+	$(NVCC) $(CFLAGS) $(CUDA_ARCH) -Xcompiler -fopenmp -I. -o $@ $< gpudl_kernels.cu $(CUDA_LIBS) -lgomp
 else
 build/%: examples/%.c gpudl.h | build
-	$(CC) $(CFLAGS) -fopenmp -DGPUDL_NO_CUDA -o $@ $< -lm
+	$(CC) $(CFLAGS) -fopenmp -DGPUDL_NO_CUDA -I. -o $@ $< -lm
 endif
+
+# A self-check of the build on this machine: what is there, what to fix.
+doctor: build/doctor
+	@./build/doctor || true
 
 # The main job: train the CNN on Fashion-MNIST (data: see data/README.md).
 demo: build/cnn_fashion data
@@ -43,7 +62,14 @@ matmul-demo: build/cpu_vs_gpu
 	./build/cpu_vs_gpu $(DEMO_ARGS)
 
 test:
+	python3 tools/check_sections.py
 	bash tests/run.sh
+
+# The GPU path on the emulated CUDA device (tests/emu), on any machine: the
+# emulator's self-tests, the GPU suites (also under ASan/UBSan), the examples
+# in a short mode and the device profiles. make test runs it too.
+test-emu:
+	bash tests/run_emu.sh
 
 # On a GPU machine: the GPU suites (FP16/BF16 accuracy on the full
 # Fashion-MNIST when make data finds it), then compute-sanitizer's memcheck (with
@@ -51,11 +77,18 @@ test:
 # run that must be flagged (proof the sanitizer really runs). The two halves
 # also run alone: make test-gpu-suites, make test-gpu-sanitize.
 CS = compute-sanitizer --error-exitcode 1
-GPU_TESTS = build/test_cuda build/test_layers_cuda
-build/test_cuda: tests/test_gpudl.c tests/gpu_faults.cu tests/harness.h gpudl.h gpudl_kernels.cu | build
-	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ tests/test_gpudl.c gpudl_kernels.cu tests/gpu_faults.cu $(CUDA_LIBS) -lgomp
-build/test_layers_cuda: tests/test_layers.c tests/harness.h gpudl.h gpudl_kernels.cu | build
-	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ tests/test_layers.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+# Tests whose child process faults on purpose: a sanitizer would (rightly) report them.
+SANITIZE_SKIP = --skip=gpu_sticky_error_is_fatal
+# Two test programs, each one translation unit that #includes its section
+# files (tests/suite_core.c explains the layout).
+CORE_TESTS = tests/suite_core.c tests/test_tensor.c tests/test_matmul.c tests/test_arith.c tests/test_timing.c tests/harness.h
+TRAIN_TESTS = tests/suite_train.c tests/train_helpers.h tests/test_layers.c tests/test_model.c tests/test_optim.c \
+    tests/test_amp.c tests/test_data.c tests/test_io.c tests/harness.h
+GPU_TESTS = build/suite_core_cuda build/suite_train_cuda
+build/suite_core_cuda: $(CORE_TESTS) tests/gpu_faults.cu gpudl.h gpudl_kernels.cu | build
+	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ tests/suite_core.c gpudl_kernels.cu tests/gpu_faults.cu $(CUDA_LIBS) -lgomp
+build/suite_train_cuda: $(TRAIN_TESTS) gpudl.h gpudl_kernels.cu | build
+	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ tests/suite_train.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
 build/test/data/.stamp: data/fashion-mnist-subset/*.gz
 	mkdir -p build/test/data && for f in data/fashion-mnist-subset/*.gz; do gunzip -c $$f > build/test/data/$$(basename $$f .gz); done
 	touch $@
@@ -64,19 +97,20 @@ test-gpu: $(GPU_TESTS)
 	$(MAKE) --no-print-directory test-gpu-sanitize
 test-gpu-suites: $(GPU_TESTS) build/test/data/.stamp
 	@sh data/prepare.sh
-	./build/test_cuda --gpu-only
-	GPUDL_TEST_DATA=build/test/data GPUDL_FULL_DATA=build/data/fashion-mnist ./build/test_layers_cuda --gpu-only
+	./build/suite_core_cuda --gpu-only
+	GPUDL_TEST_DATA=build/test/data GPUDL_FULL_DATA=build/data/fashion-mnist ./build/suite_train_cuda --gpu-only
 test-gpu-sanitize: $(GPU_TESTS) build/test/data/.stamp
 	@if command -v compute-sanitizer >/dev/null 2>&1; then \
-	    if $(CS) --tool memcheck ./build/test_cuda --control-oob >build/sanitizer_control.log 2>&1; then \
+	    if $(CS) --tool memcheck ./build/suite_core_cuda --control-oob >build/sanitizer_control.log 2>&1; then \
 	        echo "FAIL: compute-sanitizer did not flag the out-of-bounds control kernel"; exit 1; \
 	    else echo "ok      compute-sanitizer flags the control kernel"; fi; \
 	    for tool in "memcheck --leak-check full" racecheck initcheck synccheck; do \
 	        echo "== compute-sanitizer --tool $$tool"; \
-	        $(CS) --tool $$tool ./build/test_cuda gpu_ || exit 1; \
-	        GPUDL_TEST_DATA=build/test/data $(CS) --tool $$tool ./build/test_layers_cuda gpu_layers || exit 1; \
-	        $(CS) --tool $$tool ./build/test_layers_cuda gpu_amp || exit 1; \
-	        $(CS) --tool $$tool ./build/test_layers_cuda gpu_fused || exit 1; \
+	        $(CS) --tool $$tool ./build/suite_core_cuda gpu_ $(SANITIZE_SKIP) || exit 1; \
+	        GPUDL_TEST_DATA=build/test/data $(CS) --tool $$tool ./build/suite_train_cuda gpu_layers || exit 1; \
+	        $(CS) --tool $$tool ./build/suite_train_cuda gpu_amp || exit 1; \
+	        $(CS) --tool $$tool ./build/suite_train_cuda gpu_fused || exit 1; \
+	        $(CS) --tool $$tool ./build/suite_train_cuda gpu_xent || exit 1; \
 	    done; \
 	else echo "compute-sanitizer not installed: sanitizer runs SKIPPED"; fi
 
@@ -85,11 +119,11 @@ test-gpu-sanitize: $(GPU_TESTS) build/test/data/.stamp
 SAN = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 test-sanitize: | build
 	mkdir -p build/test/data && for f in data/fashion-mnist-subset/*.gz; do gunzip -c $$f > build/test/data/$$(basename $$f .gz); done
-	$(CC) -std=c99 $(SAN) -DGPUDL_NO_CUDA -fopenmp -o build/test_san tests/test_gpudl.c -lm
-	$(CC) -std=c99 $(SAN) -DGPUDL_NO_CUDA -fopenmp -o build/test_layers_san tests/test_layers.c -lm
+	$(CC) -std=c99 $(SAN) -DGPUDL_NO_CUDA -fopenmp -o build/suite_core_san tests/suite_core.c -lm
+	$(CC) -std=c99 $(SAN) -DGPUDL_NO_CUDA -fopenmp -o build/suite_train_san tests/suite_train.c -lm
 	$(CC) -std=c99 $(SAN) -DGPUDL_NO_CUDA -o build/test_faults_san tests/test_faults.c -lm
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/test_san --cpu-only
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 GPUDL_TEST_DATA=build/test/data ./build/test_layers_san --cpu-only
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/suite_core_san --cpu-only
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 GPUDL_TEST_DATA=build/test/data ./build/suite_train_san --cpu-only
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/test_faults_san
 
 # libFuzzer on the two loaders (clang), FUZZ_SECONDS each, from the committed
@@ -132,9 +166,14 @@ endif
 # GPU and PyTorch: matmul and training steps (FP32, FP16, BF16) side by side
 # with torch (eager, torch.compile, autocast + GradScaler) in the same run.
 # (make bench-matmul, make bench-train: one half each; one after the other, never in parallel)
+# Debian's matplotlib is /usr/bin/python3's; plot.py says SKIPPED without it.
+PLOT_PY := $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3)
 bench:
 	$(MAKE) --no-print-directory bench-matmul
 	$(MAKE) --no-print-directory bench-train
+	$(MAKE) --no-print-directory plots
+plots:
+	$(PLOT_PY) bench/plot.py
 bench-matmul: build/bench_matmul
 	./build/bench_matmul $(BENCH_ARGS)
 	@if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then \
@@ -149,4 +188,4 @@ build:
 	mkdir -p build
 
 clean:
-	rm -rf build bench/*.csv
+	rm -rf build bench/*.csv bench/*.png tests/emu/.cache

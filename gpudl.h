@@ -28,15 +28,14 @@
        GPUDL_STATIC         make every gpudl_ function static to this file
        GPUDL_MALLOC, GPUDL_REALLOC, GPUDL_FREE
                             host allocator (define all three or none)
+       GPUDL_CUDNN_WORKSPACE_LIMIT
+                            the most device memory (bytes) a cuDNN
+                            convolution algorithm may use as workspace;
+                            default 256 MiB (faster algorithms that need
+                            more are passed over)
 
-   ENVIRONMENT (for tests and comparisons)
-       GPUDL_CUBLASLT=1     linear layers put their bias (and a following
-                            ReLU) in the GEMM's cuBLASLt epilogue; off by
-                            default until benchmarks show it pays (read
-                            when a CUDA context is created)
-       GPUDL_GEMM_KERNEL=c|avx2|avx512
-                            the CPU GEMM micro-kernel (default: the best
-                            this CPU runs; read at each CPU GEMM)
+   SETTINGS: in gpudl_ctx_desc (zero = default); gpudl.h reads no
+   environment variable.
 
    QUICK START
        gpudl_ctx *ctx;
@@ -56,7 +55,8 @@
           (GPUDL_OK == 0, errors are negative). The context keeps the last
           error as text: file:line, the failing call, and the library's own
           error name (cudaGetErrorName, cublasGetStatusName, ...). Read it
-          with gpudl_ctx_last_error(). The library never calls exit() or
+          with gpudl_ctx_last_error(); unless you set a logger it is also
+          printed to stderr as it happens. The library never calls exit() or
           abort(); GPUDL_CHECK is a convenience for examples and tests.
        2. Context. Owns the device choice, the CUDA stream, the cuBLAS and
           cuDNN handles, the GEMM workspace, the RNG state and the logger.
@@ -78,7 +78,10 @@
           gradients. All layer math per element (activations, optimizer
           updates, pooling windows, batch norm, dropout masks, FP16/BF16
           rounding, the loss scaler) is written once in GPUDL_HD functions
-          that the CPU loops and the CUDA kernels both call.
+          that the CPU loops and the CUDA kernels both call. Three CPU fast
+          paths restate it, each held to it by a test: the bulk FP16/BF16
+          conversions (test half_bulk_conversions), the SSE 2x2 max pool
+          (pool2d_2x2_special) and the bias in the GEMM's store (linear).
        7. Models. gpudl_model_create, add layers, gpudl_model_build (one
           allocation each for parameters, gradients and optimizer state,
           activations sized for max_batch), then per step: zero_grad,
@@ -88,7 +91,7 @@
           gradients and optimizer state; f16/bf16 weight copy, activations
           and activation gradients (layer ops take f32, f16 or bf16
           activations; weight gradients are always f32); for FP16 a dynamic
-          loss scaler kept on the device (see >>amp).
+          loss scaler kept on the device (the amp section).
        9. Data and files. gpudl_idx_load / gpudl_mnist_load are strict and
           never leave a half-built tensor; gpudl_dataset keeps a data set on
           the device. Checkpoints are safetensors files, written atomically
@@ -99,6 +102,59 @@
           when built with -fopenmp (OMP_NUM_THREADS, or desc.num_threads).
           gpudl_cpu_flush_denormals(ctx, 1) makes CPU training immune to
           the slowdown of subnormal floats (opt-in; the examples use it).
+
+   SECTIONS
+       Each name below tags a section (a comment line: ">>", the name and
+       dashes) in up to three places, in this order: D, the declarations
+       (the API; then what the kernels share: the per-element GPUDL_HD math
+       and the prototypes of the section's gpudl_k_* launchers, which launch
+       on the stream they are given and return cudaGetLastError(); arguments
+       are checked before); I, the implementation (CPU code, CUDA host
+       code); K, gpudl_kernels.cu (each kernel next to its launcher). A grep
+       for a tag (">>" and the name) in both files shows all of a section;
+       tools/check_sections.py (run by make test) keeps them in step.
+         config      includes, build switches, the context struct      I
+         status      status codes and messages, CUDA/library errors  D I
+         types       dtypes, devices, the tensor struct              D
+         half        FP16/BF16 rounding, element loads and stores    D I K
+         context     device choice, stream, handles, device info     D I K
+         tensor      create, free, copy, cast, fill; memory          D I K
+         rng         the counter-based RNG, random fills             D I K
+         matmul      GEMM: CPU micro-kernels or CBLAS; cuBLAS        D I
+         arith       add, mul, scale, axpy; sum, max, argmax         D I K
+         activation  ReLU, LeakyReLU, GELU, tanh, sigmoid            D I K
+         linear      linear layer, bias add, bias gradients          D I K
+         loss        softmax cross-entropy, MSE                      D I K
+         conv        2-D convolution                                 D I K
+         pool        max and average pooling                         D I K
+         batchnorm   batch normalisation                             D I K
+         dropout     inverted dropout                                D I K
+         model       sequential models, the table of layer kinds     D I K
+         optim       SGD, Adam, AdamW, schedules, clipping           D I K
+         amp         mixed precision, the loss scaler                D I K
+         data        IDX/MNIST loaders, datasets on the device       D I K
+         io          safetensors checkpoints                         D I
+         gradcheck   finite-difference gradient checks               D I
+         timing      timers, gpudl_bench                             D I
+         progress    the progress bar                                D I
+         doctor      the self-check of a build on a machine          D I
+
+   FEATURES    CPU (OpenMP threads)        GPU                       dtypes
+       matmul      AVX2/AVX-512 GEMM, CBLAS    cuBLAS (+TF32 mode)       f32 f16 bf16
+       arith       vectorised loops            own kernels               f32 f16 bf16
+       activation  vectorised loops            own kernels               f32 f16 bf16
+       linear      GEMM, bias in its store     cuBLAS + bias(+act)       f32 f16 bf16
+                                               kernel, or cuBLASLt
+       loss        loops (float64 sums)        own kernels               f32 f16 bf16
+       conv        im2col + GEMM               cuDNN + bias kernel       f32 f16 bf16
+       pool        loops, SSE 2x2 path         own kernels               f32 f16 bf16
+       batchnorm   loops (float64 sums)        own kernels               f32 f16 bf16
+       dropout     vectorised loop             own kernel                f32 f16 bf16
+       optim       one fused loop              one fused kernel          f32
+       amp         loops                       own kernels               f16 bf16
+       data        gather by index             gather kernel             u8 -> f32
+       The CPU computes f16/bf16 through f32 copies and rounds once; batch
+       norm's parameters and statistics, losses and optimizer state are f32.
 
    LICENSE
        MIT, see the end of this file.
@@ -150,7 +206,6 @@ extern "C" {
 #endif
 
 /* >>status ---------------------------------------------------------------- */
-
 typedef enum gpudl_status {
     GPUDL_OK                  =   0,
     GPUDL_ERR_INVALID_ARG     =  -1,  /* NULL, bad value, wrong dtype or device */
@@ -172,7 +227,6 @@ typedef enum gpudl_status {
 GPUDL_API const char *gpudl_status_string(gpudl_status s);
 
 /* >>types ----------------------------------------------------------------- */
-
 typedef enum gpudl_dtype {
     GPUDL_F32  = 0,
     GPUDL_F16  = 1,
@@ -201,11 +255,13 @@ typedef enum gpudl_log_level {
     GPUDL_LOG_DEBUG = 4
 } gpudl_log_level;
 
-/* Logger callback. The library is silent unless you set one;
-   gpudl_log_stderr is a ready-made one. */
+/* Logger callback. Without one (desc->log NULL) errors and warnings go to
+   stderr, so a failure's message reaches you wherever the status is checked;
+   gpudl_log_stderr prints every level, gpudl_log_quiet nothing. */
 typedef void (*gpudl_log_fn)(void *user, gpudl_log_level level, const char *msg);
 
 GPUDL_API void gpudl_log_stderr(void *user, gpudl_log_level level, const char *msg);
+GPUDL_API void gpudl_log_quiet(void *user, gpudl_log_level level, const char *msg);
 
 typedef struct gpudl_ctx gpudl_ctx;   /* opaque */
 
@@ -270,39 +326,17 @@ GPUDL_HD static inline uint16_t gpudl_f32_to_bf16(float f) {
 
 GPUDL_HD static inline float gpudl_bf16_to_f32(uint16_t b) { return gpudl__bits_f32((uint32_t)b << 16); }
 
-/* max that propagates NaN: the rule of gpudl_max on both backends. */
-GPUDL_HD static inline float gpudl_nanmax(float a, float b) { return (a != a || a > b) ? a : b; }
-
-/* >>rng ------------------------------------------------------------------- */
-/* Counter-based RNG: element i of a fill with (seed, offset) depends only on
-   seed and offset + i, so the CPU and the GPU draw identical numbers. */
-
-GPUDL_HD static inline uint64_t gpudl__mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* 64 random bits for counter i of stream seed. */
-GPUDL_HD static inline uint64_t gpudl_rng_bits(uint64_t seed, uint64_t i) {
-    return gpudl__mix64(gpudl__mix64(seed) + (i + 1u) * 0x9e3779b97f4a7c15ull);
-}
-
-/* Uniform in [0, 1) with 24 random bits. */
-GPUDL_HD static inline float gpudl_rng_uniform(uint64_t seed, uint64_t i) {
-    return (float)(gpudl_rng_bits(seed, i) >> 40) * (1.0f / 16777216.0f);
-}
-
-/* Standard normal (Box-Muller on one 64-bit draw). */
-GPUDL_HD static inline float gpudl_rng_normal(uint64_t seed, uint64_t i) {
-    uint64_t r = gpudl_rng_bits(seed, i);
-    float u1 = ((float)(r >> 40) + 1.0f) * (1.0f / 16777216.0f);        /* (0, 1] */
-    float u2 = (float)((r >> 16) & 0xffffffu) * (1.0f / 16777216.0f);   /* [0, 1) */
-    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2);
+/* Element i of an array of dtype dt, as float: the one element loader of
+   both backends (the kernels' typed loads are gpudl__to_f32). */
+GPUDL_HD static inline float gpudl__elem_get(const void *p, int dt, int64_t i) {
+    if (dt == GPUDL_F16) return gpudl_f16_to_f32(((const uint16_t *)p)[i]);
+    if (dt == GPUDL_BF16) return gpudl_bf16_to_f32(((const uint16_t *)p)[i]);
+    if (dt == GPUDL_U8) return (float)((const uint8_t *)p)[i];
+    if (dt == GPUDL_I32) return (float)((const int32_t *)p)[i];
+    return ((const float *)p)[i];
 }
 
 /* >>context --------------------------------------------------------------- */
-
 /* Context description: zero every field you do not care about.
    device         GPUDL_DEVICE_AUTO (0): CUDA when usable, else the CPU
                   (the reason is logged once at INFO level).
@@ -314,7 +348,18 @@ GPUDL_HD static inline float gpudl_rng_normal(uint64_t seed, uint64_t i) {
    stream         a cudaStream_t to run on; NULL = the context makes its own.
    sync_debug     1 = synchronise after every launch, so an asynchronous
                   fault is reported by the op that caused it (slow).
-   log, log_user  logger; NULL = silent. */
+   log, log_user  logger; NULL = errors and warnings to stderr.
+   cublaslt       GPU linear layers put their bias (and a following ReLU)
+                  in cuBLASLt's GEMM epilogue: 1 = on, 0 = the default (off
+                  until GPU benchmarks show it pays), -1 = off. (That ReLU
+                  is cuBLASLt's: whether it keeps a NaN is its business.)
+   cpu_gemm       the CPU GEMM micro-kernel: GPUDL_CPU_GEMM_AUTO (0) = the
+                  best this CPU runs; _C, _AVX2, _AVX512 force one (a kernel
+                  the CPU lacks falls back to the best it has). */
+typedef enum gpudl_cpu_gemm {
+    GPUDL_CPU_GEMM_AUTO = 0, GPUDL_CPU_GEMM_C = 1, GPUDL_CPU_GEMM_AVX2 = 2, GPUDL_CPU_GEMM_AVX512 = 3
+} gpudl_cpu_gemm;
+
 typedef struct gpudl_ctx_desc {
     gpudl_device    device;
     int             cuda_device;
@@ -326,13 +371,24 @@ typedef struct gpudl_ctx_desc {
     int             sync_debug;
     gpudl_log_fn    log;
     void           *log_user;
+    int             cublaslt;
+    gpudl_cpu_gemm  cpu_gemm;
 } gpudl_ctx_desc;
 
 /* Creates a context. desc may be NULL (all defaults). On failure *out is
    NULL and the status says why; for an explicit GPUDL_DEVICE_CUDA request
    on a machine without a usable GPU the status is GPUDL_ERR_NO_DEVICE and
    the logged message tells "no driver", "driver too old" and "no device"
-   apart. (Without a context, the message goes to desc->log.) */
+   apart. (Without a context, the message goes to desc->log.)
+   Returns GPUDL_OK, or
+     GPUDL_ERR_INVALID_ARG  out is NULL, or a desc field is not one of its values
+     GPUDL_ERR_NO_DEVICE    device GPUDL_DEVICE_CUDA, and no usable GPU, driver, or
+                            code for this GPU's architecture (or a CPU-only build)
+     GPUDL_ERR_OOM          no host memory, or no device memory for the workspace
+     GPUDL_ERR_CUDA         a CUDA call failed while setting up the device
+     GPUDL_ERR_CUDA_FATAL   the device is in a sticky error state (restart the process)
+   With GPUDL_DEVICE_AUTO a GPU that cannot be used is not an error: the
+   context runs on the CPU and an INFO message says why. */
 GPUDL_API gpudl_status gpudl_ctx_create(const gpudl_ctx_desc *desc, gpudl_ctx **out);
 
 /* Waits for queued work, then releases everything the context owns. NULL is fine. */
@@ -371,8 +427,30 @@ GPUDL_API void gpudl_ctx_set_seed(gpudl_ctx *ctx, uint64_t seed);
 /* The cudaStream_t the context runs on (NULL on the CPU). */
 GPUDL_API void *gpudl_ctx_stream(const gpudl_ctx *ctx);
 
-/* >>tensor ---------------------------------------------------------------- */
+/* Device information. On a CUDA context the GPU; on a CPU context the host.
+   Peak figures are derived from clocks and unit counts (0 where unknown):
+   treat them as leads, measure the real ceilings. */
+typedef struct gpudl_device_info {
+    gpudl_device device;
+    char    name[256];
+    int     sm_count;                 /* GPU multiprocessors / CPU threads */
+    int     cc_major, cc_minor;       /* compute capability (GPU)          */
+    size_t  mem_total, mem_free;      /* bytes (GPU)                       */
+    int     clock_mhz, mem_clock_mhz, mem_bus_bits, l2_bytes;
+    double  peak_fp32_tflops;         /* CUDA cores, FMA = 2 flops        */
+    double  peak_tf32_tflops;         /* dense tensor cores               */
+    double  peak_fp16_tflops;         /* dense tensor cores, FP32 accum.  */
+    double  peak_mem_gbs;             /* DRAM bandwidth                   */
+    int     cuda_runtime, cuda_driver, cublas_version, cudnn_version;
+    char    archs[128];               /* architectures gpudl_kernels.cu was built for */
+} gpudl_device_info;
 
+GPUDL_API gpudl_status gpudl_device_info_get(gpudl_ctx *ctx, gpudl_device_info *info);
+
+int gpudl_k_probe(void *stream);
+const char *gpudl_k_archs(void);
+
+/* >>tensor ---------------------------------------------------------------- */
 /* Bytes per element of a dtype (0 for an invalid dtype). */
 GPUDL_API size_t gpudl_dtype_size(gpudl_dtype dtype);
 /* "f32", "f16", "bf16", "u8", "i32" (or "?"). */
@@ -425,8 +503,56 @@ GPUDL_API gpudl_status gpudl_tensor_item(gpudl_ctx *ctx, const gpudl_tensor *t, 
 /* Writes "f32[2,3] cuda" into buf. Returns buf. */
 GPUDL_API const char *gpudl_tensor_describe(const gpudl_tensor *t, char *buf, size_t size);
 
-/* >>ops ------------------------------------------------------------------- */
+int gpudl_k_fill(void *stream, void *x, int dtype, int64_t n, float value);
+/* x[i] = bits for 32-bit words (an I32 fill) */
+int gpudl_k_fill_u32(void *stream, uint32_t *x, int64_t n, uint32_t bits);
+int gpudl_k_cast(void *stream, void *dst, int dst_dtype, const void *src, int src_dtype, int64_t n);
 
+/* >>rng ------------------------------------------------------------------- */
+/* Counter-based RNG: element i of a fill with (seed, offset) depends only on
+   seed and offset + i, so the CPU and the GPU draw identical numbers. */
+
+GPUDL_HD static inline uint64_t gpudl__mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* 64 random bits for counter i of stream seed. */
+GPUDL_HD static inline uint64_t gpudl_rng_bits(uint64_t seed, uint64_t i) {
+    return gpudl__mix64(gpudl__mix64(seed) + (i + 1u) * 0x9e3779b97f4a7c15ull);
+}
+
+/* Uniform in [0, 1) with 24 random bits. */
+GPUDL_HD static inline float gpudl_rng_uniform(uint64_t seed, uint64_t i) {
+    return (float)(gpudl_rng_bits(seed, i) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* Standard normal (Box-Muller on one 64-bit draw). */
+GPUDL_HD static inline float gpudl_rng_normal(uint64_t seed, uint64_t i) {
+    uint64_t r = gpudl_rng_bits(seed, i);
+    float u1 = ((float)(r >> 40) + 1.0f) * (1.0f / 16777216.0f);        /* (0, 1] */
+    float u2 = (float)((r >> 16) & 0xffffffu) * (1.0f / 16777216.0f);   /* [0, 1) */
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2);
+}
+
+/* The value a random fill stores for counter i: a + (b - a) u for a uniform
+   u in [0, 1), or a + b z for a standard normal z. The product of two floats
+   is exact in double, so the sum is rounded once whether or not the compiler
+   fuses the multiply-add (nvcc does by default, host compilers may): the GPU
+   and the CPU store the same float. */
+GPUDL_HD static inline float gpudl_rng_fill_value(uint64_t seed, uint64_t i, int normal, float a, float b) {
+    if (normal) return (float)((double)a + (double)b * (double)gpudl_rng_normal(seed, i));
+    {
+        float scale = b - a;
+        return (float)((double)a + (double)scale * (double)gpudl_rng_uniform(seed, i));
+    }
+}
+
+int gpudl_k_random(void *stream, void *x, int dtype, int64_t n, uint64_t seed, uint64_t offset,
+                   int normal, float a, float b);
+
+/* >>matmul ---------------------------------------------------------------- */
 /* C = alpha * op(A) @ op(B) + beta * C, op(X) = X or X^T (trans_x != 0).
    2-D:      A (M,K) [or (K,M) transposed], B (K,N) [or (N,K)], C (M,N).
    Batched:  3-D C (L,M,N); A and B are (L,..) or 2-D, a 2-D operand is
@@ -437,6 +563,10 @@ GPUDL_API const char *gpudl_tensor_describe(const gpudl_tensor *t, char *buf, si
 GPUDL_API gpudl_status gpudl_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpudl_tensor *A,
                                     const gpudl_tensor *B, int trans_a, int trans_b,
                                     float alpha, float beta);
+
+/* >>arith ----------------------------------------------------------------- */
+/* max that propagates NaN: the rule of gpudl_max on both backends. */
+GPUDL_HD static inline float gpudl__nanmax(float a, float b) { return (a != a || a > b) ? a : b; }
 
 /* Elementwise, same shapes and dtypes (F32, F16, BF16), out may alias an input.
    out = a + b;   out = a * b;   x = alpha * x;   y = alpha * x + y. */
@@ -454,13 +584,25 @@ GPUDL_API gpudl_status gpudl_max(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_
    x (R,C) F32/F16/BF16 (higher dims are flattened into R), out (R) I32. */
 GPUDL_API gpudl_status gpudl_argmax_rows(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x);
 
-/* >>layers ---------------------------------------------------------------- */
+typedef enum gpudl_k_binop { GPUDL_K_ADD = 0, GPUDL_K_MUL = 1 } gpudl_k_binop;
+typedef enum gpudl_k_redop { GPUDL_K_SUM = 0, GPUDL_K_MAX = 1 } gpudl_k_redop;
+
+int gpudl_k_binary(void *stream, int op, void *out, const void *a, const void *b, int dtype, int64_t n);
+int gpudl_k_axpby(void *stream, void *y, float alpha, const void *x, float beta, int dtype, int64_t n);
+/* scratch: at least gpudl_k_reduce_scratch() floats of device memory. */
+int64_t gpudl_k_reduce_scratch(void);
+int gpudl_k_reduce(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch);
+int gpudl_k_argmax_rows(void *stream, int32_t *out, const void *x, int dtype, int64_t rows, int64_t cols);
+
+/* >>activation ------------------------------------------------------------ */
 /* Shape letters: N batch, C channels (in), O channels/features (out),
    H W height width, K classes, F features (in).
    Every layer is a forward/backward pair, outputs first. Backward functions
    OVERWRITE input gradients (dx) and ACCUMULATE (+=) parameter gradients
    (dw, db), so a model zeroes its gradients once per step. Pass NULL for a
-   gradient you do not need. All float tensors here are F32. */
+   gradient you do not need. Float tensors are F32, F16 or BF16, one dtype
+   per call (16-bit data is computed in FP32 and rounded once on output);
+   batch-norm statistics and losses stay F32. */
 
 typedef enum gpudl_act {
     GPUDL_ACT_RELU = 1,
@@ -475,16 +617,86 @@ GPUDL_API gpudl_status gpudl_act_forward(gpudl_ctx *ctx, gpudl_act act, float al
 GPUDL_API gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float alpha, gpudl_tensor *dx,
                                           const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *y);
 
+/* Per-element activation math, shared by the CPU and the CUDA kernels: one
+   function per activation and derivative (x the input, y the output), and a
+   dispatcher by kind. */
+GPUDL_HD static inline float gpudl__relu_f(float x) { return (x > 0.0f || x != x) ? x : 0.0f; }   /* NaN stays NaN */
+/* 1.0f where x > 0, else lo, built from the comparison's bits: a branch
+   around a multiply stays a branch in gcc (a multiply may trap, so without
+   -fno-trapping-math it is not if-converted) and the CPU loops stay scalar
+   (ReLU backward of 1M floats: 2.1 ms); this select vectorises. */
+GPUDL_HD static inline float gpudl__pos_or(float x, float lo) {
+    uint32_t m = 0u - (uint32_t)(x > 0.0f);
+    return gpudl__bits_f32((0x3f800000u & m) | (gpudl__f32_bits(lo) & ~m));
+}
+GPUDL_HD static inline float gpudl__relu_df(float x) { return gpudl__pos_or(x, 0.0f); }
+GPUDL_HD static inline float gpudl__leaky_f(float x, float a) { return x * gpudl__pos_or(x, a); }
+GPUDL_HD static inline float gpudl__leaky_df(float x, float a) { return gpudl__pos_or(x, a); }
+GPUDL_HD static inline float gpudl__gelu_f(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+GPUDL_HD static inline float gpudl__gelu_df(float x) {
+    return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
+}
+GPUDL_HD static inline float gpudl__tanh_f(float x) { return tanhf(x); }
+GPUDL_HD static inline float gpudl__tanh_df(float y) { return 1.0f - y * y; }
+GPUDL_HD static inline float gpudl__sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+GPUDL_HD static inline float gpudl__sigmoid_df(float y) { return y * (1.0f - y); }
+
+GPUDL_HD static inline float gpudl__act_f(int act, float x, float a) {
+    switch (act) {
+    case GPUDL_ACT_RELU:       return gpudl__relu_f(x);
+    case GPUDL_ACT_LEAKY_RELU: return gpudl__leaky_f(x, a);
+    case GPUDL_ACT_GELU:       return gpudl__gelu_f(x);
+    case GPUDL_ACT_TANH:       return gpudl__tanh_f(x);
+    case GPUDL_ACT_SIGMOID:    return gpudl__sigmoid_f(x);
+    default:                   return x;
+    }
+}
+
+/* d act / dx at input x with forward output y. */
+GPUDL_HD static inline float gpudl__act_df(int act, float x, float y, float a) {
+    switch (act) {
+    case GPUDL_ACT_RELU:       return gpudl__relu_df(x);
+    case GPUDL_ACT_LEAKY_RELU: return gpudl__leaky_df(x, a);
+    case GPUDL_ACT_GELU:       return gpudl__gelu_df(x);
+    case GPUDL_ACT_TANH:       return gpudl__tanh_df(y);
+    case GPUDL_ACT_SIGMOID:    return gpudl__sigmoid_df(y);
+    default:                   return 1.0f;
+    }
+}
+
+/* The layer launchers, from here to dropout: dtype is the activations'
+   (x, y, dx, dy, logits, pred), f32, f16 or bf16; a linear or conv bias has it too. Weight gradients, batch-norm
+   parameters and statistics, probs, targets and losses are f32. dscale:
+   NULL, or a device float that multiplies scale (the loss scale). */
+int gpudl_k_act_fwd(void *stream, int act, float alpha, void *y, const void *x, int dtype, int64_t n);
+int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy, const void *x, const void *y, int dtype,
+                    int64_t n);
+
+/* >>linear ---------------------------------------------------------------- */
 /* y (N,O) = x (N,F) @ w^T + b;  w (O,F) (PyTorch's layout), b (O) or NULL. */
 GPUDL_API gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x,
                                             const gpudl_tensor *w, const gpudl_tensor *b);
 GPUDL_API gpudl_status gpudl_linear_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dw, gpudl_tensor *db,
                                              const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *w);
 
+/* out (C) += sum of x (N, C) over rows: bias gradients. */
+GPUDL_API gpudl_status gpudl_sum_rows_acc(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x);
+
+int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n, int64_t C, int64_t inner);
+/* pre += bias (per (i / inner) % C), post = act(pre), in one pass */
+int gpudl_k_bias_act(void *stream, int act, float alpha, void *pre, void *post, const void *b, int dtype, int64_t n, int64_t C,
+                     int64_t inner);
+/* scratch: gpudl_k_reduce_scratch() floats */
+int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
+                            float *scratch);
+
+/* >>loss ------------------------------------------------------------------ */
 /* Softmax + cross-entropy, fused and stable (log-sum-exp).
    loss (1) = mean over rows of -log softmax(logits)[label];  probs (N,K) is
-   saved for backward;  labels (N) I32 or U8, each in [0, K) (a label out of
-   range gives a NaN loss on the GPU, an error on the CPU).
+   saved for backward;  labels (N) I32 or U8, each in [0, K). A label out of
+   range is GPUDL_ERR_INVALID_ARG: at once on the CPU; on the GPU, which does
+   not wait for the data, the loss is NaN and the next call that waits for the
+   GPU (gpudl_ctx_sync, a copy to the host, gpudl_tensor_item) says so.
    backward: dlogits = scale * (probs - onehot(labels)) / N. */
 GPUDL_API gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor *loss, gpudl_tensor *probs,
                                                   const gpudl_tensor *logits, const gpudl_tensor *labels);
@@ -495,6 +707,17 @@ GPUDL_API gpudl_status gpudl_mse_forward(gpudl_ctx *ctx, gpudl_tensor *loss, con
 GPUDL_API gpudl_status gpudl_mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, const gpudl_tensor *pred,
                                           const gpudl_tensor *target, float scale);
 
+/* scratch: gpudl_k_reduce_scratch() + N floats; report (2): a row with a
+   label outside [0, K) and K are written there (nothing when all are fine) */
+int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void *logits, int dtype, const void *labels,
+                             int label_dtype, int64_t N, int64_t K, float *scratch, int32_t *report);
+int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float *probs, const void *labels, int label_dtype,
+                             int64_t N, int64_t K, float scale, const float *dscale);
+int gpudl_k_mse_fwd(void *stream, float *loss, const void *pred, int dtype, const float *target, int64_t n, float *scratch);
+int gpudl_k_mse_bwd(void *stream, void *dpred, const void *pred, int dtype, const float *target, int64_t n, float scale,
+                    const float *dscale);
+
+/* >>conv ------------------------------------------------------------------ */
 /* 2-D convolution geometry; zero = default (stride 1, padding 0, dilation 1). */
 typedef struct gpudl_conv2d_desc {
     int64_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
@@ -510,6 +733,10 @@ GPUDL_API gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, g
                                              const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *w,
                                              const gpudl_conv2d_desc *desc);
 
+/* out[i] += src[i]: cuDNN's 16-bit weight gradient into the f32 one */
+int gpudl_k_acc_f32(void *stream, float *out, const void *src, int dtype, int64_t n);
+
+/* >>pool ------------------------------------------------------------------ */
 typedef enum gpudl_pool { GPUDL_POOL_MAX = 1, GPUDL_POOL_AVG = 2 } gpudl_pool;
 /* kernel kh x kw, stride (0 = kernel size), padding (padded cells are never
    the max and count as zeros in the average, like PyTorch's default). */
@@ -524,6 +751,63 @@ GPUDL_API gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, con
 GPUDL_API gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, const gpudl_tensor *dy, const gpudl_tensor *x,
                                              const gpudl_pool2d_desc *desc);
 
+/* Whether v replaces best as a running maximum: it is larger, or it is the
+   first NaN (NaN wins; on ties the first stays). */
+GPUDL_HD static inline int gpudl__max_replaces(float v, float best) { return v > best || (v != v && best == best); }
+
+/* Pool window (oh, ow) over one (H, W) plane of x (dtype dt) starting at
+   element base: the maximum (the first in row-major window order; NaN wins)
+   or the average (padding counts as zero). *arg gets the plane index of the
+   maximum, -1 if the window is all padding. */
+GPUDL_HD static inline float gpudl__pool_window(int kind, const void *x, int dt, int64_t base, int64_t H, int64_t W, int64_t oh,
+                                               int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                                               int64_t *arg) {
+    int64_t h0 = oh * sh - ph, w0 = ow * sw - pw, i, j;
+    float best = -INFINITY, sum = 0.0f;
+    *arg = -1;
+    for (i = 0; i < kh; i++) {
+        int64_t h = h0 + i;
+        if (h < 0 || h >= H) continue;
+        for (j = 0; j < kw; j++) {
+            int64_t w = w0 + j;
+            float v;
+            if (w < 0 || w >= W) continue;
+            v = gpudl__elem_get(x, dt, base + h * W + w);
+            sum += v;
+            if (*arg < 0 || gpudl__max_replaces(v, best)) { best = v; *arg = h * W + w; }
+        }
+    }
+    return kind == GPUDL_POOL_MAX ? best : sum / (float)(kh * kw);
+}
+
+/* d loss / d x[h, w] of a pool: the sum over the windows that contain
+   (h, w) (a gather, so every input is written once: no atomics). x's plane
+   starts at xbase, dy's at dybase; both have dtype dt. */
+GPUDL_HD static inline float gpudl__pool_backward_elem(int kind, const void *x, const void *dy, int dt, int64_t xbase,
+                                                      int64_t dybase, int64_t H, int64_t W, int64_t Ho, int64_t Wo, int64_t h,
+                                                      int64_t w, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+                                                      int64_t pw) {
+    int64_t lo_h = h + ph - kh + 1, lo_w = w + pw - kw + 1, oh, ow, arg;
+    int64_t oh0 = lo_h <= 0 ? 0 : (lo_h + sh - 1) / sh, ow0 = lo_w <= 0 ? 0 : (lo_w + sw - 1) / sw;
+    int64_t oh1 = (h + ph) / sh, ow1 = (w + pw) / sw;
+    float g = 0.0f;
+    if (oh1 > Ho - 1) oh1 = Ho - 1;
+    if (ow1 > Wo - 1) ow1 = Wo - 1;
+    for (oh = oh0; oh <= oh1; oh++)
+        for (ow = ow0; ow <= ow1; ow++) {
+            if (kind == GPUDL_POOL_AVG) { g += gpudl__elem_get(dy, dt, dybase + oh * Wo + ow) / (float)(kh * kw); continue; }
+            gpudl__pool_window(kind, x, dt, xbase, H, W, oh, ow, kh, kw, sh, sw, ph, pw, &arg);
+            if (arg == h * W + w) g += gpudl__elem_get(dy, dt, dybase + oh * Wo + ow);
+        }
+    return g;
+}
+
+int gpudl_k_pool_fwd(void *stream, int kind, void *y, const void *x, int dtype, int64_t NC, int64_t H, int64_t W, int64_t Ho,
+                     int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
+int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
+                     int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
+
+/* >>batchnorm ------------------------------------------------------------- */
 /* Batch norm over (N,H,W) per channel of x (N,C,H,W) (or (N,C)).
    training: normalise with the batch statistics, save mean and 1/std (C)
    for backward, and update running_mean/var (unbiased variance) with
@@ -537,6 +821,31 @@ GPUDL_API gpudl_status gpudl_batchnorm_backward(gpudl_ctx *ctx, gpudl_tensor *dx
                                                 const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *gamma,
                                                 const gpudl_tensor *save_mean, const gpudl_tensor *save_invstd);
 
+/* Batch norm: running statistics (unbiased variance, PyTorch's momentum
+   convention) and the input gradient of one element given the channel's
+   mean(dy) and mean(dy * xhat). */
+GPUDL_HD static inline void gpudl__bn_update_running(float *rm, float *rv, float mean, float var, int64_t M, float momentum) {
+    float unbiased = M > 1 ? var * (float)M / (float)(M - 1) : var;
+    *rm = (1.0f - momentum) * *rm + momentum * mean;
+    *rv = (1.0f - momentum) * *rv + momentum * unbiased;
+}
+
+GPUDL_HD static inline float gpudl__bn_backward_elem(float dy, float x, float mean, float invstd, float gamma, float mean_dy,
+                                                    float mean_dy_xhat) {
+    float xhat = (x - mean) * invstd;
+    return gamma * invstd * (dy - mean_dy - xhat * mean_dy_xhat);
+}
+
+/* batch norm: scratch holds gpudl_k_bn_scratch(N, C, inner) floats; dx may be NULL */
+int64_t gpudl_k_bn_scratch(int64_t N, int64_t C, int64_t inner);
+int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, const void *x, int dtype, const float *gamma,
+                   const float *beta, float *running_mean, float *running_var, int64_t N, int64_t C, int64_t inner,
+                   int training, float momentum, float eps, float *scratch);
+int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
+                   const float *gamma, const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner,
+                   float *scratch);
+
+/* >>dropout --------------------------------------------------------------- */
 /* Inverted dropout: y = x * keep / (1 - p), keep drawn from (seed, offset)
    with the counter RNG, so backward regenerates the mask instead of storing
    it: pass the same seed and offset. */
@@ -545,11 +854,21 @@ GPUDL_API gpudl_status gpudl_dropout_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
 GPUDL_API gpudl_status gpudl_dropout_backward(gpudl_ctx *ctx, gpudl_tensor *dx, const gpudl_tensor *dy, float p,
                                               uint64_t seed, uint64_t offset);
 
-/* out (C) += sum of x (N, C) over rows: bias gradients. */
-GPUDL_API gpudl_status gpudl_sum_rows_acc(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x);
+/* Dropout keep decision for element i: the same on both backends. */
+GPUDL_HD static inline int gpudl__dropout_keep(uint64_t seed, uint64_t i, float p) {
+    return gpudl_rng_uniform(seed, i) >= p;
+}
+
+/* Inverted-dropout output for element i. */
+GPUDL_HD static inline float gpudl__dropout_elem(float x, float p, uint64_t seed, uint64_t i) {
+    if (p <= 0.0f) return x;
+    if (p >= 1.0f) return 0.0f;
+    return gpudl__dropout_keep(seed, i, p) ? x / (1.0f - p) : x * 0.0f;   /* a dropped NaN stays NaN, as in PyTorch */
+}
+
+int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset);
 
 /* >>model ----------------------------------------------------------------- */
-
 typedef struct gpudl_model gpudl_model;   /* opaque */
 
 typedef enum gpudl_init {
@@ -567,6 +886,8 @@ typedef enum gpudl_loss { GPUDL_LOSS_SOFTMAX_XENT = 0, GPUDL_LOSS_MSE = 1 } gpud
 GPUDL_API gpudl_status gpudl_model_create(gpudl_ctx *ctx, gpudl_model **out, int ndim, const int64_t *sample_shape);
 GPUDL_API void gpudl_model_destroy(gpudl_model *m);
 
+/* An add that fails (a shape that does not fit, a bad argument) returns its
+   error, and gpudl_model_build then fails with it: built whole or not at all. */
 GPUDL_API gpudl_status gpudl_model_add_linear(gpudl_model *m, int64_t in_features, int64_t out_features);
 GPUDL_API gpudl_status gpudl_model_add_conv2d(gpudl_model *m, int64_t in_channels, int64_t out_channels, int64_t kernel,
                                               const gpudl_conv2d_desc *desc /* NULL = stride 1, no padding */);
@@ -582,14 +903,30 @@ GPUDL_API gpudl_status gpudl_model_add_flatten(gpudl_model *m);
    max_batch   largest batch forward will see (0 = 128).
    loss        GPUDL_LOSS_SOFTMAX_XENT (default) or GPUDL_LOSS_MSE.
    init        weight initialisation (biases start at 0).
-   seed        initialisation and dropout seed (0 = the context's seed). */
+   seed        initialisation and dropout seed (0 = the context's seed).
+   check_finite  0 = on: in FP32 and BF16 a step whose gradients hold a NaN
+               or Inf is skipped (weights and optimizer state unchanged) and
+               gpudl_model_step returns GPUDL_ERR_NONFINITE naming the tensor
+               (on the GPU, one step later: nothing waits). It costs a pass
+               over the gradients; -1 = off. FP16 always checks (loss scaling). */
 typedef struct gpudl_model_desc {
     int64_t    max_batch;
     gpudl_loss loss;
     gpudl_init init;
     uint64_t   seed;
+    int        check_finite;
 } gpudl_model_desc;
 
+/* Lays out and allocates the parameters, gradients, batch-norm buffers and
+   activations for max_batch, and initialises the parameters.
+   Returns GPUDL_OK, or
+     GPUDL_ERR_INVALID_ARG  m is NULL, already built, has no layers or no
+                            parameters, or desc has a bad value
+     the status of the first add_* that failed, with its message
+     GPUDL_ERR_SHAPE        softmax cross-entropy after a layer whose output is not 1-D
+     GPUDL_ERR_OOM          no host or device memory (the model stays unbuilt,
+                            with nothing allocated: build again with a smaller max_batch)
+     GPUDL_ERR_CUDA, GPUDL_ERR_CUDA_FATAL   the device failed */
 GPUDL_API gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc *desc);
 
 /* Training mode (dropout on, batch norm on batch statistics) or eval. */
@@ -608,8 +945,9 @@ GPUDL_API gpudl_status gpudl_model_loss_value(gpudl_model *m, float *loss);
 GPUDL_API gpudl_status gpudl_model_backward(gpudl_model *m);
 GPUDL_API gpudl_status gpudl_model_zero_grad(gpudl_model *m);
 
-/* Views of the flat buffers (1-D, nparams) and of parameter i's weight
-   (which = 0) or bias (which = 1); NULL-safe getters of counts. */
+/* The number of parameters (the summary's count; NULL: 0), and views of
+   the flat parameter and gradient buffers, which are longer: each tensor
+   starts on a 64-float boundary (the summary gives both numbers). */
 GPUDL_API int64_t gpudl_model_num_params(const gpudl_model *m);
 GPUDL_API gpudl_status gpudl_model_params(gpudl_model *m, gpudl_tensor *params, gpudl_tensor *grads);
 /* Predicted classes (argmax of the output rows) of the last forward into
@@ -622,8 +960,25 @@ GPUDL_API gpudl_status gpudl_model_count_correct(gpudl_model *m, const gpudl_ten
 /* Writes a one-line-per-layer summary (shapes, parameters) into buf. */
 GPUDL_API const char *gpudl_model_summary(const gpudl_model *m, char *buf, size_t size);
 
-/* >>optim ----------------------------------------------------------------- */
+/* Memory a model allocates, in bytes, at a batch size (0 = its max_batch)
+   and its current precision: what the implementation really holds. Under
+   FP16/BF16 the activations take half the bytes (plus a 16-bit copy of the
+   input) and the 16-bit weight copy is added; master weights, gradients
+   and moments stay f32. Not counted: library workspaces (cuBLAS/cuDNN, and
+   on the CPU the per-call f32 copies that emulate 16-bit ops). */
+typedef struct gpudl_memory_report {
+    size_t params, grads, optimizer;   /* FP32 master weights, gradients, moments */
+    size_t copies16;                   /* the 16-bit weight copy (mixed precision) */
+    size_t activations;                /* layer outputs and their gradients (and a 16-bit input copy) */
+    size_t other;                      /* batch-norm statistics, loss buffers, scaler */
+    size_t total;
+} gpudl_memory_report;
 
+GPUDL_API gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_memory_report *r);
+
+int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n);
+
+/* >>optim ----------------------------------------------------------------- */
 typedef enum gpudl_optim_kind { GPUDL_OPTIM_SGD = 0, GPUDL_OPTIM_ADAM = 1, GPUDL_OPTIM_ADAMW = 2 } gpudl_optim_kind;
 typedef enum gpudl_sched { GPUDL_SCHED_CONSTANT = 0, GPUDL_SCHED_STEP = 1, GPUDL_SCHED_COSINE = 2 } gpudl_sched;
 
@@ -647,7 +1002,14 @@ typedef struct gpudl_optim_desc {
 
 GPUDL_API gpudl_status gpudl_model_set_optimizer(gpudl_model *m, const gpudl_optim_desc *desc);
 /* One optimizer step over the flat buffers (one fused kernel), then the
-   step counter advances. Nothing waits for the device. */
+   step counter advances. Nothing waits for the device.
+   Returns GPUDL_OK, or
+     GPUDL_ERR_INVALID_ARG  m is NULL or not built, or has no optimizer
+     GPUDL_ERR_NONFINITE    FP16: too many consecutive overflows at the minimum
+                            loss scale (see gpudl_scaler_desc.max_skips); the
+                            message names the first bad parameter
+     GPUDL_ERR_CUDA, GPUDL_ERR_CUDA_FATAL   a launch failed, or an earlier
+                            asynchronous error surfaced here */
 GPUDL_API gpudl_status gpudl_model_step(gpudl_model *m);
 GPUDL_API int64_t gpudl_model_step_count(const gpudl_model *m);
 /* The learning rate the schedule gives at a step. */
@@ -679,7 +1041,14 @@ GPUDL_HD static inline void gpudl_optim_update(const gpudl_optim_hp *h, float *w
     *w = x - h->lr * (*m / h->bc1) / (sqrtf(*v / h->bc2) + h->eps);
 }
 
-/* >>amp -------------------------------------------------------------------- */
+/* skip: when not NULL and *skip != 0 the update is skipped (an overflowed step);
+   w16: NULL or the f16/bf16 (dt16) copy of w, refreshed in the same pass */
+int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
+                  const int32_t *skip, void *w16, int dt16);
+/* scale[0] = sum of g^2; scale[1] = max_norm / (norm + 1e-6) if norm > max_norm else 1 */
+int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch);
+
+/* >>amp ------------------------------------------------------------------- */
 /* Mixed precision and dynamic loss scaling (PyTorch GradScaler semantics,
    plus a floor, a cap below Inf and a clear error under persistent overflow).
 
@@ -733,22 +1102,6 @@ GPUDL_API gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precision
 /* The scaler state as of the last completed step (waits for the device). */
 GPUDL_API gpudl_status gpudl_model_scaler_state(gpudl_model *m, gpudl_scaler_state *state);
 
-/* Memory a model allocates, in bytes, at a batch size (0 = its max_batch)
-   and its current precision: what the implementation really holds. Under
-   FP16/BF16 the activations take half the bytes (plus a 16-bit copy of the
-   input) and the 16-bit weight copy is added; master weights, gradients
-   and moments stay f32. Not counted: library workspaces (cuBLAS/cuDNN, and
-   on the CPU the per-call f32 copies that emulate 16-bit ops). */
-typedef struct gpudl_memory_report {
-    size_t params, grads, optimizer;   /* FP32 master weights, gradients, moments */
-    size_t copies16;                   /* the 16-bit weight copy (mixed precision) */
-    size_t activations;                /* layer outputs and their gradients (and a 16-bit input copy) */
-    size_t other;                      /* batch-norm statistics, loss buffers, scaler */
-    size_t total;
-} gpudl_memory_report;
-
-GPUDL_API gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_memory_report *r);
-
 /* The scaler's state machine for one step: shared by the CPU and the GPU.
    d's fields must be resolved (no zeros). */
 GPUDL_HD static inline void gpudl_scaler_update(gpudl_scaler_state *s, const gpudl_scaler_desc *d) {
@@ -774,14 +1127,18 @@ GPUDL_HD static inline void gpudl_scaler_update(gpudl_scaler_state *s, const gpu
 /* Unscales gradient i (g / scale): returns the unscaled value and whether
    it is finite. With fp16 the scaled value is first rounded to FP16, as FP16
    gradient storage would (so values past 65504 overflow to Inf). */
-GPUDL_HD static inline float gpudl_unscale_grad(float g, float inv_scale, int fp16, int *finite) {
+GPUDL_HD static inline float gpudl__unscale_grad(float g, float inv_scale, int fp16, int *finite) {
     if (fp16) g = gpudl_f16_to_f32(gpudl_f32_to_f16(g));
     *finite = (g - g) == 0.0f;   /* false for NaN and +-Inf */
     return g * inv_scale;
 }
 
-/* >>data ------------------------------------------------------------------ */
+int gpudl_k_round16(void *stream, float *x, int64_t n, int bf16);
+/* g = g / scale (after rounding to FP16 if fp16), flagging non-finite values in st */
+int gpudl_k_unscale(void *stream, float *g, int64_t n, gpudl_scaler_state *st, int fp16);
+int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_desc d);
 
+/* >>data ------------------------------------------------------------------ */
 /* Reads an IDX file (MNIST / Fashion-MNIST) into a new host tensor with the
    file's shape: ubyte -> GPUDL_U8, int -> GPUDL_I32, float -> GPUDL_F32.
    Strict: the magic, the type, 1..4 dims, a dims product that fits, and a
@@ -798,6 +1155,15 @@ GPUDL_API gpudl_status gpudl_idx_load_memory(gpudl_ctx *ctx, const char *name, c
    (N,28,28) U8 and labels (N) U8 are new host tensors; on error both are
    empty and nothing is allocated. */
 GPUDL_API gpudl_status gpudl_mnist_load(gpudl_ctx *ctx, const char *dir, int train, gpudl_tensor *images, gpudl_tensor *labels);
+/* Both sets of Fashion-MNIST (or any MNIST layout): from dir when it is not
+   NULL, else from the first of ".", "data/fashion-mnist",
+   "build/data/fashion-mnist", "/usr/share/datasets/fashion-mnist" (Debian's
+   dataset-fashion-mnist) and "data/fashion-mnist-subset" that has them.
+   Quiet while it looks; if nothing loads, one error: the most telling
+   failure (files that are there but do not load), with its fix. *found
+   (optional) gets the directory. */
+GPUDL_API gpudl_status gpudl_fashion_mnist_load(gpudl_ctx *ctx, const char *dir, gpudl_tensor *train_x, gpudl_tensor *train_y,
+                                                gpudl_tensor *test_x, gpudl_tensor *test_y, const char **found);
 
 /* A dataset resident on the context's device: images as F32 (N, C, H, W)
    normalised as (pixel / 255 - mean) / std, labels as I32 (N). Batches are
@@ -817,26 +1183,47 @@ GPUDL_API gpudl_status gpudl_dataset_create(gpudl_ctx *ctx, gpudl_dataset *ds, c
 GPUDL_API void gpudl_dataset_free(gpudl_ctx *ctx, gpudl_dataset *ds);
 /* Orders the samples for an epoch: shuffled with (seed, epoch), or in order if shuffle is 0. */
 GPUDL_API gpudl_status gpudl_dataset_shuffle(gpudl_ctx *ctx, gpudl_dataset *ds, int shuffle, uint64_t epoch);
-/* Batch b of the epoch (the last one may be short): views of ds->xb/yb. */
+/* Batch b of the epoch (the last one may be short): views of ds->xb/yb.
+   Returns GPUDL_OK, or
+     GPUDL_ERR_INVALID_ARG  ctx, ds, x or y is NULL, ds was not created, or b
+                            is outside [0, gpudl_dataset_num_batches(ds))
+     GPUDL_ERR_CUDA, GPUDL_ERR_CUDA_FATAL   the gather kernel failed to launch */
 GPUDL_API int64_t gpudl_dataset_num_batches(const gpudl_dataset *ds);
 GPUDL_API gpudl_status gpudl_dataset_batch(gpudl_ctx *ctx, gpudl_dataset *ds, int64_t b, gpudl_tensor *x, gpudl_tensor *y);
 
-/* >>io -------------------------------------------------------------------- */
+int gpudl_k_gather(void *stream, float *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
+                   int64_t start, int64_t count, int64_t sample);
 
+/* >>io -------------------------------------------------------------------- */
 /* Saves parameters, batch-norm statistics, optimizer state, step count and
    RNG state as a safetensors file (PyTorch's safetensors.torch.load_file
    reads it; parameter names follow nn.Sequential: "0.weight", "0.bias",
-   ...). Atomic: written to a temporary file, fsync'ed, then renamed. */
+   ...). Into the same layers as a PyTorch nn.Sequential:
+       sd = {k: v for k, v in load_file(p).items() if not k.startswith("optimizer.")}
+       net.load_state_dict(sd, strict=False)   # BatchNorm's num_batches_tracked is not stored
+   Atomic: written to a temporary file, fsync'ed, then renamed.
+   Returns GPUDL_OK, or
+     GPUDL_ERR_INVALID_ARG  a NULL argument, or the model is not built
+     GPUDL_ERR_IO           the file could not be written, flushed or renamed
+                            (an existing file at path is left as it was)
+     GPUDL_ERR_OOM          no host memory for the copy of the parameters
+     GPUDL_ERR_CUDA, GPUDL_ERR_CUDA_FATAL   copying from the device failed */
 GPUDL_API gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const char *path);
 /* Loads a file saved by gpudl_model_save into a built model of the same
    architecture. Everything is validated (header, offsets, sizes, names,
-   shapes) into a staging buffer first: on any error the model is untouched. */
+   shapes) into a staging buffer first: on any error the model is untouched.
+   Returns GPUDL_OK, or
+     GPUDL_ERR_INVALID_ARG  a NULL argument, or the model is not built
+     GPUDL_ERR_IO           the file cannot be opened or read
+     GPUDL_ERR_FORMAT       not a gpudl safetensors file, or one of another
+                            architecture (the message names the tensor and both shapes)
+     GPUDL_ERR_OOM          no host memory for the staging buffer
+     GPUDL_ERR_CUDA, GPUDL_ERR_CUDA_FATAL   copying to the device failed */
 GPUDL_API gpudl_status gpudl_model_load(gpudl_ctx *ctx, gpudl_model *m, const char *path);
 /* The same from a file's bytes in memory; name only labels messages. */
 GPUDL_API gpudl_status gpudl_model_load_memory(gpudl_ctx *ctx, gpudl_model *m, const char *name, const void *data, size_t size);
 
 /* >>gradcheck ------------------------------------------------------------- */
-
 typedef struct gpudl_gradcheck_result {
     int64_t checked, failed;
     double  max_abs_err, max_rel_err;
@@ -851,128 +1238,7 @@ typedef struct gpudl_gradcheck_result {
 GPUDL_API gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *target, double eps,
                                        double atol, double rtol, int64_t max_per_tensor, gpudl_gradcheck_result *res);
 
-/* Per-element activation math, shared by the CPU and the CUDA kernels: one
-   function per activation and derivative (x the input, y the output), and a
-   dispatcher by kind. */
-GPUDL_HD static inline float gpudl_relu_f(float x) { return x > 0.0f ? x : 0.0f; }
-GPUDL_HD static inline float gpudl_relu_df(float x) { return x > 0.0f ? 1.0f : 0.0f; }
-GPUDL_HD static inline float gpudl_leaky_f(float x, float a) { return x > 0.0f ? x : a * x; }
-GPUDL_HD static inline float gpudl_leaky_df(float x, float a) { return x > 0.0f ? 1.0f : a; }
-GPUDL_HD static inline float gpudl_gelu_f(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
-GPUDL_HD static inline float gpudl_gelu_df(float x) {
-    return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
-}
-GPUDL_HD static inline float gpudl_tanh_f(float x) { return tanhf(x); }
-GPUDL_HD static inline float gpudl_tanh_df(float y) { return 1.0f - y * y; }
-GPUDL_HD static inline float gpudl_sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
-GPUDL_HD static inline float gpudl_sigmoid_df(float y) { return y * (1.0f - y); }
-
-GPUDL_HD static inline float gpudl_act_f(int act, float x, float a) {
-    switch (act) {
-    case GPUDL_ACT_RELU:       return gpudl_relu_f(x);
-    case GPUDL_ACT_LEAKY_RELU: return gpudl_leaky_f(x, a);
-    case GPUDL_ACT_GELU:       return gpudl_gelu_f(x);
-    case GPUDL_ACT_TANH:       return gpudl_tanh_f(x);
-    case GPUDL_ACT_SIGMOID:    return gpudl_sigmoid_f(x);
-    default:                   return x;
-    }
-}
-
-/* d act / dx at input x with forward output y. */
-GPUDL_HD static inline float gpudl_act_df(int act, float x, float y, float a) {
-    switch (act) {
-    case GPUDL_ACT_RELU:       return gpudl_relu_df(x);
-    case GPUDL_ACT_LEAKY_RELU: return gpudl_leaky_df(x, a);
-    case GPUDL_ACT_GELU:       return gpudl_gelu_df(x);
-    case GPUDL_ACT_TANH:       return gpudl_tanh_df(y);
-    case GPUDL_ACT_SIGMOID:    return gpudl_sigmoid_df(y);
-    default:                   return 1.0f;
-    }
-}
-
-/* Dropout keep decision for element i: the same on both backends. */
-GPUDL_HD static inline int gpudl_dropout_keep(uint64_t seed, uint64_t i, float p) {
-    return gpudl_rng_uniform(seed, i) >= p;
-}
-
-/* Inverted-dropout output for element i. */
-GPUDL_HD static inline float gpudl_dropout_elem(float x, float p, uint64_t seed, uint64_t i) {
-    if (p <= 0.0f) return x;
-    if (p >= 1.0f) return 0.0f;
-    return gpudl_dropout_keep(seed, i, p) ? x / (1.0f - p) : 0.0f;
-}
-
-/* Element i of an f32, f16 or bf16 array, as float (host and device). */
-GPUDL_HD static inline float gpudl_ld(const void *p, int dt, int64_t i) {
-    if (dt == GPUDL_F16) return gpudl_f16_to_f32(((const uint16_t *)p)[i]);
-    if (dt == GPUDL_BF16) return gpudl_bf16_to_f32(((const uint16_t *)p)[i]);
-    return ((const float *)p)[i];
-}
-
-/* Pool window (oh, ow) over one (H, W) plane of x (dtype dt) starting at
-   element base: the maximum (the first in row-major window order; NaN wins)
-   or the average (padding counts as zero). *arg gets the plane index of the
-   maximum, -1 if the window is all padding. */
-GPUDL_HD static inline float gpudl_pool_window(int kind, const void *x, int dt, int64_t base, int64_t H, int64_t W, int64_t oh,
-                                               int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
-                                               int64_t *arg) {
-    int64_t h0 = oh * sh - ph, w0 = ow * sw - pw, i, j;
-    float best = -INFINITY, sum = 0.0f;
-    *arg = -1;
-    for (i = 0; i < kh; i++) {
-        int64_t h = h0 + i;
-        if (h < 0 || h >= H) continue;
-        for (j = 0; j < kw; j++) {
-            int64_t w = w0 + j;
-            float v;
-            if (w < 0 || w >= W) continue;
-            v = gpudl_ld(x, dt, base + h * W + w);
-            sum += v;
-            if (*arg < 0 || v > best || (v != v && best == best)) { best = v; *arg = h * W + w; }
-        }
-    }
-    return kind == GPUDL_POOL_MAX ? best : sum / (float)(kh * kw);
-}
-
-/* d loss / d x[h, w] of a pool: the sum over the windows that contain
-   (h, w) (a gather, so every input is written once: no atomics). x's plane
-   starts at xbase, dy's at dybase; both have dtype dt. */
-GPUDL_HD static inline float gpudl_pool_backward_elem(int kind, const void *x, const void *dy, int dt, int64_t xbase,
-                                                      int64_t dybase, int64_t H, int64_t W, int64_t Ho, int64_t Wo, int64_t h,
-                                                      int64_t w, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
-                                                      int64_t pw) {
-    int64_t lo_h = h + ph - kh + 1, lo_w = w + pw - kw + 1, oh, ow, arg;
-    int64_t oh0 = lo_h <= 0 ? 0 : (lo_h + sh - 1) / sh, ow0 = lo_w <= 0 ? 0 : (lo_w + sw - 1) / sw;
-    int64_t oh1 = (h + ph) / sh, ow1 = (w + pw) / sw;
-    float g = 0.0f;
-    if (oh1 > Ho - 1) oh1 = Ho - 1;
-    if (ow1 > Wo - 1) ow1 = Wo - 1;
-    for (oh = oh0; oh <= oh1; oh++)
-        for (ow = ow0; ow <= ow1; ow++) {
-            if (kind == GPUDL_POOL_AVG) { g += gpudl_ld(dy, dt, dybase + oh * Wo + ow) / (float)(kh * kw); continue; }
-            gpudl_pool_window(kind, x, dt, xbase, H, W, oh, ow, kh, kw, sh, sw, ph, pw, &arg);
-            if (arg == h * W + w) g += gpudl_ld(dy, dt, dybase + oh * Wo + ow);
-        }
-    return g;
-}
-
-/* Batch norm: running statistics (unbiased variance, PyTorch's momentum
-   convention) and the input gradient of one element given the channel's
-   mean(dy) and mean(dy * xhat). */
-GPUDL_HD static inline void gpudl_bn_update_running(float *rm, float *rv, float mean, float var, int64_t M, float momentum) {
-    float unbiased = M > 1 ? var * (float)M / (float)(M - 1) : var;
-    *rm = (1.0f - momentum) * *rm + momentum * mean;
-    *rv = (1.0f - momentum) * *rv + momentum * unbiased;
-}
-
-GPUDL_HD static inline float gpudl_bn_backward_elem(float dy, float x, float mean, float invstd, float gamma, float mean_dy,
-                                                    float mean_dy_xhat) {
-    float xhat = (x - mean) * invstd;
-    return gamma * invstd * (dy - mean_dy - xhat * mean_dy_xhat);
-}
-
 /* >>timing ---------------------------------------------------------------- */
-
 /* A timer: CUDA events on a CUDA context, a monotonic clock on the CPU. */
 typedef struct gpudl_timer {
     gpudl_ctx *ctx;
@@ -1018,6 +1284,7 @@ typedef gpudl_status (*gpudl_bench_fn)(gpudl_ctx *ctx, void *user);
 GPUDL_API gpudl_status gpudl_bench(gpudl_ctx *ctx, gpudl_bench_fn fn, void *user,
                                    const gpudl_bench_desc *desc, gpudl_bench_result *result);
 
+/* >>progress -------------------------------------------------------------- */
 /* A progress bar for training loops: on a terminal it redraws one line
    (step, loss, items/s, ETA); otherwise it prints a plain line at every
    quarter and at the end. */
@@ -1033,104 +1300,19 @@ GPUDL_API void gpudl_progress_begin(gpudl_progress *p, const char *label, int64_
 GPUDL_API void gpudl_progress_update(gpudl_progress *p, int64_t done, float loss);
 GPUDL_API void gpudl_progress_end(gpudl_progress *p, float loss);
 
-/* Device information. On a CUDA context the GPU; on a CPU context the host.
-   Peak figures are derived from clocks and unit counts (0 where unknown):
-   treat them as leads, measure the real ceilings. */
-typedef struct gpudl_device_info {
-    gpudl_device device;
-    char    name[256];
-    int     sm_count;                 /* GPU multiprocessors / CPU threads */
-    int     cc_major, cc_minor;       /* compute capability (GPU)          */
-    size_t  mem_total, mem_free;      /* bytes (GPU)                       */
-    int     clock_mhz, mem_clock_mhz, mem_bus_bits, l2_bytes;
-    double  peak_fp32_tflops;         /* CUDA cores, FMA = 2 flops        */
-    double  peak_tf32_tflops;         /* dense tensor cores               */
-    double  peak_fp16_tflops;         /* dense tensor cores, FP32 accum.  */
-    double  peak_mem_gbs;             /* DRAM bandwidth                   */
-    int     cuda_runtime, cuda_driver, cublas_version, cudnn_version;
-    char    archs[128];               /* architectures gpudl_kernels.cu was built for */
-} gpudl_device_info;
-
-GPUDL_API gpudl_status gpudl_device_info_get(gpudl_ctx *ctx, gpudl_device_info *info);
-
-/* >>kernel-abi ------------------------------------------------------------ */
-/* The launchers gpudl_kernels.cu exports. Each checks nothing about shapes
-   (the header validates first), launches on the given stream and returns
-   cudaGetLastError() as an int (0 = success). */
-#ifndef GPUDL_NO_CUDA
-typedef enum gpudl_k_binop { GPUDL_K_ADD = 0, GPUDL_K_MUL = 1 } gpudl_k_binop;
-typedef enum gpudl_k_redop { GPUDL_K_SUM = 0, GPUDL_K_MAX = 1 } gpudl_k_redop;
-
-int gpudl_k_probe(void *stream);
-const char *gpudl_k_archs(void);
-int gpudl_k_fill(void *stream, void *x, int dtype, int64_t n, float value);
-int gpudl_k_random(void *stream, void *x, int dtype, int64_t n, uint64_t seed, uint64_t offset,
-                   int normal, float a, float b);
-int gpudl_k_cast(void *stream, void *dst, int dst_dtype, const void *src, int src_dtype, int64_t n);
-int gpudl_k_binary(void *stream, int op, void *out, const void *a, const void *b, int dtype, int64_t n);
-int gpudl_k_axpby(void *stream, void *y, float alpha, const void *x, float beta, int dtype, int64_t n);
-/* scratch: at least gpudl_k_reduce_scratch() floats of device memory. */
-int64_t gpudl_k_reduce_scratch(void);
-int gpudl_k_reduce(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch);
-int gpudl_k_argmax_rows(void *stream, int32_t *out, const void *x, int dtype, int64_t rows, int64_t cols);
-/* layers: dtype is the activations' (x, y, dx, dy, logits, pred), f32, f16
-   or bf16; a linear or conv bias has it too. Weight gradients, batch-norm
-   parameters and statistics, probs, targets and losses are f32. dscale:
-   NULL, or a device float that multiplies scale (the loss scale). */
-int gpudl_k_act_fwd(void *stream, int act, float alpha, void *y, const void *x, int dtype, int64_t n);
-int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy, const void *x, const void *y, int dtype,
-                    int64_t n);
-int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n, int64_t C, int64_t inner);
-/* pre += bias (per (i / inner) % C), post = act(pre), in one pass */
-int gpudl_k_bias_act(void *stream, int act, float alpha, void *pre, void *post, const void *b, int dtype, int64_t n, int64_t C,
-                     int64_t inner);
-/* scratch: gpudl_k_reduce_scratch() floats */
-int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
-                            float *scratch);
-/* out[i] += src[i] */
-int gpudl_k_acc_f32(void *stream, float *out, const void *src, int dtype, int64_t n);
-/* scratch: gpudl_k_reduce_scratch() + N floats */
-int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void *logits, int dtype, const void *labels,
-                             int label_dtype, int64_t N, int64_t K, float *scratch);
-int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float *probs, const void *labels, int label_dtype,
-                             int64_t N, int64_t K, float scale, const float *dscale);
-int gpudl_k_mse_fwd(void *stream, float *loss, const void *pred, int dtype, const float *target, int64_t n, float *scratch);
-int gpudl_k_mse_bwd(void *stream, void *dpred, const void *pred, int dtype, const float *target, int64_t n, float scale,
-                    const float *dscale);
-int gpudl_k_pool_fwd(void *stream, int kind, void *y, const void *x, int dtype, int64_t NC, int64_t H, int64_t W, int64_t Ho,
-                     int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
-int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
-                     int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
-/* batch norm: scratch holds gpudl_k_bn_scratch(N, C, inner) floats; dx may be NULL */
-int64_t gpudl_k_bn_scratch(int64_t N, int64_t C, int64_t inner);
-int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, const void *x, int dtype, const float *gamma,
-                   const float *beta, float *running_mean, float *running_var, int64_t N, int64_t C, int64_t inner,
-                   int training, float momentum, float eps, float *scratch);
-int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
-                   const float *gamma, const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner,
-                   float *scratch);
-int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset);
-/* model, optimizer, data */
-/* skip: when not NULL and *skip != 0 the update is skipped (an overflowed step);
-   w16: NULL or the f16/bf16 (dt16) copy of w, refreshed in the same pass */
-int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
-                  const int32_t *skip, void *w16, int dt16);
-/* scale[0] = sum of g^2; scale[1] = max_norm / (norm + 1e-6) if norm > max_norm else 1 */
-int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch);
-int gpudl_k_gather(void *stream, float *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
-                   int64_t start, int64_t count, int64_t sample);
-int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n);
-/* mixed precision */
-int gpudl_k_round16(void *stream, float *x, int64_t n, int bf16);
-/* g = g / scale (after rounding to FP16 if fp16), flagging non-finite values in st */
-int gpudl_k_unscale(void *stream, float *g, int64_t n, gpudl_scaler_state *st, int fp16);
-int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_desc d);
-#endif
+/* >>doctor ---------------------------------------------------------------- */
+/* A self-check for a first run (make doctor prints it): this build (CUDA or
+   CPU only, the architectures its kernels are for, the cuBLAS and cuDNN it
+   was built against), the driver and runtime, the GPU and whether the
+   kernels run on it, the cuBLAS and cuDNN found at run time, the CPU's GEMM
+   kernel and threads, and where Fashion-MNIST is. One line each into buf;
+   a problem is a line "problem: ..." followed by "  fix: ..." with the
+   command that fixes it. Returns the number of problems (-1: no buf). */
+GPUDL_API int gpudl_doctor(char *buf, size_t size);
 
 #ifdef __cplusplus
 }
 #endif
-
 
 /* For examples and tests only: the library itself never aborts. */
 #include <stdio.h>
@@ -1149,6 +1331,9 @@ int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_des
 #define GPUDL__IMPLEMENTED
 
 /* >>config ---------------------------------------------------------------- */
+#ifndef GPUDL_CUDNN_WORKSPACE_LIMIT
+#  define GPUDL_CUDNN_WORKSPACE_LIMIT (256u << 20)
+#endif
 
 #if defined(GPUDL_MALLOC) && defined(GPUDL_FREE) && defined(GPUDL_REALLOC)
 /* user allocator */
@@ -1200,19 +1385,6 @@ int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_des
     GPUDL__PAR_SIMD(cond) for (i = 0; i < gpudl__m_; i++) { BODY; } \
     for (i = gpudl__m_; i < (n); i++) { BODY; } } while (0)
 
-/* 1.0f where x > 0, else lo, built from the comparison's bits. The same value
-   as gpudl_relu_df / gpudl_leaky_df, but gcc keeps those as a branch around
-   a multiply (a multiply may trap, so without -fno-trapping-math it is not
-   if-converted), and such loops stay scalar: ReLU backward of 1M floats
-   took 2.1 ms; this one vectorises. */
-static inline float gpudl__pos_or(float x, float lo) {
-    uint32_t m = (uint32_t)-(int32_t)(x > 0.0f), l, r;
-    float f;
-    memcpy(&l, &lo, sizeof l);
-    r = (0x3f800000u & m) | (l & ~m);
-    memcpy(&f, &r, sizeof f);
-    return f;
-}
 #ifdef GPUDL_CBLAS
 #  include <cblas.h>
 #endif
@@ -1246,10 +1418,13 @@ static inline float gpudl__pos_or(float x, float lo) {
 #  include <xmmintrin.h>   /* _mm_getcsr / _mm_setcsr (gpudl_cpu_flush_denormals) */
 #endif
 
+#ifndef GPUDL_NO_CUDA
+#  define GPUDL__ON_GPU(t) ((t)->device == GPUDL_DEVICE_CUDA)   /* t's memory is on the GPU */
+#else
+#  define GPUDL__ON_GPU(t) 0
+#endif
 #define GPUDL__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GPUDL__MAX(a, b) ((a) > (b) ? (a) : (b))
-
-/* >>errors ---------------------------------------------------------------- */
 
 struct gpudl_ctx {
     gpudl_device    device;          /* CPU or CUDA */
@@ -1257,6 +1432,7 @@ struct gpudl_ctx {
     uint64_t        rng_seed, rng_offset;
     int             num_threads;
     int             sync_debug;
+    gpudl_cpu_gemm  cpu_gemm;        /* the CPU GEMM micro-kernel asked for (desc.cpu_gemm) */
     gpudl_log_fn    log;
     void           *log_user;
     gpudl_status    fatal;           /* != OK: every later call returns it */
@@ -1273,6 +1449,8 @@ struct gpudl_ctx {
     void           *workspace;       /* cuBLAS workspace (device) */
     size_t          workspace_bytes;
     float          *scratch;         /* reduction partials + per-row values (device) */
+    int32_t        *report;          /* (2) pinned, written by kernels: [0] a row whose label was out of range
+                                        (INT32_MAX: none), [1] the class count; read after each wait */
     size_t          scratch_floats;
     cudnnHandle_t   cudnn;           /* created on first use */
     void           *dev_ws;          /* grow-only device workspace (cuDNN, ...) */
@@ -1280,12 +1458,13 @@ struct gpudl_ctx {
     struct gpudl__conv_algo *conv_cache;
     int             conv_cache_n, conv_cache_cap;
     cublasLtHandle_t lt;             /* cuBLASLt, for GEMMs with a bias / ReLU epilogue: created on first use */
-    int             use_lt;          /* GPUDL_CUBLASLT=1 in the environment turns it on (off by default until measured) */
+    int             use_lt;          /* desc.cublaslt resolved: 1 = bias (+ReLU) in cuBLASLt's epilogue */
     struct gpudl__lt_plan *lt_plans;
     int             lt_n, lt_cap;
 #endif
 };
 
+/* >>status ---------------------------------------------------------------- */
 GPUDL__DEF const char *gpudl_status_string(gpudl_status s) {
     switch (s) {
     case GPUDL_OK:              return "ok";
@@ -1305,10 +1484,16 @@ GPUDL__DEF const char *gpudl_status_string(gpudl_status s) {
     return "unknown gpudl status";
 }
 
+GPUDL__DEF void gpudl_log_quiet(void *user, gpudl_log_level level, const char *msg) { (void)user; (void)level; (void)msg; }
+
 GPUDL__DEF void gpudl_log_stderr(void *user, gpudl_log_level level, const char *msg) {
     static const char *names[] = {"", "error", "warning", "info", "debug"};
     (void)user;
     fprintf(stderr, "gpudl %s: %s\n", (level >= 1 && level <= 4) ? names[level] : "?", msg);
+}
+
+static void gpudl__log_default(void *user, gpudl_log_level level, const char *msg) {
+    if (level <= GPUDL_LOG_WARN) gpudl_log_stderr(user, level, msg);
 }
 
 static void gpudl__logv(gpudl_log_fn log, void *user, gpudl_log_level level, const char *fmt, va_list ap) {
@@ -1348,15 +1533,499 @@ static gpudl_status gpudl__fail(gpudl_ctx *ctx, gpudl_status status, const char 
 #define GPUDL__ERR(ctx, status, ...) gpudl__fail((ctx), (status), __FILE__, __LINE__, __VA_ARGS__)
 #define GPUDL__TRY(expr) do { gpudl_status gpudl__s_ = (expr); if (gpudl__s_ != GPUDL_OK) return gpudl__s_; } while (0)
 /* Entry check of every public function that takes a context. */
-#define GPUDL__ENTER(ctx) do { if (!(ctx)) return GPUDL_ERR_INVALID_ARG; \
-    if ((ctx)->fatal != GPUDL_OK) return (ctx)->fatal; } while (0)
+#ifndef GPUDL_NO_CUDA
+static gpudl_status gpudl__activate(gpudl_ctx *ctx);
+#  define GPUDL__ACTIVATE(ctx) do { if ((ctx)->device == GPUDL_DEVICE_CUDA) { \
+    gpudl_status gpudl__a_ = gpudl__activate(ctx); if (gpudl__a_ != GPUDL_OK) return gpudl__a_; } } while (0)
+#else
+#  define GPUDL__ACTIVATE(ctx) ((void)0)
+#endif
+/* Every public call starts here: a usable context, and on a GPU its device
+   current in the calling thread. */
+#define GPUDL__ENTER(ctx) do { if (!(ctx)) { return GPUDL_ERR_INVALID_ARG; } \
+    if ((ctx)->fatal != GPUDL_OK) { return (ctx)->fatal; } GPUDL__ACTIVATE(ctx); } while (0)
+
+/* The last error without its "file:line: ". */
+static const char *gpudl__message(const gpudl_ctx *ctx) {
+    const char *p = strstr(ctx->last_error, ": ");
+    return p ? p + 2 : ctx->last_error;
+}
 
 GPUDL__DEF const char *gpudl_ctx_last_error(const gpudl_ctx *ctx) {
     return ctx ? ctx->last_error : "no context (NULL)";
 }
 
-/* >>tensor-helpers -------------------------------------------------------- */
+#ifndef GPUDL_NO_CUDA
 
+/* Errors after which the CUDA context is unusable until the process exits. */
+static int gpudl__cuda_sticky(cudaError_t e) {
+    switch (e) {
+    case cudaErrorIllegalAddress: case cudaErrorLaunchFailure: case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction: case cudaErrorMisalignedAddress: case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc: case cudaErrorAssert: case cudaErrorECCUncorrectable:
+    case cudaErrorLaunchTimeout: case cudaErrorUnknown:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static gpudl_status gpudl__cuda_fail(gpudl_ctx *ctx, cudaError_t e, const char *what, const char *file, int line) {
+    if (e == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();   /* not sticky: clear it so the context keeps working */
+        return gpudl__fail(ctx, GPUDL_ERR_OOM, file, line, "%s failed: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    if (gpudl__cuda_sticky(e)) {
+        if (ctx) ctx->fatal = GPUDL_ERR_CUDA_FATAL;
+        return gpudl__fail(ctx, GPUDL_ERR_CUDA_FATAL, file, line,
+                           "%s failed: %s (%s). This error is sticky: the CUDA context is corrupted and every "
+                           "later CUDA call fails; save what you can from host memory and restart the process.",
+                           what, cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    return gpudl__fail(ctx, GPUDL_ERR_CUDA, file, line, "%s failed: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+#define GPUDL__CUDA(ctx, expr) do { cudaError_t gpudl__e_ = (expr); \
+    if (gpudl__e_ != cudaSuccess) return gpudl__cuda_fail((ctx), gpudl__e_, #expr, __FILE__, __LINE__); } while (0)
+
+/* The current device is per host thread, and the program may have changed
+   it since the context was made (another context, another library, another
+   thread): make the context's device current before its work is issued. */
+static gpudl_status gpudl__activate(gpudl_ctx *ctx) {
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur == ctx->cuda_device) return GPUDL_OK;
+    GPUDL__CUDA(ctx, cudaSetDevice(ctx->cuda_device));
+    return GPUDL_OK;
+}
+
+/* A cuBLAS or cuDNN call failed (status st, the library's words in why).
+   When a kernel faulted earlier, the CUDA context holds a sticky error and
+   that is the real cause: say so, and the context is unusable from here on. */
+static gpudl_status gpudl__lib_fail(gpudl_ctx *ctx, gpudl_status st, const char *what, const char *why, const char *file,
+                                    int line) {
+    cudaError_t e = cudaPeekAtLastError();
+    if (gpudl__cuda_sticky(e)) return gpudl__cuda_fail(ctx, e, what, file, line);
+    return gpudl__fail(ctx, st, file, line, "%s failed: %s", what, why);
+}
+
+static const char *gpudl__cublas_why(cublasStatus_t b, char *buf, size_t size) {
+    snprintf(buf, size, "%s (%s)", cublasGetStatusName(b), cublasGetStatusString(b));
+    return buf;
+}
+
+#define GPUDL__CUBLAS(ctx, expr) do { cublasStatus_t gpudl__b_ = (expr); char gpudl__w_[160]; \
+    if (gpudl__b_ != CUBLAS_STATUS_SUCCESS) return gpudl__lib_fail((ctx), \
+        gpudl__b_ == CUBLAS_STATUS_ALLOC_FAILED ? GPUDL_ERR_OOM : GPUDL_ERR_CUBLAS, #expr, \
+        gpudl__cublas_why(gpudl__b_, gpudl__w_, sizeof gpudl__w_), __FILE__, __LINE__); } while (0)
+
+/* After a kernel launch: the launcher returned cudaGetLastError(). With
+   sync_debug the stream is synchronised so an asynchronous fault names its op. */
+static gpudl_status gpudl__launched(gpudl_ctx *ctx, int err, const char *op, const char *file, int line) {
+    if (err == 0 && ctx->sync_debug) err = (int)cudaStreamSynchronize(ctx->stream);
+    if (err != 0) return gpudl__cuda_fail(ctx, (cudaError_t)err, op, file, line);
+    return GPUDL_OK;
+}
+#define GPUDL__LAUNCH(ctx, call) do { gpudl_status gpudl__l_ = gpudl__launched((ctx), (call), #call, __FILE__, __LINE__); \
+    if (gpudl__l_ != GPUDL_OK) return gpudl__l_; } while (0)
+
+#endif
+
+/* >>half ------------------------------------------------------------------ */
+/* Stores v as element i of an array of dtype dt (host side; loads: gpudl__elem_get). */
+static void gpudl__elem_set(void *p, gpudl_dtype dt, int64_t i, float v) {
+    switch (dt) {
+    case GPUDL_F32:  ((float *)p)[i] = v; break;
+    case GPUDL_F16:  ((uint16_t *)p)[i] = gpudl_f32_to_f16(v); break;
+    case GPUDL_BF16: ((uint16_t *)p)[i] = gpudl_f32_to_bf16(v); break;
+    case GPUDL_U8:   ((uint8_t *)p)[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v + 0.5f); break;   /* NaN: 0 */
+    case GPUDL_I32:  ((int32_t *)p)[i] = !(v == v) ? 0 : v >= 2147483648.0f ? INT32_MAX : v <= -2147483648.0f ? INT32_MIN
+                                         : (int32_t)v; break;   /* toward zero, saturating, NaN: 0 */
+    default: break;
+    }
+}
+
+/* Bulk FP16/BF16 <-> FP32 on the host, for the CPU backend's 16-bit
+   storage. The same bits as gpudl_f32_to_f16 and friends (every FP32 and
+   FP16 pattern was compared; the tests compare a dense sample), written as
+   selects instead of branches so that the loops vectorise: 3.7 -> 0.4 ns
+   per FP16 rounding. The FP16 subnormal case lets the FPU round (x + 0.5f
+   is exact to the FP16 subnormal step, with or without flush-to-zero), so
+   it needs float arithmetic done in float (FLT_EVAL_METHOD 0); elsewhere
+   the scalar functions run. */
+/* mask ? a : b with integer operations (a select with a float operation in
+   one arm is a branch to gcc, which will not speculate a float op that may trap) */
+static inline uint32_t gpudl__sel(uint32_t mask, uint32_t a, uint32_t b) { return (a & mask) | (b & ~mask); }
+#define GPUDL__MASK(cond) ((uint32_t)-(int32_t)(cond))
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+static inline uint16_t gpudl__to_f16_sel(float f) {
+    uint32_t x = gpudl__f32_bits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu, h;
+    uint32_t nrm = (ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13;              /* rebias 127 -> 15, round to even */
+    uint32_t sub = gpudl__f32_bits(gpudl__bits_f32(ax) + 0.5f) - 0x3f000000u; /* below 2^-14: multiples of 2^-24 */
+    h = gpudl__sel(GPUDL__MASK(ax < 0x38800000u), sub, nrm);
+    h = gpudl__sel(GPUDL__MASK(ax >= 0x47800000u), 0x7c00u, h);              /* >= 65536 (65520 carries above) */
+    h = gpudl__sel(GPUDL__MASK(ax > 0x7f800000u), 0x7e00u | ((ax >> 13) & 0x3ffu), h);   /* NaN, kept quiet */
+    return (uint16_t)(sign | h);
+}
+static inline float gpudl__from_f16_sel(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu, o = em << 13, r;
+    float sub = gpudl__bits_f32(o + 0x38800000u) - gpudl__bits_f32(0x38800000u);   /* subnormal: exact */
+    r = gpudl__sel(GPUDL__MASK(em < 0x400u), gpudl__f32_bits(sub), o + 0x38000000u);   /* rebias 15 -> 127 */
+    r = gpudl__sel(GPUDL__MASK(em >= 0x7c00u), o + 0x70000000u, r);                 /* Inf, NaN */
+    return gpudl__bits_f32(sign | r);
+}
+#else
+#  define gpudl__to_f16_sel gpudl_f32_to_f16
+#  define gpudl__from_f16_sel gpudl_f16_to_f32
+#endif
+static inline uint16_t gpudl__to_bf16_sel(float f) {
+    uint32_t x = gpudl__f32_bits(f);
+    uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16, q = (x >> 16) | 0x40u;
+    return (uint16_t)gpudl__sel(GPUDL__MASK((x & 0x7fffffffu) > 0x7f800000u), q, r);   /* NaN kept quiet */
+}
+
+/* dst[i] = src[i] for n elements of two float dtypes. */
+static void gpudl__convert(void *dst, gpudl_dtype dd, const void *src, gpudl_dtype sd, int64_t n) {
+    const float *fs = (const float *)src;
+    const uint16_t *hs = (const uint16_t *)src;
+    float *fd = (float *)dst;
+    uint16_t *hd = (uint16_t *)dst;
+    int64_t i;
+    if (dd == sd) memmove(dst, src, (size_t)n * gpudl_dtype_size(dd));
+    else if (sd == GPUDL_F32 && dd == GPUDL_F16) GPUDL__EACH(i, n, n > 65536, hd[i] = gpudl__to_f16_sel(fs[i]));
+    else if (sd == GPUDL_F32 && dd == GPUDL_BF16) GPUDL__EACH(i, n, n > 65536, hd[i] = gpudl__to_bf16_sel(fs[i]));
+    else if (sd == GPUDL_F16 && dd == GPUDL_F32) GPUDL__EACH(i, n, n > 65536, fd[i] = gpudl__from_f16_sel(hs[i]));
+    else if (sd == GPUDL_BF16 && dd == GPUDL_F32) GPUDL__EACH(i, n, n > 65536, fd[i] = gpudl_bf16_to_f32(hs[i]));
+    else {
+        GPUDL__OMP(omp parallel for if (n > 65536))
+        for (i = 0; i < n; i++) gpudl__elem_set(dst, dd, i, gpudl__elem_get(src, sd, i));
+    }
+}
+
+/* >>context --------------------------------------------------------------- */
+#ifndef GPUDL_NO_CUDA
+/* Why CUDA cannot be used: no driver, driver too old, or no device. */
+static gpudl_status gpudl__cuda_why_not(gpudl_ctx *ctx, cudaError_t e, char *msg, size_t size) {
+    int drv = 0, rt = 0;
+    (void)cudaDriverGetVersion(&drv);
+    (void)cudaRuntimeGetVersion(&rt);
+    (void)ctx;
+    if (drv == 0)
+        snprintf(msg, size, "no NVIDIA driver found (%s: libcuda.so could not be loaded); install the NVIDIA driver "
+                 "to use the GPU", cudaGetErrorName(e));
+    else if (e == cudaErrorInsufficientDriver || drv < rt)
+        snprintf(msg, size, "the NVIDIA driver is too old (%s): it supports CUDA %d.%d but this program was built "
+                 "with CUDA runtime %d.%d; update the driver", cudaGetErrorName(e), drv / 1000, (drv % 1000) / 10,
+                 rt / 1000, (rt % 1000) / 10);
+    else if (e == cudaErrorNoDevice)
+        snprintf(msg, size, "the NVIDIA driver (CUDA %d.%d) is installed but sees no CUDA device (%s); check "
+                 "CUDA_VISIBLE_DEVICES and nvidia-smi", drv / 1000, (drv % 1000) / 10, cudaGetErrorName(e));
+    else
+        snprintf(msg, size, "CUDA is not usable: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+    return GPUDL_ERR_NO_DEVICE;
+}
+
+static gpudl_status gpudl__cuda_init(gpudl_ctx *ctx, const gpudl_ctx_desc *d) {
+    int count = 0;
+    char why[512];
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaSuccess && count == 0) e = cudaErrorNoDevice;
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        gpudl__cuda_why_not(ctx, e, why, sizeof why);
+        return GPUDL__ERR(ctx, GPUDL_ERR_NO_DEVICE, "%s", why);
+    }
+    if (d->cuda_device < 0 || d->cuda_device >= count)
+        return GPUDL__ERR(ctx, GPUDL_ERR_NO_DEVICE, "cuda_device %d requested but %d CUDA device(s) are visible",
+                          d->cuda_device, count);
+    ctx->cuda_device = d->cuda_device;
+    GPUDL__CUDA(ctx, cudaSetDevice(ctx->cuda_device));
+    if (d->stream) {
+        ctx->stream = (cudaStream_t)d->stream;
+    } else {
+        GPUDL__CUDA(ctx, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+        ctx->own_stream = 1;
+    }
+    /* A probe launch: fails with cudaErrorNoKernelImageForDevice when
+       gpudl_kernels.cu was not built for this GPU's architecture. */
+    e = (cudaError_t)gpudl_k_probe(ctx->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
+    if (e != cudaSuccess) {
+        struct cudaDeviceProp p;
+        (void)cudaGetLastError();
+        memset(&p, 0, sizeof p);
+        (void)cudaGetDeviceProperties(&p, ctx->cuda_device);
+        if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction || e == cudaErrorUnsupportedPtxVersion)
+            return GPUDL__ERR(ctx, GPUDL_ERR_NO_DEVICE,
+                              "gpudl_kernels.cu has no code for %s (sm_%d%d): it was built for %s. %s "
+                              "-gencode arch=compute_%d%d,code=sm_%d%d (%s)", p.name, p.major, p.minor, gpudl_k_archs(),
+                              p.major * 10 + p.minor < 75 && CUDART_VERSION >= 13000 ? "CUDA 13 cannot build for it "
+                              "(it dropped architectures before 7.5): build with CUDA 12 and" : "Rebuild it with nvcc",
+                              p.major, p.minor, p.major, p.minor, cudaGetErrorName(e));
+        return gpudl__cuda_fail(ctx, e, "probe kernel launch", __FILE__, __LINE__);
+    }
+    GPUDL__CUBLAS(ctx, cublasCreate(&ctx->cublas));
+    GPUDL__CUBLAS(ctx, cublasSetStream(ctx->cublas, ctx->stream));
+    ctx->workspace_bytes = d->workspace_bytes;
+    GPUDL__CUDA(ctx, cudaMalloc(&ctx->workspace, ctx->workspace_bytes));
+    GPUDL__CUBLAS(ctx, cublasSetWorkspace(ctx->cublas, ctx->workspace, ctx->workspace_bytes));
+    ctx->scratch_floats = (size_t)gpudl_k_reduce_scratch();
+    GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->scratch, ctx->scratch_floats * sizeof(float)));
+    GPUDL__CUDA(ctx, cudaHostAlloc((void **)&ctx->report, 2 * sizeof(int32_t), cudaHostAllocMapped));
+    ctx->report[0] = INT32_MAX;
+    ctx->report[1] = 0;
+    ctx->use_lt = d->cublaslt == 1;
+    return GPUDL_OK;
+}
+
+static void gpudl__conv_cache_free(gpudl_ctx *ctx);
+static void gpudl__lt_free(gpudl_ctx *ctx);
+
+static void gpudl__cuda_release(gpudl_ctx *ctx) {
+    if (ctx->device != GPUDL_DEVICE_CUDA) return;
+    (void)cudaSetDevice(ctx->cuda_device);   /* the handles and the stream belong to it */
+    if (ctx->stream && ctx->fatal == GPUDL_OK) (void)cudaStreamSynchronize(ctx->stream);
+    if (ctx->cublas) cublasDestroy(ctx->cublas);
+    if (ctx->workspace) cudaFree(ctx->workspace);
+    if (ctx->scratch) cudaFree(ctx->scratch);
+    if (ctx->report) cudaFreeHost(ctx->report);
+    if (ctx->dev_ws) cudaFree(ctx->dev_ws);
+    gpudl__conv_cache_free(ctx);
+    gpudl__lt_free(ctx);
+    if (ctx->cudnn) cudnnDestroy(ctx->cudnn);
+    if (ctx->own_stream && ctx->stream) cudaStreamDestroy(ctx->stream);
+}
+#endif /* !GPUDL_NO_CUDA */
+
+/* desc with every zero replaced by its default (the doc of gpudl_ctx_desc). */
+static gpudl_ctx_desc gpudl__ctx_desc_defaults(const gpudl_ctx_desc *desc) {
+    gpudl_ctx_desc d;
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    if (d.math_mode == GPUDL_MATH_DEFAULT) d.math_mode = GPUDL_MATH_FP32;
+    if (!d.seed) d.seed = 0x5EEDu;
+    if (d.num_threads < 0) d.num_threads = 0;
+    if (!d.workspace_bytes) d.workspace_bytes = (size_t)32 << 20;
+    if (d.cublaslt != 1) d.cublaslt = 0;
+    if (!d.log) d.log = gpudl__log_default;
+    return d;
+}
+
+GPUDL__DEF gpudl_status gpudl_ctx_create(const gpudl_ctx_desc *desc, gpudl_ctx **out) {
+    gpudl_ctx_desc d;
+    gpudl_ctx *ctx;
+    if (!out) return GPUDL_ERR_INVALID_ARG;
+    *out = NULL;
+    d = gpudl__ctx_desc_defaults(desc);
+    if (d.device != GPUDL_DEVICE_AUTO && d.device != GPUDL_DEVICE_CPU && d.device != GPUDL_DEVICE_CUDA) {
+        if (d.log) d.log(d.log_user, GPUDL_LOG_ERROR, "gpudl_ctx_create: desc->device must be GPUDL_DEVICE_AUTO, _CPU or _CUDA");
+        return GPUDL_ERR_INVALID_ARG;
+    }
+    if (d.math_mode != GPUDL_MATH_FP32 && d.math_mode != GPUDL_MATH_TF32) {
+        if (d.log) d.log(d.log_user, GPUDL_LOG_ERROR, "gpudl_ctx_create: desc->math_mode must be 0, GPUDL_MATH_FP32 or GPUDL_MATH_TF32");
+        return GPUDL_ERR_INVALID_ARG;
+    }
+    if ((int)d.cpu_gemm < GPUDL_CPU_GEMM_AUTO || (int)d.cpu_gemm > GPUDL_CPU_GEMM_AVX512) {
+        if (d.log) d.log(d.log_user, GPUDL_LOG_ERROR, "gpudl_ctx_create: desc->cpu_gemm must be a gpudl_cpu_gemm value");
+        return GPUDL_ERR_INVALID_ARG;
+    }
+    ctx = (gpudl_ctx *)GPUDL_MALLOC(sizeof *ctx);
+    if (!ctx) return GPUDL_ERR_OOM;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->math_mode = d.math_mode;
+    ctx->rng_seed = d.seed;
+    ctx->num_threads = d.num_threads;
+    ctx->sync_debug = d.sync_debug;
+    ctx->cpu_gemm = d.cpu_gemm;
+    ctx->log = d.log;
+    ctx->log_user = d.log_user;
+    ctx->device = GPUDL_DEVICE_CPU;
+#ifdef GPUDL_NO_CUDA
+    if (d.device == GPUDL_DEVICE_CUDA) {
+        GPUDL__ERR(ctx, GPUDL_ERR_NO_DEVICE, "CUDA was requested but this program was built with GPUDL_NO_CUDA "
+                   "(CPU only); build it with nvcc and gpudl_kernels.cu to use the GPU");
+        GPUDL_FREE(ctx);
+        return GPUDL_ERR_NO_DEVICE;
+    }
+    if (d.device == GPUDL_DEVICE_AUTO)
+        gpudl__log(ctx, GPUDL_LOG_INFO, "using the CPU: this build has no CUDA backend (GPUDL_NO_CUDA)");
+#else
+    if (d.device != GPUDL_DEVICE_CPU) {
+        gpudl_log_fn log = ctx->log;
+        gpudl_status s;
+        ctx->device = GPUDL_DEVICE_CUDA;
+        if (d.device == GPUDL_DEVICE_AUTO) ctx->log = NULL;   /* a fallback is not an error */
+        s = gpudl__cuda_init(ctx, &d);
+        ctx->log = log;
+        if (s != GPUDL_OK) {
+            gpudl__cuda_release(ctx);
+            if (d.device == GPUDL_DEVICE_CUDA) {   /* already logged by gpudl__fail */
+                GPUDL_FREE(ctx);
+                return s;
+            }
+            gpudl__log(ctx, GPUDL_LOG_INFO, "using the CPU: %s", gpudl__message(ctx));
+            {   /* keep only what a CPU context needs */
+                gpudl_ctx keep = *ctx;
+                memset(ctx, 0, sizeof *ctx);
+                ctx->math_mode = keep.math_mode; ctx->rng_seed = keep.rng_seed; ctx->num_threads = keep.num_threads;
+                ctx->sync_debug = keep.sync_debug; ctx->log = keep.log; ctx->log_user = keep.log_user;
+                ctx->cpu_gemm = keep.cpu_gemm;
+                ctx->device = GPUDL_DEVICE_CPU;
+            }
+        }
+    }
+#endif
+    *out = ctx;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF void gpudl_ctx_destroy(gpudl_ctx *ctx) {
+    if (!ctx) return;
+    if (ctx->live_n)
+        gpudl__log(ctx, GPUDL_LOG_WARN, "ctx_destroy: %zu tensor(s) were never freed (gpudl_tensor_free)", ctx->live_n);
+    GPUDL_FREE(ctx->live);
+#ifndef GPUDL_NO_CUDA
+    gpudl__cuda_release(ctx);
+#endif
+    GPUDL_FREE(ctx->host_ws);
+    GPUDL_FREE(ctx);
+}
+
+GPUDL__DEF gpudl_device gpudl_ctx_device(const gpudl_ctx *ctx) { return ctx ? ctx->device : GPUDL_DEVICE_CPU; }
+
+#ifndef GPUDL_NO_CUDA
+/* Waits for the context's stream, then reports what kernels found on the
+   way (a label out of range: the CPU refuses it at once; the GPU, which does
+   not stop to look, says so at the next wait). */
+static gpudl_status gpudl__cuda_wait(gpudl_ctx *ctx) {
+    GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    if (ctx->report && ctx->report[0] != INT32_MAX) {
+        int32_t row = ctx->report[0];
+        ctx->report[0] = INT32_MAX;
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "softmax_xent: the label of row %d was outside [0, %d) (found on the "
+                          "GPU, which reports it at the next wait; that loss is NaN)", (int)row, (int)ctx->report[1]);
+    }
+    return GPUDL_OK;
+}
+#endif
+
+GPUDL__DEF gpudl_status gpudl_ctx_sync(gpudl_ctx *ctx) {
+    GPUDL__ENTER(ctx);
+#ifndef GPUDL_NO_CUDA
+    if (ctx->device == GPUDL_DEVICE_CUDA) return gpudl__cuda_wait(ctx);
+#endif
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_ctx_set_math_mode(gpudl_ctx *ctx, gpudl_math_mode mode) {
+    GPUDL__ENTER(ctx);
+    if (mode == GPUDL_MATH_DEFAULT) mode = GPUDL_MATH_FP32;
+    if (mode != GPUDL_MATH_FP32 && mode != GPUDL_MATH_TF32)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "math mode %d: use GPUDL_MATH_FP32 or GPUDL_MATH_TF32", (int)mode);
+    ctx->math_mode = mode;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_math_mode gpudl_ctx_math_mode(const gpudl_ctx *ctx) { return ctx ? ctx->math_mode : GPUDL_MATH_FP32; }
+
+static int gpudl__num_threads(const gpudl_ctx *ctx);
+
+GPUDL__DEF gpudl_status gpudl_cpu_flush_denormals(gpudl_ctx *ctx, int on) {
+    GPUDL__ENTER(ctx);
+#if defined(__x86_64__) || defined(_M_X64)
+    {
+        const unsigned bits = 0x8040u;   /* MXCSR: FTZ (bit 15) | DAZ (bit 6) */
+        GPUDL__OMP(omp parallel num_threads(gpudl__num_threads(ctx)))
+        {
+            unsigned m = _mm_getcsr();
+            _mm_setcsr(on ? (m | bits) : (m & ~bits));
+        }
+    }
+    return GPUDL_OK;
+#else
+    (void)on;
+    return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "cpu_flush_denormals: no flush-to-zero mode known for this CPU");
+#endif
+}
+
+GPUDL__DEF void gpudl_ctx_set_seed(gpudl_ctx *ctx, uint64_t seed) {
+    if (!ctx) return;
+    ctx->rng_seed = seed;
+    ctx->rng_offset = 0;
+}
+
+GPUDL__DEF void *gpudl_ctx_stream(const gpudl_ctx *ctx) {
+#ifndef GPUDL_NO_CUDA
+    if (ctx && ctx->device == GPUDL_DEVICE_CUDA) return (void *)ctx->stream;
+#endif
+    (void)ctx;
+    return NULL;
+}
+
+#ifndef GPUDL_NO_CUDA
+/* FP32 lanes and dense FP16 tensor-core FLOP per clock per SM, by architecture. */
+static void gpudl__sm_rates(int major, int minor, int *fp32_lanes, int *fp16_tc_flops) {
+    int cc = major * 10 + minor;
+    *fp32_lanes = cc >= 86 ? 128 : cc == 80 ? 64 : cc >= 70 ? 64 : cc >= 60 ? (cc == 60 ? 64 : 128) : 128;
+    *fp16_tc_flops = cc >= 100 ? 8192 : cc >= 90 ? 4096 : cc == 80 ? 2048 : cc >= 70 ? 1024 : 0;
+}
+#endif
+
+GPUDL__DEF gpudl_status gpudl_device_info_get(gpudl_ctx *ctx, gpudl_device_info *info) {
+    GPUDL__ENTER(ctx);
+    if (!info) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "device_info: info pointer is NULL");
+    memset(info, 0, sizeof *info);
+    info->device = ctx->device;
+#ifndef GPUDL_NO_CUDA
+    info->cublas_version = CUBLAS_VERSION;
+    info->cudnn_version = (int)cudnnGetVersion();
+    (void)cudaRuntimeGetVersion(&info->cuda_runtime);
+    (void)cudaDriverGetVersion(&info->cuda_driver);
+    snprintf(info->archs, sizeof info->archs, "%s", gpudl_k_archs());
+    if (ctx->device == GPUDL_DEVICE_CUDA) {
+        struct cudaDeviceProp p;
+        int dev = ctx->cuda_device, v = 0, lanes, tc;
+        GPUDL__CUDA(ctx, cudaGetDeviceProperties(&p, dev));
+        snprintf(info->name, sizeof info->name, "%s", p.name);
+        info->sm_count = p.multiProcessorCount;
+        info->cc_major = p.major;
+        info->cc_minor = p.minor;
+        info->l2_bytes = p.l2CacheSize;
+        GPUDL__CUDA(ctx, cudaMemGetInfo(&info->mem_free, &info->mem_total));
+        /* CUDA 13 dropped the clock fields from cudaDeviceProp */
+        if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, dev) == cudaSuccess) info->clock_mhz = v / 1000;
+        if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, dev) == cudaSuccess) info->mem_clock_mhz = v / 1000;
+        if (cudaDeviceGetAttribute(&v, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess) info->mem_bus_bits = v;
+        (void)cudaGetLastError();
+        gpudl__sm_rates(p.major, p.minor, &lanes, &tc);
+        info->peak_fp32_tflops = 2.0 * lanes * info->sm_count * info->clock_mhz * 1e-6;
+        info->peak_fp16_tflops = (double)tc * info->sm_count * info->clock_mhz * 1e-6;
+        info->peak_tf32_tflops = info->peak_fp16_tflops / 2.0;
+        /* double data rate: two transfers per memory clock */
+        info->peak_mem_gbs = 2.0 * info->mem_clock_mhz * 1e6 * (info->mem_bus_bits / 8.0) * 1e-9;
+        return GPUDL_OK;
+    }
+#endif
+    snprintf(info->name, sizeof info->name, "CPU");
+#if defined(__linux__)
+    {
+        FILE *f = fopen("/proc/cpuinfo", "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f)) {
+            if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+                char *v = strchr(line, ':') + 2, *nl = strchr(v, '\n');
+                if (nl) *nl = 0;
+                snprintf(info->name, sizeof info->name, "%s", v);
+                break;
+            }
+        }
+        if (f) fclose(f);
+    }
+#endif
+    info->sm_count = gpudl__num_threads(ctx);
+    return GPUDL_OK;
+}
+
+/* >>tensor ---------------------------------------------------------------- */
 GPUDL__DEF size_t gpudl_dtype_size(gpudl_dtype dtype) {
     switch (dtype) {
     case GPUDL_F32: case GPUDL_I32: return 4;
@@ -1451,358 +2120,6 @@ static gpudl_status gpudl__check_same(gpudl_ctx *ctx, const gpudl_tensor *a, con
     return GPUDL_OK;
 }
 
-/* Element i of a float tensor as float, and back (host side). */
-static float gpudl__load(const void *p, gpudl_dtype dt, int64_t i) {
-    switch (dt) {
-    case GPUDL_F32:  return ((const float *)p)[i];
-    case GPUDL_F16:  return gpudl_f16_to_f32(((const uint16_t *)p)[i]);
-    case GPUDL_BF16: return gpudl_bf16_to_f32(((const uint16_t *)p)[i]);
-    case GPUDL_U8:   return (float)((const uint8_t *)p)[i];
-    case GPUDL_I32:  return (float)((const int32_t *)p)[i];
-    default:         return 0.0f;
-    }
-}
-
-static void gpudl__store(void *p, gpudl_dtype dt, int64_t i, float v) {
-    switch (dt) {
-    case GPUDL_F32:  ((float *)p)[i] = v; break;
-    case GPUDL_F16:  ((uint16_t *)p)[i] = gpudl_f32_to_f16(v); break;
-    case GPUDL_BF16: ((uint16_t *)p)[i] = gpudl_f32_to_bf16(v); break;
-    case GPUDL_U8:   ((uint8_t *)p)[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v + 0.5f); break;
-    case GPUDL_I32:  ((int32_t *)p)[i] = (int32_t)v; break;
-    default: break;
-    }
-}
-
-/* Bulk FP16/BF16 <-> FP32 on the host, for the CPU backend's 16-bit
-   storage. The same bits as gpudl_f32_to_f16 and friends (every FP32 and
-   FP16 pattern was compared; the tests compare a dense sample), written as
-   selects instead of branches so that the loops vectorise: 3.7 -> 0.4 ns
-   per FP16 rounding. The FP16 subnormal case lets the FPU round (x + 0.5f
-   is exact to the FP16 subnormal step, with or without flush-to-zero), so
-   it needs float arithmetic done in float (FLT_EVAL_METHOD 0); elsewhere
-   the scalar functions run. */
-/* mask ? a : b with integer operations (a select with a float operation in
-   one arm is a branch to gcc, which will not speculate a float op that may trap) */
-static inline uint32_t gpudl__sel(uint32_t mask, uint32_t a, uint32_t b) { return (a & mask) | (b & ~mask); }
-#define GPUDL__MASK(cond) ((uint32_t)-(int32_t)(cond))
-#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
-static inline uint16_t gpudl__to_f16_sel(float f) {
-    uint32_t x = gpudl__f32_bits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu, h;
-    uint32_t nrm = (ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13;              /* rebias 127 -> 15, round to even */
-    uint32_t sub = gpudl__f32_bits(gpudl__bits_f32(ax) + 0.5f) - 0x3f000000u; /* below 2^-14: multiples of 2^-24 */
-    h = gpudl__sel(GPUDL__MASK(ax < 0x38800000u), sub, nrm);
-    h = gpudl__sel(GPUDL__MASK(ax >= 0x47800000u), 0x7c00u, h);              /* >= 65536 (65520 carries above) */
-    h = gpudl__sel(GPUDL__MASK(ax > 0x7f800000u), 0x7e00u | ((ax >> 13) & 0x3ffu), h);   /* NaN, kept quiet */
-    return (uint16_t)(sign | h);
-}
-static inline float gpudl__from_f16_sel(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu, o = em << 13, r;
-    float sub = gpudl__bits_f32(o + 0x38800000u) - gpudl__bits_f32(0x38800000u);   /* subnormal: exact */
-    r = gpudl__sel(GPUDL__MASK(em < 0x400u), gpudl__f32_bits(sub), o + 0x38000000u);   /* rebias 15 -> 127 */
-    r = gpudl__sel(GPUDL__MASK(em >= 0x7c00u), o + 0x70000000u, r);                 /* Inf, NaN */
-    return gpudl__bits_f32(sign | r);
-}
-#else
-#  define gpudl__to_f16_sel gpudl_f32_to_f16
-#  define gpudl__from_f16_sel gpudl_f16_to_f32
-#endif
-static inline uint16_t gpudl__to_bf16_sel(float f) {
-    uint32_t x = gpudl__f32_bits(f);
-    uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16, q = (x >> 16) | 0x40u;
-    return (uint16_t)gpudl__sel(GPUDL__MASK((x & 0x7fffffffu) > 0x7f800000u), q, r);   /* NaN kept quiet */
-}
-
-/* dst[i] = src[i] for n elements of two float dtypes. */
-static void gpudl__cvt(void *dst, gpudl_dtype dd, const void *src, gpudl_dtype sd, int64_t n) {
-    const float *fs = (const float *)src;
-    const uint16_t *hs = (const uint16_t *)src;
-    float *fd = (float *)dst;
-    uint16_t *hd = (uint16_t *)dst;
-    int64_t i;
-    if (dd == sd) memmove(dst, src, (size_t)n * gpudl_dtype_size(dd));
-    else if (sd == GPUDL_F32 && dd == GPUDL_F16) GPUDL__EACH(i, n, n > 65536, hd[i] = gpudl__to_f16_sel(fs[i]));
-    else if (sd == GPUDL_F32 && dd == GPUDL_BF16) GPUDL__EACH(i, n, n > 65536, hd[i] = gpudl__to_bf16_sel(fs[i]));
-    else if (sd == GPUDL_F16 && dd == GPUDL_F32) GPUDL__EACH(i, n, n > 65536, fd[i] = gpudl__from_f16_sel(hs[i]));
-    else if (sd == GPUDL_BF16 && dd == GPUDL_F32) GPUDL__EACH(i, n, n > 65536, fd[i] = gpudl_bf16_to_f32(hs[i]));
-    else {
-        GPUDL__OMP(omp parallel for if (n > 65536))
-        for (i = 0; i < n; i++) gpudl__store(dst, dd, i, gpudl__load(src, sd, i));
-    }
-}
-
-/* >>cuda-errors ----------------------------------------------------------- */
-#ifndef GPUDL_NO_CUDA
-
-/* Errors after which the CUDA context is unusable until the process exits. */
-static int gpudl__cuda_sticky(cudaError_t e) {
-    switch (e) {
-    case cudaErrorIllegalAddress: case cudaErrorLaunchFailure: case cudaErrorHardwareStackError:
-    case cudaErrorIllegalInstruction: case cudaErrorMisalignedAddress: case cudaErrorInvalidAddressSpace:
-    case cudaErrorInvalidPc: case cudaErrorAssert: case cudaErrorECCUncorrectable:
-    case cudaErrorLaunchTimeout: case cudaErrorUnknown:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-static gpudl_status gpudl__cuda_fail(gpudl_ctx *ctx, cudaError_t e, const char *what, const char *file, int line) {
-    if (e == cudaErrorMemoryAllocation) {
-        (void)cudaGetLastError();   /* not sticky: clear it so the context keeps working */
-        return gpudl__fail(ctx, GPUDL_ERR_OOM, file, line, "%s failed: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
-    }
-    if (gpudl__cuda_sticky(e)) {
-        if (ctx) ctx->fatal = GPUDL_ERR_CUDA_FATAL;
-        return gpudl__fail(ctx, GPUDL_ERR_CUDA_FATAL, file, line,
-                           "%s failed: %s (%s). This error is sticky: the CUDA context is corrupted and every "
-                           "later CUDA call fails; save what you can from host memory and restart the process.",
-                           what, cudaGetErrorName(e), cudaGetErrorString(e));
-    }
-    return gpudl__fail(ctx, GPUDL_ERR_CUDA, file, line, "%s failed: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
-}
-
-#define GPUDL__CUDA(ctx, expr) do { cudaError_t gpudl__e_ = (expr); \
-    if (gpudl__e_ != cudaSuccess) return gpudl__cuda_fail((ctx), gpudl__e_, #expr, __FILE__, __LINE__); } while (0)
-
-#define GPUDL__CUBLAS(ctx, expr) do { cublasStatus_t gpudl__b_ = (expr); \
-    if (gpudl__b_ != CUBLAS_STATUS_SUCCESS) return GPUDL__ERR((ctx), \
-        gpudl__b_ == CUBLAS_STATUS_ALLOC_FAILED ? GPUDL_ERR_OOM : GPUDL_ERR_CUBLAS, \
-        "%s failed: %s (%s)", #expr, cublasGetStatusName(gpudl__b_), cublasGetStatusString(gpudl__b_)); } while (0)
-
-/* After a kernel launch: the launcher returned cudaGetLastError(). With
-   sync_debug the stream is synchronised so an asynchronous fault names its op. */
-static gpudl_status gpudl__launched(gpudl_ctx *ctx, int err, const char *op, const char *file, int line) {
-    if (err == 0 && ctx->sync_debug) err = (int)cudaStreamSynchronize(ctx->stream);
-    if (err != 0) return gpudl__cuda_fail(ctx, (cudaError_t)err, op, file, line);
-    return GPUDL_OK;
-}
-#define GPUDL__LAUNCH(ctx, call) do { gpudl_status gpudl__l_ = gpudl__launched((ctx), (call), #call, __FILE__, __LINE__); \
-    if (gpudl__l_ != GPUDL_OK) return gpudl__l_; } while (0)
-
-/* Why CUDA cannot be used: no driver, driver too old, or no device. */
-static gpudl_status gpudl__cuda_why_not(gpudl_ctx *ctx, cudaError_t e, char *msg, size_t size) {
-    int drv = 0, rt = 0;
-    (void)cudaDriverGetVersion(&drv);
-    (void)cudaRuntimeGetVersion(&rt);
-    (void)ctx;
-    if (drv == 0)
-        snprintf(msg, size, "no NVIDIA driver found (%s: libcuda.so could not be loaded); install the NVIDIA driver "
-                 "to use the GPU", cudaGetErrorName(e));
-    else if (e == cudaErrorInsufficientDriver || drv < rt)
-        snprintf(msg, size, "the NVIDIA driver is too old (%s): it supports CUDA %d.%d but this program was built "
-                 "with CUDA runtime %d.%d; update the driver", cudaGetErrorName(e), drv / 1000, (drv % 1000) / 10,
-                 rt / 1000, (rt % 1000) / 10);
-    else if (e == cudaErrorNoDevice)
-        snprintf(msg, size, "the NVIDIA driver (CUDA %d.%d) is installed but sees no CUDA device (%s); check "
-                 "CUDA_VISIBLE_DEVICES and nvidia-smi", drv / 1000, (drv % 1000) / 10, cudaGetErrorName(e));
-    else
-        snprintf(msg, size, "CUDA is not usable: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
-    return GPUDL_ERR_NO_DEVICE;
-}
-
-static gpudl_status gpudl__cuda_init(gpudl_ctx *ctx, const gpudl_ctx_desc *d) {
-    int count = 0;
-    char why[512];
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e == cudaSuccess && count == 0) e = cudaErrorNoDevice;
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        gpudl__cuda_why_not(ctx, e, why, sizeof why);
-        return GPUDL__ERR(ctx, GPUDL_ERR_NO_DEVICE, "%s", why);
-    }
-    if (d->cuda_device < 0 || d->cuda_device >= count)
-        return GPUDL__ERR(ctx, GPUDL_ERR_NO_DEVICE, "cuda_device %d requested but %d CUDA device(s) are visible",
-                          d->cuda_device, count);
-    ctx->cuda_device = d->cuda_device;
-    GPUDL__CUDA(ctx, cudaSetDevice(ctx->cuda_device));
-    if (d->stream) {
-        ctx->stream = (cudaStream_t)d->stream;
-    } else {
-        GPUDL__CUDA(ctx, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
-        ctx->own_stream = 1;
-    }
-    /* A probe launch: fails with cudaErrorNoKernelImageForDevice when
-       gpudl_kernels.cu was not built for this GPU's architecture. */
-    e = (cudaError_t)gpudl_k_probe(ctx->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream);
-    if (e != cudaSuccess) {
-        struct cudaDeviceProp p;
-        (void)cudaGetLastError();
-        memset(&p, 0, sizeof p);
-        (void)cudaGetDeviceProperties(&p, ctx->cuda_device);
-        if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction || e == cudaErrorUnsupportedPtxVersion)
-            return GPUDL__ERR(ctx, GPUDL_ERR_NO_DEVICE,
-                              "gpudl_kernels.cu has no code for %s (sm_%d%d): it was built for %s. Rebuild it with "
-                              "nvcc -gencode arch=compute_%d%d,code=sm_%d%d (%s)", p.name, p.major, p.minor,
-                              gpudl_k_archs(), p.major, p.minor, p.major, p.minor, cudaGetErrorName(e));
-        return gpudl__cuda_fail(ctx, e, "probe kernel launch", __FILE__, __LINE__);
-    }
-    GPUDL__CUBLAS(ctx, cublasCreate(&ctx->cublas));
-    GPUDL__CUBLAS(ctx, cublasSetStream(ctx->cublas, ctx->stream));
-    ctx->workspace_bytes = d->workspace_bytes ? d->workspace_bytes : ((size_t)32 << 20);
-    GPUDL__CUDA(ctx, cudaMalloc(&ctx->workspace, ctx->workspace_bytes));
-    GPUDL__CUBLAS(ctx, cublasSetWorkspace(ctx->cublas, ctx->workspace, ctx->workspace_bytes));
-    ctx->scratch_floats = (size_t)gpudl_k_reduce_scratch();
-    GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->scratch, ctx->scratch_floats * sizeof(float)));
-    {
-        const char *lt = getenv("GPUDL_CUBLASLT");
-        ctx->use_lt = lt && lt[0] == '1';
-    }
-    return GPUDL_OK;
-}
-
-static void gpudl__conv_cache_free(gpudl_ctx *ctx);
-static void gpudl__lt_free(gpudl_ctx *ctx);
-
-static void gpudl__cuda_release(gpudl_ctx *ctx) {
-    if (ctx->device != GPUDL_DEVICE_CUDA) return;
-    if (ctx->stream && ctx->fatal == GPUDL_OK) (void)cudaStreamSynchronize(ctx->stream);
-    if (ctx->cublas) cublasDestroy(ctx->cublas);
-    if (ctx->workspace) cudaFree(ctx->workspace);
-    if (ctx->scratch) cudaFree(ctx->scratch);
-    if (ctx->dev_ws) cudaFree(ctx->dev_ws);
-    gpudl__conv_cache_free(ctx);
-    gpudl__lt_free(ctx);
-    if (ctx->cudnn) cudnnDestroy(ctx->cudnn);
-    if (ctx->own_stream && ctx->stream) cudaStreamDestroy(ctx->stream);
-}
-#endif /* !GPUDL_NO_CUDA */
-
-/* >>context --------------------------------------------------------------- */
-
-GPUDL__DEF gpudl_status gpudl_ctx_create(const gpudl_ctx_desc *desc, gpudl_ctx **out) {
-    gpudl_ctx_desc d;
-    gpudl_ctx *ctx;
-    if (!out) return GPUDL_ERR_INVALID_ARG;
-    *out = NULL;
-    memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
-    if (d.device != GPUDL_DEVICE_AUTO && d.device != GPUDL_DEVICE_CPU && d.device != GPUDL_DEVICE_CUDA) {
-        if (d.log) d.log(d.log_user, GPUDL_LOG_ERROR, "gpudl_ctx_create: desc->device must be GPUDL_DEVICE_AUTO, _CPU or _CUDA");
-        return GPUDL_ERR_INVALID_ARG;
-    }
-    if (d.math_mode != GPUDL_MATH_DEFAULT && d.math_mode != GPUDL_MATH_FP32 && d.math_mode != GPUDL_MATH_TF32) {
-        if (d.log) d.log(d.log_user, GPUDL_LOG_ERROR, "gpudl_ctx_create: desc->math_mode must be 0, GPUDL_MATH_FP32 or GPUDL_MATH_TF32");
-        return GPUDL_ERR_INVALID_ARG;
-    }
-    ctx = (gpudl_ctx *)GPUDL_MALLOC(sizeof *ctx);
-    if (!ctx) return GPUDL_ERR_OOM;
-    memset(ctx, 0, sizeof *ctx);
-    ctx->math_mode = d.math_mode == GPUDL_MATH_TF32 ? GPUDL_MATH_TF32 : GPUDL_MATH_FP32;
-    ctx->rng_seed = d.seed ? d.seed : 0x5EEDu;
-    ctx->num_threads = d.num_threads > 0 ? d.num_threads : 0;
-    ctx->sync_debug = d.sync_debug;
-    ctx->log = d.log;
-    ctx->log_user = d.log_user;
-    ctx->device = GPUDL_DEVICE_CPU;
-#ifdef GPUDL_NO_CUDA
-    if (d.device == GPUDL_DEVICE_CUDA) {
-        GPUDL__ERR(ctx, GPUDL_ERR_NO_DEVICE, "CUDA was requested but this program was built with GPUDL_NO_CUDA "
-                   "(CPU only); build it with nvcc and gpudl_kernels.cu to use the GPU");
-        GPUDL_FREE(ctx);
-        return GPUDL_ERR_NO_DEVICE;
-    }
-    if (d.device == GPUDL_DEVICE_AUTO)
-        gpudl__log(ctx, GPUDL_LOG_INFO, "using the CPU: this build has no CUDA backend (GPUDL_NO_CUDA)");
-#else
-    if (d.device != GPUDL_DEVICE_CPU) {
-        gpudl_log_fn log = ctx->log;
-        gpudl_status s;
-        ctx->device = GPUDL_DEVICE_CUDA;
-        if (d.device == GPUDL_DEVICE_AUTO) ctx->log = NULL;   /* a fallback is not an error */
-        s = gpudl__cuda_init(ctx, &d);
-        ctx->log = log;
-        if (s != GPUDL_OK) {
-            gpudl__cuda_release(ctx);
-            if (d.device == GPUDL_DEVICE_CUDA) {   /* already logged by gpudl__fail */
-                GPUDL_FREE(ctx);
-                return s;
-            }
-            gpudl__log(ctx, GPUDL_LOG_INFO, "using the CPU: %s", strstr(ctx->last_error, ": ") ?
-                       strstr(ctx->last_error, ": ") + 2 : ctx->last_error);
-            {   /* keep only what a CPU context needs */
-                gpudl_ctx keep = *ctx;
-                memset(ctx, 0, sizeof *ctx);
-                ctx->math_mode = keep.math_mode; ctx->rng_seed = keep.rng_seed; ctx->num_threads = keep.num_threads;
-                ctx->sync_debug = keep.sync_debug; ctx->log = keep.log; ctx->log_user = keep.log_user;
-                ctx->device = GPUDL_DEVICE_CPU;
-            }
-        }
-    }
-#endif
-    *out = ctx;
-    return GPUDL_OK;
-}
-
-GPUDL__DEF void gpudl_ctx_destroy(gpudl_ctx *ctx) {
-    if (!ctx) return;
-    if (ctx->live_n)
-        gpudl__log(ctx, GPUDL_LOG_WARN, "ctx_destroy: %zu tensor(s) were never freed (gpudl_tensor_free)", ctx->live_n);
-    GPUDL_FREE(ctx->live);
-#ifndef GPUDL_NO_CUDA
-    gpudl__cuda_release(ctx);
-#endif
-    GPUDL_FREE(ctx->host_ws);
-    GPUDL_FREE(ctx);
-}
-
-GPUDL__DEF gpudl_device gpudl_ctx_device(const gpudl_ctx *ctx) { return ctx ? ctx->device : GPUDL_DEVICE_CPU; }
-
-GPUDL__DEF gpudl_status gpudl_ctx_sync(gpudl_ctx *ctx) {
-    GPUDL__ENTER(ctx);
-#ifndef GPUDL_NO_CUDA
-    if (ctx->device == GPUDL_DEVICE_CUDA) GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-#endif
-    return GPUDL_OK;
-}
-
-GPUDL__DEF gpudl_status gpudl_ctx_set_math_mode(gpudl_ctx *ctx, gpudl_math_mode mode) {
-    GPUDL__ENTER(ctx);
-    if (mode == GPUDL_MATH_DEFAULT) mode = GPUDL_MATH_FP32;
-    if (mode != GPUDL_MATH_FP32 && mode != GPUDL_MATH_TF32)
-        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "math mode %d: use GPUDL_MATH_FP32 or GPUDL_MATH_TF32", (int)mode);
-    ctx->math_mode = mode;
-    return GPUDL_OK;
-}
-
-GPUDL__DEF gpudl_math_mode gpudl_ctx_math_mode(const gpudl_ctx *ctx) { return ctx ? ctx->math_mode : GPUDL_MATH_FP32; }
-
-static int gpudl__num_threads(const gpudl_ctx *ctx);
-
-GPUDL__DEF gpudl_status gpudl_cpu_flush_denormals(gpudl_ctx *ctx, int on) {
-    GPUDL__ENTER(ctx);
-#if defined(__x86_64__) || defined(_M_X64)
-    {
-        const unsigned bits = 0x8040u;   /* MXCSR: FTZ (bit 15) | DAZ (bit 6) */
-        GPUDL__OMP(omp parallel num_threads(gpudl__num_threads(ctx)))
-        {
-            unsigned m = _mm_getcsr();
-            _mm_setcsr(on ? (m | bits) : (m & ~bits));
-        }
-    }
-    return GPUDL_OK;
-#else
-    (void)on;
-    return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "cpu_flush_denormals: no flush-to-zero mode known for this CPU");
-#endif
-}
-
-GPUDL__DEF void gpudl_ctx_set_seed(gpudl_ctx *ctx, uint64_t seed) {
-    if (!ctx) return;
-    ctx->rng_seed = seed;
-    ctx->rng_offset = 0;
-}
-
-GPUDL__DEF void *gpudl_ctx_stream(const gpudl_ctx *ctx) {
-#ifndef GPUDL_NO_CUDA
-    if (ctx && ctx->device == GPUDL_DEVICE_CUDA) return (void *)ctx->stream;
-#endif
-    (void)ctx;
-    return NULL;
-}
-
-/* >>registry -------------------------------------------------------------- */
 /* The allocations the context made, so that freeing something it does not
    own (a second free through a copy of a tensor struct, a tensor of another
    context) is reported instead of corrupting the heap. */
@@ -1853,8 +2170,6 @@ static int gpudl__live_remove(gpudl_ctx *ctx, void *p) {
     return 0;
 }
 
-/* >>memory ---------------------------------------------------------------- */
-
 static gpudl_status gpudl__alloc(gpudl_ctx *ctx, gpudl_device dev, size_t bytes, void **p) {
     *p = NULL;
     if (dev == GPUDL_DEVICE_CPU) {
@@ -1888,8 +2203,6 @@ static void gpudl__dealloc(gpudl_device dev, void *p) {
     if (dev == GPUDL_DEVICE_CUDA) (void)cudaFree(p);
 #endif
 }
-
-/* >>tensor ---------------------------------------------------------------- */
 
 GPUDL__DEF gpudl_status gpudl_tensor_create_on(gpudl_ctx *ctx, gpudl_tensor *t, gpudl_device device,
                                                gpudl_dtype dtype, int ndim, const int64_t *shape) {
@@ -2007,56 +2320,22 @@ GPUDL__DEF gpudl_status gpudl_tensor_fill(gpudl_ctx *ctx, gpudl_tensor *t, float
     GPUDL__TRY(gpudl__check_on(ctx, t, "t"));
     n = gpudl_tensor_numel(t);
 #ifndef GPUDL_NO_CUDA
-    if (t->device == GPUDL_DEVICE_CUDA) {
+    if (GPUDL__ON_GPU(t)) {
+        if (t->dtype == GPUDL_U8 || t->dtype == GPUDL_I32) {   /* the element converted as on the CPU, then copied out */
+            uint8_t u8 = 0;
+            int32_t i32 = 0;
+            gpudl__elem_set(t->dtype == GPUDL_U8 ? (void *)&u8 : (void *)&i32, t->dtype, 0, value);
+            if (t->dtype == GPUDL_U8) GPUDL__CUDA(ctx, cudaMemsetAsync(t->data, u8, (size_t)n, ctx->stream));
+            else GPUDL__LAUNCH(ctx, gpudl_k_fill_u32(ctx->stream, (uint32_t *)t->data, n, (uint32_t)i32));
+            return GPUDL_OK;
+        }
         GPUDL__LAUNCH(ctx, gpudl_k_fill(ctx->stream, t->data, (int)t->dtype, n, value));
         return GPUDL_OK;
     }
 #endif
     GPUDL__OMP(omp parallel for if (n > 65536))
-    for (i = 0; i < n; i++) gpudl__store(t->data, t->dtype, i, value);
+    for (i = 0; i < n; i++) gpudl__elem_set(t->data, t->dtype, i, value);
     return GPUDL_OK;
-}
-
-/* Random fill from an explicit (seed, offset): element i draws counter off + i. */
-static gpudl_status gpudl__fill_random(gpudl_ctx *ctx, gpudl_tensor *t, uint64_t seed, uint64_t off, int normal, float a, float b) {
-    int64_t i, n;
-    GPUDL__TRY(gpudl__check_on(ctx, t, "t"));
-    GPUDL__TRY(gpudl__check_float(ctx, t, "t"));
-    if (!(a == a) || !(b == b) || (normal && b < 0.0f) || (!normal && b < a))
-        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, normal ? "normal: std must be >= 0 (got mean %g std %g)"
-                          : "uniform: need lo <= hi (got %g, %g)", (double)a, (double)b);
-    n = gpudl_tensor_numel(t);
-#ifndef GPUDL_NO_CUDA
-    if (t->device == GPUDL_DEVICE_CUDA) {
-        GPUDL__LAUNCH(ctx, gpudl_k_random(ctx->stream, t->data, (int)t->dtype, n, seed, off, normal, a, b));
-        return GPUDL_OK;
-    }
-#endif
-    GPUDL__OMP(omp parallel for if (n > 65536))
-    for (i = 0; i < n; i++) {
-        float v = normal ? a + b * gpudl_rng_normal(seed, off + (uint64_t)i)
-                         : a + (b - a) * gpudl_rng_uniform(seed, off + (uint64_t)i);
-        gpudl__store(t->data, t->dtype, i, v);
-    }
-    return GPUDL_OK;
-}
-
-/* From the context's generator, which then moves past the drawn counters. */
-static gpudl_status gpudl__random(gpudl_ctx *ctx, gpudl_tensor *t, int normal, float a, float b) {
-    uint64_t off;
-    GPUDL__ENTER(ctx);
-    off = ctx->rng_offset;
-    GPUDL__TRY(gpudl__fill_random(ctx, t, ctx->rng_seed, off, normal, a, b));
-    ctx->rng_offset = off + (uint64_t)gpudl_tensor_numel(t);
-    return GPUDL_OK;
-}
-
-GPUDL__DEF gpudl_status gpudl_tensor_uniform(gpudl_ctx *ctx, gpudl_tensor *t, float lo, float hi) {
-    return gpudl__random(ctx, t, 0, lo, hi);
-}
-
-GPUDL__DEF gpudl_status gpudl_tensor_normal(gpudl_ctx *ctx, gpudl_tensor *t, float mean, float std) {
-    return gpudl__random(ctx, t, 1, mean, std);
 }
 
 /* Raw byte copy between any two devices; waits when the host needs the data. */
@@ -2069,7 +2348,7 @@ static gpudl_status gpudl__memcpy(gpudl_ctx *ctx, void *dst, gpudl_device dd, co
         enum cudaMemcpyKind kind = dd == GPUDL_DEVICE_CPU ? cudaMemcpyDeviceToHost
                                  : sd == GPUDL_DEVICE_CPU ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice;
         GPUDL__CUDA(ctx, cudaMemcpyAsync(dst, src, bytes, kind, ctx->stream));
-        if (kind != cudaMemcpyDeviceToDevice) GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+        if (kind != cudaMemcpyDeviceToDevice) return gpudl__cuda_wait(ctx);
         return GPUDL_OK;
     }
 #else
@@ -2122,12 +2401,12 @@ GPUDL__DEF gpudl_status gpudl_tensor_cast(gpudl_ctx *ctx, gpudl_tensor *dst, con
                           gpudl_tensor_describe(dst, sa, sizeof sa), gpudl_tensor_describe(src, sb, sizeof sb));
     if (dst->dtype == src->dtype) return gpudl_tensor_copy(ctx, dst, src);
 #ifndef GPUDL_NO_CUDA
-    if (src->device == GPUDL_DEVICE_CUDA) {
+    if (GPUDL__ON_GPU(src)) {
         GPUDL__LAUNCH(ctx, gpudl_k_cast(ctx->stream, dst->data, (int)dst->dtype, src->data, (int)src->dtype, n));
         return GPUDL_OK;
     }
 #endif
-    gpudl__cvt(dst->data, dst->dtype, src->data, src->dtype, n);
+    gpudl__convert(dst->data, dst->dtype, src->data, src->dtype, n);
     return GPUDL_OK;
 }
 
@@ -2142,11 +2421,185 @@ GPUDL__DEF gpudl_status gpudl_tensor_item(gpudl_ctx *ctx, const gpudl_tensor *t,
                           (long long)gpudl_tensor_numel(t));
     es = gpudl_dtype_size(t->dtype);
     GPUDL__TRY(gpudl__memcpy(ctx, buf, GPUDL_DEVICE_CPU, (const char *)t->data + (size_t)i * es, t->device, es));
-    *value = gpudl__load(buf, t->dtype, 0);
+    *value = gpudl__elem_get(buf, t->dtype, 0);
     return GPUDL_OK;
 }
 
-/* >>cpu ------------------------------------------------------------------- */
+static gpudl_status gpudl__check_f32(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
+    GPUDL__TRY(gpudl__check_on(ctx, t, name));
+    if (t->dtype != GPUDL_F32)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is %s; this layer takes f32", name, gpudl_dtype_name(t->dtype));
+    return GPUDL_OK;
+}
+
+/* Activations (x, y, their gradients, logits, predictions) may be f32, f16
+   or bf16: t must be one of those (gpudl__check_act), or of dt, the dtype of
+   the call's other activations (gpudl__check_dt). */
+static gpudl_status gpudl__check_act(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
+    GPUDL__TRY(gpudl__check_on(ctx, t, name));
+    if (!gpudl__is_float(t->dtype))
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is %s; this layer takes f32, f16 or bf16", name,
+                          gpudl_dtype_name(t->dtype));
+    return GPUDL_OK;
+}
+
+static gpudl_status gpudl__check_dt(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name, gpudl_dtype dt) {
+    GPUDL__TRY(gpudl__check_on(ctx, t, name));
+    if (t->dtype != dt)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is %s but this call's activations are %s: activations, "
+                          "weights and biases share one dtype", name, gpudl_dtype_name(t->dtype), gpudl_dtype_name(dt));
+    return GPUDL_OK;
+}
+
+/* 16-bit storage on the CPU: an op runs its f32 code on f32 copies of its
+   16-bit operands and rounds each 16-bit output once, as a GPU kernel that
+   computes in float and stores 16 bits does. The copies live for one call. */
+typedef struct gpudl__wide {
+    gpudl_ctx *ctx;
+    gpudl_status s;
+    int n;
+    gpudl_tensor tmp[8];
+    gpudl_tensor *dst[8];    /* the 16-bit output a tmp is rounded into, or NULL for an input */
+} gpudl__wide;
+
+static gpudl__wide gpudl__wide_of(gpudl_ctx *ctx) {
+    gpudl__wide W;
+    memset(&W, 0, sizeof W);
+    W.ctx = ctx;
+    return W;
+}
+
+/* The f32 tensor the f32 code uses for t: t itself when it is f32 (or NULL). */
+static gpudl_tensor *gpudl__widen(gpudl__wide *W, const gpudl_tensor *t, int is_out) {
+    gpudl_tensor *w;
+    if (!t || t->dtype == GPUDL_F32 || W->s != GPUDL_OK) return (gpudl_tensor *)t;
+    w = &W->tmp[W->n];
+    W->s = gpudl_tensor_create_on(W->ctx, w, GPUDL_DEVICE_CPU, GPUDL_F32, t->ndim, t->shape);
+    if (W->s == GPUDL_OK && !is_out) W->s = gpudl_tensor_cast(W->ctx, w, t);
+    W->dst[W->n++] = is_out ? (gpudl_tensor *)t : NULL;
+    return w;
+}
+
+/* Rounds the outputs into their 16-bit tensors (when s is OK) and frees the copies. */
+static gpudl_status gpudl__wide_end(gpudl__wide *W, gpudl_status s) {
+    int i;
+    for (i = 0; i < W->n; i++) {
+        if (s == GPUDL_OK && W->dst[i]) s = gpudl_tensor_cast(W->ctx, W->dst[i], &W->tmp[i]);
+        gpudl_tensor_free(W->ctx, &W->tmp[i]);
+    }
+    return s;
+}
+
+/* "what: a is f32[2,3] cpu but b is f32[4] cpu (why)" */
+static gpudl_status gpudl__mismatch(gpudl_ctx *ctx, gpudl_status st, const char *what, const char *an,
+                                    const gpudl_tensor *a, const char *bn, const gpudl_tensor *b, const char *why) {
+    char sa[96], sb[96];
+    return GPUDL__ERR(ctx, st, "%s: %s is %s but %s is %s (%s)", what, an, gpudl_tensor_describe(a, sa, sizeof sa), bn,
+                      b ? gpudl_tensor_describe(b, sb, sizeof sb) : "NULL", why);
+}
+
+/* Both on one device (a mixed call would touch memory the backend cannot reach). */
+static gpudl_status gpudl__same_device(gpudl_ctx *ctx, const char *what, const char *an, const gpudl_tensor *a,
+                                       const char *bn, const gpudl_tensor *b) {
+    if (b && a->device != b->device) return gpudl__mismatch(ctx, GPUDL_ERR_INVALID_ARG, what, an, a, bn, b, "one device for all");
+    return GPUDL_OK;
+}
+
+static int gpudl__same_shape(const gpudl_tensor *a, const gpudl_tensor *b) {
+    int i;
+    if (a->ndim != b->ndim) return 0;
+    for (i = 0; i < a->ndim; i++) if (a->shape[i] != b->shape[i]) return 0;
+    return 1;
+}
+
+/* A grow-only host workspace owned by the context (not thread-safe: one
+   context is driven by one thread at a time). */
+static gpudl_status gpudl__host_ws(gpudl_ctx *ctx, size_t bytes, void **p) {
+    if (bytes > ctx->host_ws_bytes) {
+        void *n = GPUDL_MALLOC(bytes);
+        if (!n) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "host workspace of %zu bytes could not be allocated", bytes);
+        GPUDL_FREE(ctx->host_ws);
+        ctx->host_ws = n;
+        ctx->host_ws_bytes = bytes;
+    }
+    *p = ctx->host_ws;
+    return GPUDL_OK;
+}
+
+#ifndef GPUDL_NO_CUDA
+/* Device scratch of at least n floats: reduction partials first, then room
+   for per-row values. Grows (rarely: at the first bigger batch), never shrinks. */
+static gpudl_status gpudl__dev_scratch(gpudl_ctx *ctx, size_t n, float **p) {
+    if (n > ctx->scratch_floats) {
+        float *f = NULL;
+        GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+        GPUDL__CUDA(ctx, cudaMalloc((void **)&f, n * sizeof(float)));
+        cudaFree(ctx->scratch);
+        ctx->scratch = f;
+        ctx->scratch_floats = n;
+    }
+    *p = ctx->scratch;
+    return GPUDL_OK;
+}
+
+static gpudl_status gpudl__dev_ws(gpudl_ctx *ctx, size_t bytes, void **p) {
+    if (bytes > ctx->dev_ws_bytes) {
+        void *w = NULL;
+        GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+        if (ctx->dev_ws) cudaFree(ctx->dev_ws);
+        ctx->dev_ws = NULL;
+        ctx->dev_ws_bytes = 0;
+        GPUDL__CUDA(ctx, cudaMalloc(&w, bytes));
+        ctx->dev_ws = w;
+        ctx->dev_ws_bytes = bytes;
+    }
+    *p = ctx->dev_ws;
+    return GPUDL_OK;
+}
+#endif
+
+/* >>rng ------------------------------------------------------------------- */
+/* Random fill from an explicit (seed, offset): element i draws counter off + i. */
+static gpudl_status gpudl__fill_random(gpudl_ctx *ctx, gpudl_tensor *t, uint64_t seed, uint64_t off, int normal, float a, float b) {
+    int64_t i, n;
+    GPUDL__TRY(gpudl__check_on(ctx, t, "t"));
+    GPUDL__TRY(gpudl__check_float(ctx, t, "t"));
+    if (!(a == a) || !(b == b) || (normal && b < 0.0f) || (!normal && b < a))
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, normal ? "normal: std must be >= 0 (got mean %g std %g)"
+                          : "uniform: need lo <= hi (got %g, %g)", (double)a, (double)b);
+    n = gpudl_tensor_numel(t);
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(t)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_random(ctx->stream, t->data, (int)t->dtype, n, seed, off, normal, a, b));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for if (n > 65536))
+    for (i = 0; i < n; i++) {
+        gpudl__elem_set(t->data, t->dtype, i, gpudl_rng_fill_value(seed, off + (uint64_t)i, normal, a, b));
+    }
+    return GPUDL_OK;
+}
+
+/* From the context's generator, which then moves past the drawn counters. */
+static gpudl_status gpudl__random(gpudl_ctx *ctx, gpudl_tensor *t, int normal, float a, float b) {
+    uint64_t off;
+    GPUDL__ENTER(ctx);
+    off = ctx->rng_offset;
+    GPUDL__TRY(gpudl__fill_random(ctx, t, ctx->rng_seed, off, normal, a, b));
+    ctx->rng_offset = off + (uint64_t)gpudl_tensor_numel(t);
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_tensor_uniform(gpudl_ctx *ctx, gpudl_tensor *t, float lo, float hi) {
+    return gpudl__random(ctx, t, 0, lo, hi);
+}
+
+GPUDL__DEF gpudl_status gpudl_tensor_normal(gpudl_ctx *ctx, gpudl_tensor *t, float mean, float std) {
+    return gpudl__random(ctx, t, 1, mean, std);
+}
+
+/* >>matmul ---------------------------------------------------------------- */
 /* SGEMM on the CPU: C (M,N) += alpha * op(A) (M,K) @ op(B) (K,N), the GotoBLAS
    way. B is packed into KC x NC panels of NR columns, A into MC x KC panels
    of MR rows; a micro-kernel keeps an MR x NR block of C in registers while
@@ -2254,18 +2707,19 @@ static void gpudl__uk_avx512_8(int64_t kc, const float *a, const float *b, float
 
 typedef struct gpudl__ukernel { int mr, nr; gpudl__ukernel_fn fn; const char *name; } gpudl__ukernel;
 
-/* The best micro-kernel this CPU runs (GPUDL_GEMM_KERNEL=c|avx2|avx512 in
-   the environment picks one, for tests and comparisons). */
-static gpudl__ukernel gpudl__pick_ukernel(void) {
+/* The best micro-kernel this CPU runs, or the one desc.cpu_gemm asks for
+   (for tests and comparisons) when the CPU has it. */
+static gpudl__ukernel gpudl__pick_ukernel(gpudl_cpu_gemm want) {
     gpudl__ukernel k = {4, 8, gpudl__uk_c, "c"};
 #ifdef GPUDL__X86_SIMD
-    const char *want = getenv("GPUDL_GEMM_KERNEL");
     __builtin_cpu_init();
-    if ((!want || !strcmp(want, "avx512")) && __builtin_cpu_supports("avx512f")) {
+    if ((want == GPUDL_CPU_GEMM_AUTO || want == GPUDL_CPU_GEMM_AVX512) && __builtin_cpu_supports("avx512f")) {
         k.mr = 14; k.nr = 32; k.fn = gpudl__uk_avx512; k.name = "avx512";
-    } else if ((!want || strcmp(want, "c")) && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    } else if (want != GPUDL_CPU_GEMM_C && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         k.mr = 6; k.nr = 16; k.fn = gpudl__uk_avx2; k.name = "avx2";
     }
+#else
+    (void)want;
 #endif
     return k;
 }
@@ -2461,7 +2915,7 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
         }
         return GPUDL_OK;
     }
-    uk = gpudl__pick_ukernel();
+    uk = gpudl__pick_ukernel(ctx ? ctx->cpu_gemm : GPUDL_CPU_GEMM_AUTO);
     gpudl__fit_ukernel(&uk, M);
     mu = (M + uk.mr - 1) / uk.mr;
     nu = (N + uk.nr - 1) / uk.nr;
@@ -2503,8 +2957,6 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
     GPUDL_FREE(buf);
     return GPUDL_OK;
 }
-
-/* >>ops ------------------------------------------------------------------- */
 
 /* Resolved matmul problem: L batches of (M,N) = op(A) (M,K) op(B) (K,N);
    per-batch element strides (0 = shared 2-D operand). */
@@ -2554,9 +3006,9 @@ static gpudl_status gpudl__matmul_check(gpudl_ctx *ctx, const gpudl_tensor *C, c
 }
 
 /* Host copy of an F16/BF16/F32 array as F32 (NULL on failure). */
-static float *gpudl__to_f32(const void *p, gpudl_dtype dt, int64_t n) {
+static float *gpudl__f32_copy(const void *p, gpudl_dtype dt, int64_t n) {
     float *f = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)(n ? n : 1));
-    if (f) gpudl__cvt(f, GPUDL_F32, p, dt, n);
+    if (f) gpudl__convert(f, GPUDL_F32, p, dt, n);
     return f;
 }
 
@@ -2567,9 +3019,9 @@ static gpudl_status gpudl__cpu_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpu
     int64_t l, nc = gpudl_tensor_numel(C);
     gpudl_status s = GPUDL_OK;
     if (A->dtype != GPUDL_F32) {   /* F16/BF16: compute through FP32 */
-        a = fa = gpudl__to_f32(A->data, A->dtype, gpudl_tensor_numel(A));
-        b = fb = gpudl__to_f32(B->data, B->dtype, gpudl_tensor_numel(B));
-        if (C->dtype != GPUDL_F32) c = fc = gpudl__to_f32(C->data, C->dtype, nc);
+        a = fa = gpudl__f32_copy(A->data, A->dtype, gpudl_tensor_numel(A));
+        b = fb = gpudl__f32_copy(B->data, B->dtype, gpudl_tensor_numel(B));
+        if (C->dtype != GPUDL_F32) c = fc = gpudl__f32_copy(C->data, C->dtype, nc);
         if (!fa || !fb || (C->dtype != GPUDL_F32 && !fc)) {
             s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "matmul: no host memory for the f32 copies of %s operands",
                            gpudl_dtype_name(A->dtype));
@@ -2601,7 +3053,7 @@ static gpudl_status gpudl__cpu_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpu
         }
         if (fails) s = GPUDL_ERR_OOM;   /* the only way sgemm fails; the message is recorded */
     }
-    if (s == GPUDL_OK && fc) gpudl__cvt(C->data, C->dtype, fc, GPUDL_F32, nc);
+    if (s == GPUDL_OK && fc) gpudl__convert(C->data, C->dtype, fc, GPUDL_F32, nc);
 done:
     GPUDL_FREE(fa); GPUDL_FREE(fb); GPUDL_FREE(fc);
     return s;
@@ -2637,13 +3089,247 @@ static gpudl_status gpudl__cuda_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gp
 }
 #endif
 
+GPUDL__DEF gpudl_status gpudl_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpudl_tensor *A, const gpudl_tensor *B,
+                                     int trans_a, int trans_b, float alpha, float beta) {
+    gpudl__mm mm;
+    memset(&mm, 0, sizeof mm);
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__matmul_check(ctx, C, A, B, trans_a, trans_b, &mm));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(C)) return gpudl__cuda_matmul(ctx, C, A, B, trans_a, trans_b, alpha, beta, &mm);
+#endif
+    return gpudl__cpu_matmul(ctx, C, A, B, trans_a, trans_b, alpha, beta, &mm);
+}
+
+/* >>arith ----------------------------------------------------------------- */
+/* y = alpha * x + beta * y, or out = a op b: the elementwise family. */
+static gpudl_status gpudl__binary(gpudl_ctx *ctx, int op, gpudl_tensor *out, const gpudl_tensor *a, const gpudl_tensor *b) {
+    int64_t i, n;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_on(ctx, out, "out"));
+    GPUDL__TRY(gpudl__check_on(ctx, a, "a"));
+    GPUDL__TRY(gpudl__check_on(ctx, b, "b"));
+    GPUDL__TRY(gpudl__check_float(ctx, out, "out"));
+    GPUDL__TRY(gpudl__check_same(ctx, a, "a", b, "b"));
+    GPUDL__TRY(gpudl__check_same(ctx, out, "out", a, "a"));
+    n = gpudl_tensor_numel(out);
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(out)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_binary(ctx->stream, op, out->data, a->data, b->data, (int)out->dtype, n));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for if (n > 65536))
+    for (i = 0; i < n; i++) {
+        float x = gpudl__elem_get(a->data, a->dtype, i), y = gpudl__elem_get(b->data, b->dtype, i);
+        gpudl__elem_set(out->data, out->dtype, i, op == 0 ? x + y : x * y);
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_add(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *a, const gpudl_tensor *b) {
+    return gpudl__binary(ctx, 0, out, a, b);
+}
+
+GPUDL__DEF gpudl_status gpudl_mul(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *a, const gpudl_tensor *b) {
+    return gpudl__binary(ctx, 1, out, a, b);
+}
+
+/* y = alpha * x + beta * y (x may be y). */
+static gpudl_status gpudl__axpby(gpudl_ctx *ctx, gpudl_tensor *y, float alpha, const gpudl_tensor *x, float beta) {
+    int64_t i, n;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_on(ctx, y, "y"));
+    GPUDL__TRY(gpudl__check_on(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_float(ctx, y, "y"));
+    GPUDL__TRY(gpudl__check_same(ctx, y, "y", x, "x"));
+    n = gpudl_tensor_numel(y);
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(y)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_axpby(ctx->stream, y->data, alpha, x->data, beta, (int)y->dtype, n));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for if (n > 65536))
+    for (i = 0; i < n; i++)
+        gpudl__elem_set(y->data, y->dtype, i, alpha * gpudl__elem_get(x->data, x->dtype, i)
+                                           + (beta == 0.0f ? 0.0f : beta * gpudl__elem_get(y->data, y->dtype, i)));
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_scale(gpudl_ctx *ctx, gpudl_tensor *x, float alpha) {
+    return gpudl__axpby(ctx, x, alpha, x, 0.0f);
+}
+
+GPUDL__DEF gpudl_status gpudl_axpy(gpudl_ctx *ctx, gpudl_tensor *y, float alpha, const gpudl_tensor *x) {
+    return gpudl__axpby(ctx, y, alpha, x, 1.0f);
+}
+
+static gpudl_status gpudl__reduce(gpudl_ctx *ctx, int op, gpudl_tensor *out, const gpudl_tensor *x) {
+    char so[96];
+    int64_t i, n;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_on(ctx, out, "out"));
+    GPUDL__TRY(gpudl__check_on(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_float(ctx, x, "x"));
+    if (out->dtype != GPUDL_F32 || gpudl_tensor_numel(out) != 1 || out->device != x->device)
+        return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "%s: out is %s; it must be an f32 tensor of one element on x's device (%s)",
+                          op ? "max" : "sum", gpudl_tensor_describe(out, so, sizeof so), gpudl__device_name(x->device));
+    n = gpudl_tensor_numel(x);
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_reduce(ctx->stream, op, (float *)out->data, x->data, (int)x->dtype, n, ctx->scratch));
+        return GPUDL_OK;
+    }
+#endif
+    if (op == 0) {
+        double s = 0.0;
+        GPUDL__OMP(omp parallel for reduction(+:s) if (n > 65536))
+        for (i = 0; i < n; i++) s += gpudl__elem_get(x->data, x->dtype, i);
+        *(float *)out->data = (float)s;
+    } else {
+        float m = gpudl__elem_get(x->data, x->dtype, 0);
+        for (i = 1; i < n; i++) m = gpudl__nanmax(m, gpudl__elem_get(x->data, x->dtype, i));
+        *(float *)out->data = m;
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_sum(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x) { return gpudl__reduce(ctx, 0, out, x); }
+GPUDL__DEF gpudl_status gpudl_max(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x) { return gpudl__reduce(ctx, 1, out, x); }
+
+GPUDL__DEF gpudl_status gpudl_argmax_rows(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x) {
+    char so[96], sx[96];
+    int64_t r, c, rows, cols;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_on(ctx, out, "out"));
+    GPUDL__TRY(gpudl__check_on(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_float(ctx, x, "x"));
+    cols = x->shape[x->ndim - 1];
+    rows = gpudl_tensor_numel(x) / cols;
+    if (out->dtype != GPUDL_I32 || gpudl_tensor_numel(out) != rows || out->device != x->device)
+        return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "argmax_rows: x is %s (%lld rows) but out is %s: need an i32 tensor "
+                          "of %lld elements on x's device", gpudl_tensor_describe(x, sx, sizeof sx), (long long)rows,
+                          gpudl_tensor_describe(out, so, sizeof so), (long long)rows);
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_argmax_rows(ctx->stream, (int32_t *)out->data, x->data, (int)x->dtype, rows, cols));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__OMP(omp parallel for private(c) if (rows * cols > 65536))
+    for (r = 0; r < rows; r++) {
+        float best = gpudl__elem_get(x->data, x->dtype, r * cols);
+        int32_t bi = 0;
+        for (c = 1; c < cols && best == best; c++) {
+            float v = gpudl__elem_get(x->data, x->dtype, r * cols + c);
+            if (v > best || v != v) { best = v; bi = (int32_t)c; }
+        }
+        ((int32_t *)out->data)[r] = bi;
+    }
+    return GPUDL_OK;
+}
+
+/* >>activation ------------------------------------------------------------ */
+GPUDL__DEF gpudl_status gpudl_act_forward(gpudl_ctx *ctx, gpudl_act act, float alpha, gpudl_tensor *y, const gpudl_tensor *x) {
+    int64_t i, n;
+    const float *xs;
+    float *ys;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
+    if (act < GPUDL_ACT_RELU || act > GPUDL_ACT_SIGMOID)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "activation %d is not a gpudl_act", (int)act);
+    GPUDL__TRY(gpudl__same_device(ctx, "activation", "y", y, "x", x));
+    if (gpudl_tensor_numel(y) != gpudl_tensor_numel(x))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "activation", "y", y, "x", x, "need the same number of elements");
+    if (act == GPUDL_ACT_LEAKY_RELU && alpha == 0.0f) alpha = 0.01f;
+    n = gpudl_tensor_numel(x);
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_act_fwd(ctx->stream, (int)act, alpha, y->data, x->data, (int)x->dtype, n));
+        return GPUDL_OK;
+    }
+#endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *yw = gpudl__widen(&W, y, 1), *xw = gpudl__widen(&W, x, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_act_forward(ctx, act, alpha, yw, xw));
+    }
+    xs = (const float *)x->data;
+    ys = (float *)y->data;
+    /* one loop per kind, each a plain loop the compiler vectorises */
+    switch (act) {
+    case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl__relu_f(xs[i])); break;
+    case GPUDL_ACT_LEAKY_RELU: GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl__leaky_f(xs[i], alpha)); break;
+    case GPUDL_ACT_GELU:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl__gelu_f(xs[i])); break;
+    case GPUDL_ACT_TANH:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl__tanh_f(xs[i])); break;
+    default:                   GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl__sigmoid_f(xs[i])); break;
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float alpha, gpudl_tensor *dx,
+                                           const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *y) {
+    int64_t i, n;
+    const float *dys, *xs, *yv;
+    float *dxs;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, dx, "dx", x->dtype));
+    GPUDL__TRY(gpudl__check_dt(ctx, dy, "dy", x->dtype));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
+    if (act < GPUDL_ACT_RELU || act > GPUDL_ACT_SIGMOID)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "activation %d is not a gpudl_act", (int)act);
+    n = gpudl_tensor_numel(x);
+    if (gpudl_tensor_numel(dx) != n || gpudl_tensor_numel(dy) != n || gpudl_tensor_numel(y) != n)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "activation backward", "dy", dy, "x", x, "dx, dy, x, y need one size");
+    GPUDL__TRY(gpudl__same_device(ctx, "activation backward", "dx", dx, "x", x));
+    GPUDL__TRY(gpudl__same_device(ctx, "activation backward", "dy", dy, "y", y));
+    GPUDL__TRY(gpudl__same_device(ctx, "activation backward", "dy", dy, "x", x));
+    if (act == GPUDL_ACT_LEAKY_RELU && alpha == 0.0f) alpha = 0.01f;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_act_bwd(ctx->stream, (int)act, alpha, dx->data, dy->data, x->data, y->data, (int)x->dtype, n));
+        return GPUDL_OK;
+    }
+#endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *dxw = gpudl__widen(&W, dx, 1), *dyw = gpudl__widen(&W, dy, 0),
+                     *xw = gpudl__widen(&W, x, 0), *yw = gpudl__widen(&W, y, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_act_backward(ctx, act, alpha, dxw, dyw, xw, yw));
+    }
+    dxs = (float *)dx->data; dys = (const float *)dy->data; xs = (const float *)x->data; yv = (const float *)y->data;
+    switch (act) {
+    case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__relu_df(xs[i])); break;
+    case GPUDL_ACT_LEAKY_RELU: GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__leaky_df(xs[i], alpha)); break;
+    case GPUDL_ACT_GELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__gelu_df(xs[i])); break;
+    case GPUDL_ACT_TANH:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__tanh_df(yv[i])); break;
+    default:                   GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__sigmoid_df(yv[i])); break;
+    }
+    return GPUDL_OK;
+}
+
+/* >>linear ---------------------------------------------------------------- */
 #ifndef GPUDL_NO_CUDA
 /* cuBLASLt for y = act(x w^T + b) in one call (the bias, and ReLU, in the
    GEMM's epilogue). A plan per shape: descriptors and the heuristic's
    algorithm, made once; ok = 0 when cuBLASLt offers no algorithm, and the
-   caller falls back to GEMM + kernel. Off unless GPUDL_CUBLASLT=1: the
-   benchmarks compare both before it becomes the default. */
-typedef struct gpudl__lt_key { int64_t M, N, K, dtype, math, epilogue; } gpudl__lt_key;
+   caller falls back to GEMM + kernel. Off unless gpudl_ctx_desc.cublaslt
+   is 1: the benchmarks compare both before it becomes the default. The heuristic is
+   told how the operands are aligned (cuBLASLt assumes 256 bytes otherwise and
+   may pick an algorithm that fails on less), so a plan is per shape, type
+   and alignment of x, w, y and the bias. */
+typedef struct gpudl__lt_key { int64_t M, N, K, dtype, math, epilogue, align_x, align_w, align_y, align_b; } gpudl__lt_key;
+
+/* The largest power of two, up to 256, that divides the address. */
+static int64_t gpudl__align_of(const void *p) {
+    uintptr_t u = (uintptr_t)p;
+    int64_t a = 256;
+    while (a > 1 && u % (uintptr_t)a) a /= 2;
+    return a;
+}
 
 typedef struct gpudl__lt_plan {
     gpudl__lt_key key;
@@ -2696,6 +3382,17 @@ static gpudl_status gpudl__lt_plan_make(gpudl_ctx *ctx, gpudl__lt_plan *p, const
     GPUDL__CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&pref));
     st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->workspace_bytes,
                                               sizeof ctx->workspace_bytes);
+    {
+        uint32_t aw = (uint32_t)k->align_w, ax = (uint32_t)k->align_x, ay = (uint32_t)k->align_y;
+        if (st == CUBLAS_STATUS_SUCCESS)
+            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw);
+        if (st == CUBLAS_STATUS_SUCCESS)
+            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof ax);
+        if (st == CUBLAS_STATUS_SUCCESS)
+            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ay, sizeof ay);
+        if (st == CUBLAS_STATUS_SUCCESS)
+            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ay, sizeof ay);
+    }
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &res, &got);
     cublasLtMatmulPreferenceDestroy(pref);
@@ -2715,10 +3412,15 @@ static gpudl_status gpudl__lt_linear(gpudl_ctx *ctx, gpudl_tensor *y, const gpud
     int i;
     *done = 0;
     if (!ctx->use_lt) return GPUDL_OK;
+    GPUDL__TRY(gpudl__same_device(ctx, "linear", "x", x, "w", w));
+    GPUDL__TRY(gpudl__same_device(ctx, "linear", "y", y, "x", x));
+    GPUDL__TRY(gpudl__same_device(ctx, "linear", "b", b, "x", x));
     memset(&k, 0, sizeof k);
     k.M = x->shape[0]; k.N = w->shape[0]; k.K = x->shape[1];
     k.dtype = x->dtype; k.math = ctx->math_mode;
     k.epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    k.align_x = gpudl__align_of(x->data); k.align_w = gpudl__align_of(w->data);
+    k.align_y = gpudl__align_of(y->data); k.align_b = gpudl__align_of(bias);
     for (i = 0; i < ctx->lt_n && !p; i++)
         if (!memcmp(&ctx->lt_plans[i].key, &k, sizeof k)) p = &ctx->lt_plans[i];
     if (!p) {
@@ -2748,367 +3450,23 @@ static gpudl_status gpudl__lt_linear(gpudl_ctx *ctx, gpudl_tensor *y, const gpud
 }
 #endif
 
-GPUDL__DEF gpudl_status gpudl_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpudl_tensor *A, const gpudl_tensor *B,
-                                     int trans_a, int trans_b, float alpha, float beta) {
-    gpudl__mm mm;
-    memset(&mm, 0, sizeof mm);
-    GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__matmul_check(ctx, C, A, B, trans_a, trans_b, &mm));
-#ifndef GPUDL_NO_CUDA
-    if (C->device == GPUDL_DEVICE_CUDA) return gpudl__cuda_matmul(ctx, C, A, B, trans_a, trans_b, alpha, beta, &mm);
-#endif
-    return gpudl__cpu_matmul(ctx, C, A, B, trans_a, trans_b, alpha, beta, &mm);
-}
-
-/* y = alpha * x + beta * y, or out = a op b: the elementwise family. */
-static gpudl_status gpudl__binary(gpudl_ctx *ctx, int op, gpudl_tensor *out, const gpudl_tensor *a, const gpudl_tensor *b) {
-    int64_t i, n;
-    GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_on(ctx, out, "out"));
-    GPUDL__TRY(gpudl__check_on(ctx, a, "a"));
-    GPUDL__TRY(gpudl__check_on(ctx, b, "b"));
-    GPUDL__TRY(gpudl__check_float(ctx, out, "out"));
-    GPUDL__TRY(gpudl__check_same(ctx, a, "a", b, "b"));
-    GPUDL__TRY(gpudl__check_same(ctx, out, "out", a, "a"));
-    n = gpudl_tensor_numel(out);
-#ifndef GPUDL_NO_CUDA
-    if (out->device == GPUDL_DEVICE_CUDA) {
-        GPUDL__LAUNCH(ctx, gpudl_k_binary(ctx->stream, op, out->data, a->data, b->data, (int)out->dtype, n));
-        return GPUDL_OK;
+/* y (rows, C, inner) += b (C) on the CPU, b[c] to every element of channel
+   c: the one bias add of the CPU backend (the GPU's is gpudl_k_bias_add;
+   the CPU linear layer adds it in its GEMM, gpudl__sgemm_bias). */
+static void gpudl__bias_rows(float *y, const float *b, int64_t rows, int64_t C, int64_t inner) {
+    int64_t i;
+    GPUDL__OMP(omp parallel for if (rows * C * inner > 65536 && !gpudl__in_parallel()))
+    for (i = 0; i < rows * C; i++) {   /* no division per element */
+        float bv = b[i % C], *yp = y + i * inner;
+        int64_t k;
+        GPUDL__SIMD
+        for (k = 0; k < inner; k++) yp[k] += bv;
     }
-#endif
-    GPUDL__OMP(omp parallel for if (n > 65536))
-    for (i = 0; i < n; i++) {
-        float x = gpudl__load(a->data, a->dtype, i), y = gpudl__load(b->data, b->dtype, i);
-        gpudl__store(out->data, out->dtype, i, op == 0 ? x + y : x * y);
-    }
-    return GPUDL_OK;
 }
 
-GPUDL__DEF gpudl_status gpudl_add(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *a, const gpudl_tensor *b) {
-    return gpudl__binary(ctx, 0, out, a, b);
-}
-
-GPUDL__DEF gpudl_status gpudl_mul(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *a, const gpudl_tensor *b) {
-    return gpudl__binary(ctx, 1, out, a, b);
-}
-
-/* y = alpha * x + beta * y (x may be y). */
-static gpudl_status gpudl__axpby(gpudl_ctx *ctx, gpudl_tensor *y, float alpha, const gpudl_tensor *x, float beta) {
-    int64_t i, n;
-    GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_on(ctx, y, "y"));
-    GPUDL__TRY(gpudl__check_on(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_float(ctx, y, "y"));
-    GPUDL__TRY(gpudl__check_same(ctx, y, "y", x, "x"));
-    n = gpudl_tensor_numel(y);
-#ifndef GPUDL_NO_CUDA
-    if (y->device == GPUDL_DEVICE_CUDA) {
-        GPUDL__LAUNCH(ctx, gpudl_k_axpby(ctx->stream, y->data, alpha, x->data, beta, (int)y->dtype, n));
-        return GPUDL_OK;
-    }
-#endif
-    GPUDL__OMP(omp parallel for if (n > 65536))
-    for (i = 0; i < n; i++)
-        gpudl__store(y->data, y->dtype, i, alpha * gpudl__load(x->data, x->dtype, i)
-                                           + (beta == 0.0f ? 0.0f : beta * gpudl__load(y->data, y->dtype, i)));
-    return GPUDL_OK;
-}
-
-GPUDL__DEF gpudl_status gpudl_scale(gpudl_ctx *ctx, gpudl_tensor *x, float alpha) {
-    return gpudl__axpby(ctx, x, alpha, x, 0.0f);
-}
-
-GPUDL__DEF gpudl_status gpudl_axpy(gpudl_ctx *ctx, gpudl_tensor *y, float alpha, const gpudl_tensor *x) {
-    return gpudl__axpby(ctx, y, alpha, x, 1.0f);
-}
-
-static gpudl_status gpudl__reduce(gpudl_ctx *ctx, int op, gpudl_tensor *out, const gpudl_tensor *x) {
-    char so[96];
-    int64_t i, n;
-    GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_on(ctx, out, "out"));
-    GPUDL__TRY(gpudl__check_on(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_float(ctx, x, "x"));
-    if (out->dtype != GPUDL_F32 || gpudl_tensor_numel(out) != 1 || out->device != x->device)
-        return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "%s: out is %s; it must be an f32 tensor of one element on x's device (%s)",
-                          op ? "max" : "sum", gpudl_tensor_describe(out, so, sizeof so), gpudl__device_name(x->device));
-    n = gpudl_tensor_numel(x);
-#ifndef GPUDL_NO_CUDA
-    if (x->device == GPUDL_DEVICE_CUDA) {
-        GPUDL__LAUNCH(ctx, gpudl_k_reduce(ctx->stream, op, (float *)out->data, x->data, (int)x->dtype, n, ctx->scratch));
-        return GPUDL_OK;
-    }
-#endif
-    if (op == 0) {
-        double s = 0.0;
-        GPUDL__OMP(omp parallel for reduction(+:s) if (n > 65536))
-        for (i = 0; i < n; i++) s += gpudl__load(x->data, x->dtype, i);
-        *(float *)out->data = (float)s;
-    } else {
-        float m = gpudl__load(x->data, x->dtype, 0);
-        for (i = 1; i < n; i++) m = gpudl_nanmax(m, gpudl__load(x->data, x->dtype, i));
-        *(float *)out->data = m;
-    }
-    return GPUDL_OK;
-}
-
-GPUDL__DEF gpudl_status gpudl_sum(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x) { return gpudl__reduce(ctx, 0, out, x); }
-GPUDL__DEF gpudl_status gpudl_max(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x) { return gpudl__reduce(ctx, 1, out, x); }
-
-GPUDL__DEF gpudl_status gpudl_argmax_rows(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x) {
-    char so[96], sx[96];
-    int64_t r, c, rows, cols;
-    GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_on(ctx, out, "out"));
-    GPUDL__TRY(gpudl__check_on(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_float(ctx, x, "x"));
-    cols = x->shape[x->ndim - 1];
-    rows = gpudl_tensor_numel(x) / cols;
-    if (out->dtype != GPUDL_I32 || gpudl_tensor_numel(out) != rows || out->device != x->device)
-        return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "argmax_rows: x is %s (%lld rows) but out is %s: need an i32 tensor "
-                          "of %lld elements on x's device", gpudl_tensor_describe(x, sx, sizeof sx), (long long)rows,
-                          gpudl_tensor_describe(out, so, sizeof so), (long long)rows);
-#ifndef GPUDL_NO_CUDA
-    if (x->device == GPUDL_DEVICE_CUDA) {
-        GPUDL__LAUNCH(ctx, gpudl_k_argmax_rows(ctx->stream, (int32_t *)out->data, x->data, (int)x->dtype, rows, cols));
-        return GPUDL_OK;
-    }
-#endif
-    GPUDL__OMP(omp parallel for private(c) if (rows * cols > 65536))
-    for (r = 0; r < rows; r++) {
-        float best = gpudl__load(x->data, x->dtype, r * cols);
-        int32_t bi = 0;
-        for (c = 1; c < cols && best == best; c++) {
-            float v = gpudl__load(x->data, x->dtype, r * cols + c);
-            if (v > best || v != v) { best = v; bi = (int32_t)c; }
-        }
-        ((int32_t *)out->data)[r] = bi;
-    }
-    return GPUDL_OK;
-}
-
-/* >>layers ---------------------------------------------------------------- */
-
-static gpudl_status gpudl__check_f32(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
-    GPUDL__TRY(gpudl__check_on(ctx, t, name));
-    if (t->dtype != GPUDL_F32)
-        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is %s; this layer takes f32", name, gpudl_dtype_name(t->dtype));
-    return GPUDL_OK;
-}
-
-/* Activations (x, y, their gradients, logits, predictions) may be f32, f16
-   or bf16: t must be one of those (gpudl__check_act), or of dt, the dtype of
-   the call's other activations (gpudl__check_dt). */
-static gpudl_status gpudl__check_act(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
-    GPUDL__TRY(gpudl__check_on(ctx, t, name));
-    if (!gpudl__is_float(t->dtype))
-        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is %s; this layer takes f32, f16 or bf16", name,
-                          gpudl_dtype_name(t->dtype));
-    return GPUDL_OK;
-}
-
-static gpudl_status gpudl__check_dt(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name, gpudl_dtype dt) {
-    GPUDL__TRY(gpudl__check_on(ctx, t, name));
-    if (t->dtype != dt)
-        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is %s but this call's activations are %s: activations, "
-                          "weights and biases share one dtype", name, gpudl_dtype_name(t->dtype), gpudl_dtype_name(dt));
-    return GPUDL_OK;
-}
-
-/* 16-bit storage on the CPU: an op runs its f32 code on f32 copies of its
-   16-bit operands and rounds each 16-bit output once, as a GPU kernel that
-   computes in float and stores 16 bits does. The copies live for one call. */
-typedef struct gpudl__wide {
-    gpudl_ctx *ctx;
-    gpudl_status s;
-    int n;
-    gpudl_tensor tmp[8];
-    gpudl_tensor *dst[8];    /* the 16-bit output a tmp is rounded into, or NULL for an input */
-} gpudl__wide;
-
-static void gpudl__wide_begin(gpudl__wide *W, gpudl_ctx *ctx) { memset(W, 0, sizeof *W); W->ctx = ctx; }
-
-/* The f32 tensor the f32 code uses for t: t itself when it is f32 (or NULL). */
-static gpudl_tensor *gpudl__widen(gpudl__wide *W, const gpudl_tensor *t, int is_out) {
-    gpudl_tensor *w;
-    if (!t || t->dtype == GPUDL_F32 || W->s != GPUDL_OK) return (gpudl_tensor *)t;
-    w = &W->tmp[W->n];
-    W->s = gpudl_tensor_create_on(W->ctx, w, GPUDL_DEVICE_CPU, GPUDL_F32, t->ndim, t->shape);
-    if (W->s == GPUDL_OK && !is_out) W->s = gpudl_tensor_cast(W->ctx, w, t);
-    W->dst[W->n++] = is_out ? (gpudl_tensor *)t : NULL;
-    return w;
-}
-
-/* Rounds the outputs into their 16-bit tensors (when s is OK) and frees the copies. */
-static gpudl_status gpudl__wide_end(gpudl__wide *W, gpudl_status s) {
-    int i;
-    for (i = 0; i < W->n; i++) {
-        if (s == GPUDL_OK && W->dst[i]) s = gpudl_tensor_cast(W->ctx, W->dst[i], &W->tmp[i]);
-        gpudl_tensor_free(W->ctx, &W->tmp[i]);
-    }
-    return s;
-}
-
-/* "what: a is f32[2,3] cpu but b is f32[4] cpu (why)" */
-static gpudl_status gpudl__mismatch(gpudl_ctx *ctx, gpudl_status st, const char *what, const char *an,
-                                    const gpudl_tensor *a, const char *bn, const gpudl_tensor *b, const char *why) {
-    char sa[96], sb[96];
-    return GPUDL__ERR(ctx, st, "%s: %s is %s but %s is %s (%s)", what, an, gpudl_tensor_describe(a, sa, sizeof sa), bn,
-                      b ? gpudl_tensor_describe(b, sb, sizeof sb) : "NULL", why);
-}
-
-/* Both on one device (a mixed call would touch memory the backend cannot reach). */
-static gpudl_status gpudl__same_device(gpudl_ctx *ctx, const char *what, const char *an, const gpudl_tensor *a,
-                                       const char *bn, const gpudl_tensor *b) {
-    if (b && a->device != b->device) return gpudl__mismatch(ctx, GPUDL_ERR_INVALID_ARG, what, an, a, bn, b, "one device for all");
-    return GPUDL_OK;
-}
-
-static int gpudl__same_shape(const gpudl_tensor *a, const gpudl_tensor *b) {
-    int i;
-    if (a->ndim != b->ndim) return 0;
-    for (i = 0; i < a->ndim; i++) if (a->shape[i] != b->shape[i]) return 0;
-    return 1;
-}
-
-/* A grow-only host workspace owned by the context (not thread-safe: one
-   context is driven by one thread at a time). */
-static gpudl_status gpudl__host_ws(gpudl_ctx *ctx, size_t bytes, void **p) {
-    if (bytes > ctx->host_ws_bytes) {
-        void *n = GPUDL_MALLOC(bytes);
-        if (!n) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "host workspace of %zu bytes could not be allocated", bytes);
-        GPUDL_FREE(ctx->host_ws);
-        ctx->host_ws = n;
-        ctx->host_ws_bytes = bytes;
-    }
-    *p = ctx->host_ws;
-    return GPUDL_OK;
-}
-
-#ifndef GPUDL_NO_CUDA
-/* Device scratch of at least n floats: reduction partials first, then room
-   for per-row values. Grows (rarely: at the first bigger batch), never shrinks. */
-static gpudl_status gpudl__dev_scratch(gpudl_ctx *ctx, size_t n, float **p) {
-    if (n > ctx->scratch_floats) {
-        float *f = NULL;
-        GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-        GPUDL__CUDA(ctx, cudaMalloc((void **)&f, n * sizeof(float)));
-        cudaFree(ctx->scratch);
-        ctx->scratch = f;
-        ctx->scratch_floats = n;
-    }
-    *p = ctx->scratch;
-    return GPUDL_OK;
-}
-
-static gpudl_status gpudl__dev_ws(gpudl_ctx *ctx, size_t bytes, void **p) {
-    if (bytes > ctx->dev_ws_bytes) {
-        void *w = NULL;
-        GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-        if (ctx->dev_ws) cudaFree(ctx->dev_ws);
-        ctx->dev_ws = NULL;
-        ctx->dev_ws_bytes = 0;
-        GPUDL__CUDA(ctx, cudaMalloc(&w, bytes));
-        ctx->dev_ws = w;
-        ctx->dev_ws_bytes = bytes;
-    }
-    *p = ctx->dev_ws;
-    return GPUDL_OK;
-}
-#define GPUDL__ON_GPU(t) ((t)->device == GPUDL_DEVICE_CUDA)
-#else
-#define GPUDL__ON_GPU(t) 0
-#endif
-
-GPUDL__DEF gpudl_status gpudl_act_forward(gpudl_ctx *ctx, gpudl_act act, float alpha, gpudl_tensor *y, const gpudl_tensor *x) {
-    int64_t i, n;
-    const float *xs;
-    float *ys;
-    GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
-    if (act < GPUDL_ACT_RELU || act > GPUDL_ACT_SIGMOID)
-        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "activation %d is not a gpudl_act", (int)act);
-    GPUDL__TRY(gpudl__same_device(ctx, "activation", "y", y, "x", x));
-    if (gpudl_tensor_numel(y) != gpudl_tensor_numel(x))
-        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "activation", "y", y, "x", x, "need the same number of elements");
-    if (act == GPUDL_ACT_LEAKY_RELU && alpha == 0.0f) alpha = 0.01f;
-    n = gpudl_tensor_numel(x);
-#ifndef GPUDL_NO_CUDA
-    if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_act_fwd(ctx->stream, (int)act, alpha, y->data, x->data, (int)x->dtype, n));
-        return GPUDL_OK;
-    }
-#endif
-    if (x->dtype != GPUDL_F32) {
-        gpudl__wide W;
-        gpudl_tensor *yw, *xw;
-        gpudl__wide_begin(&W, ctx);
-        yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0);
-        return gpudl__wide_end(&W, W.s ? W.s : gpudl_act_forward(ctx, act, alpha, yw, xw));
-    }
-    xs = (const float *)x->data;
-    ys = (float *)y->data;
-    /* one loop per kind, each a plain loop the compiler vectorises */
-    switch (act) {
-    case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_relu_f(xs[i])); break;
-    case GPUDL_ACT_LEAKY_RELU: GPUDL__EACH(i, n, n > 65536, ys[i] = xs[i] * gpudl__pos_or(xs[i], alpha)); break;
-    case GPUDL_ACT_GELU:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_gelu_f(xs[i])); break;
-    case GPUDL_ACT_TANH:       GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_tanh_f(xs[i])); break;
-    default:                   GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_sigmoid_f(xs[i])); break;
-    }
-    return GPUDL_OK;
-}
-
-GPUDL__DEF gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float alpha, gpudl_tensor *dx,
-                                           const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *y) {
-    int64_t i, n;
-    const float *dys, *xs, *yv;
-    float *dxs;
-    GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
-    GPUDL__TRY(gpudl__check_dt(ctx, dx, "dx", x->dtype));
-    GPUDL__TRY(gpudl__check_dt(ctx, dy, "dy", x->dtype));
-    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
-    if (act < GPUDL_ACT_RELU || act > GPUDL_ACT_SIGMOID)
-        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "activation %d is not a gpudl_act", (int)act);
-    n = gpudl_tensor_numel(x);
-    if (gpudl_tensor_numel(dx) != n || gpudl_tensor_numel(dy) != n || gpudl_tensor_numel(y) != n)
-        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "activation backward", "dy", dy, "x", x, "dx, dy, x, y need one size");
-    GPUDL__TRY(gpudl__same_device(ctx, "activation backward", "dx", dx, "x", x));
-    GPUDL__TRY(gpudl__same_device(ctx, "activation backward", "dy", dy, "y", y));
-    GPUDL__TRY(gpudl__same_device(ctx, "activation backward", "dy", dy, "x", x));
-    if (act == GPUDL_ACT_LEAKY_RELU && alpha == 0.0f) alpha = 0.01f;
-#ifndef GPUDL_NO_CUDA
-    if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_act_bwd(ctx->stream, (int)act, alpha, dx->data, dy->data, x->data, y->data, (int)x->dtype, n));
-        return GPUDL_OK;
-    }
-#endif
-    if (x->dtype != GPUDL_F32) {
-        gpudl__wide W;
-        gpudl_tensor *dxw, *dyw, *xw, *yw;
-        gpudl__wide_begin(&W, ctx);
-        dxw = gpudl__widen(&W, dx, 1); dyw = gpudl__widen(&W, dy, 0); xw = gpudl__widen(&W, x, 0); yw = gpudl__widen(&W, y, 0);
-        return gpudl__wide_end(&W, W.s ? W.s : gpudl_act_backward(ctx, act, alpha, dxw, dyw, xw, yw));
-    }
-    dxs = (float *)dx->data; dys = (const float *)dy->data; xs = (const float *)x->data; yv = (const float *)y->data;
-    switch (act) {
-    case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__pos_or(xs[i], 0.0f)); break;
-    case GPUDL_ACT_LEAKY_RELU: GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__pos_or(xs[i], alpha)); break;
-    case GPUDL_ACT_GELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_gelu_df(xs[i])); break;
-    case GPUDL_ACT_TANH:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_tanh_df(yv[i])); break;
-    default:                   GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl_sigmoid_df(yv[i])); break;
-    }
-    return GPUDL_OK;
-}
-
-/* y[i] += b[(i / inner) % C] for every i < n: bias per feature (inner 1) or per channel (inner H*W). */
+/* y[i] += b[(i / inner) % C] for every i: bias per feature (inner 1) or per channel (inner H*W). */
 static gpudl_status gpudl__bias_add(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *b, int64_t C, int64_t inner) {
-    int64_t n = gpudl_tensor_numel(y), i;
-    float *ys = (float *)y->data;
-    const float *bs = (const float *)b->data;
+    int64_t n = gpudl_tensor_numel(y);
     (void)ctx;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(y)) {
@@ -3116,14 +3474,7 @@ static gpudl_status gpudl__bias_add(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl
         return GPUDL_OK;
     }
 #endif
-    /* y viewed as (n / (C inner), C, inner): no division per element */
-    GPUDL__OMP(omp parallel for if (n > 65536))
-    for (i = 0; i < n / inner; i++) {
-        float bv = bs[i % C], *yp = ys + i * inner;
-        int64_t k;
-        GPUDL__SIMD
-        for (k = 0; k < inner; k++) yp[k] += bv;
-    }
+    gpudl__bias_rows((float *)y->data, (const float *)b->data, n / (C * inner), C, inner);
     return GPUDL_OK;
 }
 
@@ -3161,10 +3512,8 @@ static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
     }
 #endif
     if (x->dtype != GPUDL_F32) {
-        gpudl__wide W;
-        gpudl_tensor *xw;
-        gpudl__wide_begin(&W, ctx);
-        xw = gpudl__widen(&W, x, 0);
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *xw = gpudl__widen(&W, x, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl__channel_sum_acc(ctx, out, xw, N, C, inner));
     }
     if (inner == 1) {
@@ -3225,10 +3574,9 @@ GPUDL__DEF gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
         GPUDL__TRY(gpudl__same_device(ctx, "linear", "x", x, "w", w));
         GPUDL__TRY(gpudl__same_device(ctx, "linear", "y", y, "x", x));
         if (x->dtype != GPUDL_F32) {
-            gpudl__wide W;
-            gpudl_tensor *yw, *xw, *ww, *bw;
-            gpudl__wide_begin(&W, ctx);
-            yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0); ww = gpudl__widen(&W, w, 0); bw = gpudl__widen(&W, b, 0);
+            gpudl__wide W = gpudl__wide_of(ctx);
+            gpudl_tensor *yw = gpudl__widen(&W, y, 1),
+                         *xw = gpudl__widen(&W, x, 0), *ww = gpudl__widen(&W, w, 0), *bw = gpudl__widen(&W, b, 0);
             return gpudl__wide_end(&W, W.s ? W.s : gpudl_linear_forward(ctx, yw, xw, ww, bw));
         }
         return gpudl__sgemm_bias(ctx, gpudl__num_threads(ctx), x->shape[0], w->shape[0], x->shape[1], 1.0f,
@@ -3264,6 +3612,7 @@ GPUDL__DEF gpudl_status gpudl_linear_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     return GPUDL_OK;
 }
 
+/* >>loss ------------------------------------------------------------------ */
 static gpudl_status gpudl__check_labels(gpudl_ctx *ctx, const gpudl_tensor *labels, const gpudl_tensor *logits, int64_t N) {
     GPUDL__TRY(gpudl__check_on(ctx, labels, "labels"));
     if (labels->dtype != GPUDL_I32 && labels->dtype != GPUDL_U8)
@@ -3299,15 +3648,14 @@ GPUDL__DEF gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor 
         float *scratch = NULL;
         GPUDL__TRY(gpudl__dev_scratch(ctx, (size_t)gpudl_k_reduce_scratch() + (size_t)N, &scratch));
         GPUDL__LAUNCH(ctx, gpudl_k_softmax_xent_fwd(ctx->stream, (float *)loss->data, (float *)probs->data, logits->data,
-                                                   (int)logits->dtype, labels->data, (int)labels->dtype, N, K, scratch));
+                                                   (int)logits->dtype, labels->data, (int)labels->dtype, N, K, scratch,
+                                                   ctx->report));
         return GPUDL_OK;
     }
 #endif
     if (logits->dtype != GPUDL_F32) {
-        gpudl__wide W;
-        gpudl_tensor *zw;
-        gpudl__wide_begin(&W, ctx);
-        zw = gpudl__widen(&W, logits, 0);
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *zw = gpudl__widen(&W, logits, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_softmax_xent_forward(ctx, loss, probs, zw, labels));
     }
     GPUDL__TRY(gpudl__host_ws(ctx, sizeof(double) * (size_t)N, (void **)&rowloss));
@@ -3317,7 +3665,7 @@ GPUDL__DEF gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor 
         float *p = (float *)probs->data + r * K, mx = z[0];
         double s = 0;
         int64_t k, lab = gpudl__label(labels, r);
-        for (k = 1; k < K; k++) mx = gpudl_nanmax(mx, z[k]);
+        for (k = 1; k < K; k++) mx = gpudl__nanmax(mx, z[k]);
         for (k = 0; k < K; k++) s += exp((double)z[k] - mx);
         for (k = 0; k < K; k++) p[k] = (float)(exp((double)z[k] - mx) / s);
         if (lab < 0 || lab >= K) { bad++; rowloss[r] = 0; continue; }
@@ -3354,7 +3702,7 @@ static gpudl_status gpudl__xent_backward(gpudl_ctx *ctx, gpudl_tensor *dlogits, 
     for (r = 0; r < N; r++) {
         int64_t k, lab = gpudl__label(labels, r);
         for (k = 0; k < K; k++)   /* scaled in float, rounded once */
-            gpudl__store(dlogits->data, dlogits->dtype, r * K + k,
+            gpudl__elem_set(dlogits->data, dlogits->dtype, r * K + k,
                          scale * (((const float *)probs->data)[r * K + k] - (k == lab ? 1.0f : 0.0f)) / (float)N);
     }
     return GPUDL_OK;
@@ -3385,7 +3733,7 @@ GPUDL__DEF gpudl_status gpudl_mse_forward(gpudl_ctx *ctx, gpudl_tensor *loss, co
     }
 #endif
     for (i = 0; i < n; i++) {
-        double d = (double)gpudl__load(pred->data, pred->dtype, i) - ((const float *)target->data)[i];
+        double d = (double)gpudl__elem_get(pred->data, pred->dtype, i) - ((const float *)target->data)[i];
         s += d * d;
     }
     *(float *)loss->data = (float)(s / (double)n);
@@ -3413,8 +3761,8 @@ static gpudl_status gpudl__mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, con
 #endif
     if (dscale) scale *= *dscale;
     for (i = 0; i < n; i++)
-        gpudl__store(dpred->data, dpred->dtype, i,
-                     scale * 2.0f * (gpudl__load(pred->data, pred->dtype, i) - ((const float *)target->data)[i]) / (float)n);
+        gpudl__elem_set(dpred->data, dpred->dtype, i,
+                     scale * 2.0f * (gpudl__elem_get(pred->data, pred->dtype, i) - ((const float *)target->data)[i]) / (float)n);
     return GPUDL_OK;
 }
 
@@ -3424,7 +3772,6 @@ GPUDL__DEF gpudl_status gpudl_mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, 
 }
 
 /* >>conv ------------------------------------------------------------------ */
-
 typedef struct gpudl__convg {   /* resolved convolution geometry */
     int64_t N, C, H, W, O, kh, kw, Ho, Wo, sh, sw, ph, pw, dh, dw;
     int64_t dtype, math;              /* the activations' dtype and the math mode: part of the algorithm cache key */
@@ -3535,14 +3882,18 @@ static void gpudl__col2im(const gpudl__convg *g, const float *col, float *dx) {
    algorithms by heuristics, deterministic ones preferred) and kept in the
    context. */
 #define GPUDL__CUDNN(ctx, expr) do { cudnnStatus_t gpudl__d_ = (expr); \
-    if (gpudl__d_ != CUDNN_STATUS_SUCCESS) return GPUDL__ERR((ctx), \
-        gpudl__d_ == CUDNN_STATUS_ALLOC_FAILED ? GPUDL_ERR_OOM : GPUDL_ERR_CUDNN, \
-        "%s failed: %s", #expr, cudnnGetErrorString(gpudl__d_)); } while (0)
+    if (gpudl__d_ != CUDNN_STATUS_SUCCESS) return gpudl__lib_fail((ctx), \
+        gpudl__d_ == CUDNN_STATUS_ALLOC_FAILED ? GPUDL_ERR_OOM : GPUDL_ERR_CUDNN, #expr, \
+        cudnnGetErrorString(gpudl__d_), __FILE__, __LINE__); } while (0)
 
+/* Descriptors of one convolution shape. One convolution descriptor per
+   direction (forward, backward data, backward filter): each carries the math
+   type cuDNN's heuristic chose its algorithm with. */
+enum { GPUDL__FWD = 0, GPUDL__BWD_DATA = 1, GPUDL__BWD_FILTER = 2 };
 typedef struct gpudl__cudnn_conv {
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
-    cudnnConvolutionDescriptor_t conv;
+    cudnnConvolutionDescriptor_t conv[3];
 } gpudl__cudnn_conv;
 
 typedef struct gpudl__conv_algo {
@@ -3555,14 +3906,25 @@ typedef struct gpudl__conv_algo {
 } gpudl__conv_algo;
 
 static void gpudl__cudnn_conv_free(gpudl__cudnn_conv *d) {
+    int i;
     if (d->x) cudnnDestroyTensorDescriptor(d->x);
     if (d->y) cudnnDestroyTensorDescriptor(d->y);
     if (d->w) cudnnDestroyFilterDescriptor(d->w);
-    if (d->conv) cudnnDestroyConvolutionDescriptor(d->conv);
+    for (i = 0; i < 3; i++)
+        if (d->conv[i]) cudnnDestroyConvolutionDescriptor(d->conv[i]);
     memset(d, 0, sizeof *d);
 }
 
+/* The math type asked for: 16-bit data with float accumulation (cuDNN's
+   PSEUDO_HALF / PSEUDO_BFLOAT16 configurations) on tensor cores; FP32 strict
+   (FMA only) unless the context allows TF32. */
+static cudnnMathType_t gpudl__conv_math(const gpudl__convg *g) {
+    return g->dtype != GPUDL_F32 ? CUDNN_TENSOR_OP_MATH : g->math == GPUDL_MATH_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
 static gpudl_status gpudl__cudnn_conv_make(gpudl_ctx *ctx, const gpudl__convg *g, gpudl__cudnn_conv *d) {
+    cudnnDataType_t dt = g->dtype == GPUDL_F16 ? CUDNN_DATA_HALF : g->dtype == GPUDL_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    int i;
     memset(d, 0, sizeof *d);
     if (!ctx->cudnn) {
         GPUDL__CUDNN(ctx, cudnnCreate(&ctx->cudnn));
@@ -3571,17 +3933,14 @@ static gpudl_status gpudl__cudnn_conv_make(gpudl_ctx *ctx, const gpudl__convg *g
     GPUDL__CUDNN(ctx, cudnnCreateTensorDescriptor(&d->x));
     GPUDL__CUDNN(ctx, cudnnCreateTensorDescriptor(&d->y));
     GPUDL__CUDNN(ctx, cudnnCreateFilterDescriptor(&d->w));
-    GPUDL__CUDNN(ctx, cudnnCreateConvolutionDescriptor(&d->conv));
-    {
-        /* 16-bit data with float accumulation (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configurations) on tensor cores */
-        cudnnDataType_t dt = g->dtype == GPUDL_F16 ? CUDNN_DATA_HALF : g->dtype == GPUDL_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-        cudnnMathType_t mt = g->dtype != GPUDL_F32 ? CUDNN_TENSOR_OP_MATH : g->math == GPUDL_MATH_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-        GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, dt, (int)g->N, (int)g->C, (int)g->H, (int)g->W));
-        GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, dt, (int)g->N, (int)g->O, (int)g->Ho, (int)g->Wo));
-        GPUDL__CUDNN(ctx, cudnnSetFilter4dDescriptor(d->w, dt, CUDNN_TENSOR_NCHW, (int)g->O, (int)g->C, (int)g->kh, (int)g->kw));
-        GPUDL__CUDNN(ctx, cudnnSetConvolution2dDescriptor(d->conv, (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw, (int)g->dh,
-                                                          (int)g->dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-        GPUDL__CUDNN(ctx, cudnnSetConvolutionMathType(d->conv, mt));
+    GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, dt, (int)g->N, (int)g->C, (int)g->H, (int)g->W));
+    GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, dt, (int)g->N, (int)g->O, (int)g->Ho, (int)g->Wo));
+    GPUDL__CUDNN(ctx, cudnnSetFilter4dDescriptor(d->w, dt, CUDNN_TENSOR_NCHW, (int)g->O, (int)g->C, (int)g->kh, (int)g->kw));
+    for (i = 0; i < 3; i++) {
+        GPUDL__CUDNN(ctx, cudnnCreateConvolutionDescriptor(&d->conv[i]));
+        GPUDL__CUDNN(ctx, cudnnSetConvolution2dDescriptor(d->conv[i], (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw,
+                                                          (int)g->dh, (int)g->dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        GPUDL__CUDNN(ctx, cudnnSetConvolutionMathType(d->conv[i], gpudl__conv_math(g)));
     }
     return GPUDL_OK;
 }
@@ -3594,32 +3953,72 @@ static void gpudl__conv_cache_free(gpudl_ctx *ctx) {
     ctx->conv_cache_n = ctx->conv_cache_cap = 0;
 }
 
-/* The algorithms for a new shape, with its descriptors in a->d. */
+/* One of cuDNN's heuristic results, whichever direction. */
+typedef struct gpudl__conv_cand { int algo; cudnnStatus_t status; size_t memory; cudnnDeterminism_t det; cudnnMathType_t math; } gpudl__conv_cand;
+
+/* From cuDNN's results, best first: the first usable deterministic one, else
+   the first usable one; -1 if none. Usable: it ran in the heuristic
+   (SUCCESS), its workspace fits GPUDL_CUDNN_WORKSPACE_LIMIT, and its math
+   type keeps the precision asked for (FP32 strict takes no tensor-op or
+   conversion math; the heuristic's DEFAULT is then run as FMA). */
+static int gpudl__conv_choose(gpudl__conv_cand *c, int n, cudnnMathType_t want) {
+    int i, any = -1;
+    for (i = 0; i < n; i++) {
+        if (c[i].status != CUDNN_STATUS_SUCCESS || c[i].memory > (size_t)GPUDL_CUDNN_WORKSPACE_LIMIT) continue;
+        if (want == CUDNN_FMA_MATH) {
+            if (c[i].math == CUDNN_TENSOR_OP_MATH || c[i].math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+            c[i].math = CUDNN_FMA_MATH;
+        }
+        if (any < 0) any = i;
+        if (c[i].det == CUDNN_DETERMINISTIC) return i;
+    }
+    return any;
+}
+
+/* The algorithms for a new shape, with its descriptors in a->d: cuDNN's
+   heuristics (every result, not a fixed few), the choice above, and each
+   direction's descriptor set to the math type its algorithm was chosen with
+   (cuDNN picks kernels by algorithm and math type together). */
 static gpudl_status gpudl__conv_pick(gpudl_ctx *ctx, gpudl__conv_algo *a) {
-    cudnnConvolutionFwdAlgoPerf_t fp[8];
-    cudnnConvolutionBwdDataAlgoPerf_t dp[8];
-    cudnnConvolutionBwdFilterAlgoPerf_t wp[8];
+    enum { MAXC = 16 };
+    cudnnConvolutionFwdAlgoPerf_t fp[MAXC];
+    cudnnConvolutionBwdDataAlgoPerf_t dp[MAXC];
+    cudnnConvolutionBwdFilterAlgoPerf_t wp[MAXC];
+    gpudl__conv_cand c[3][MAXC];
+    const char *dir_name[3] = {"forward", "backward data", "backward filter"};
     const gpudl__cudnn_conv *d = &a->d;
-    int i, n;
+    cudnnMathType_t want = gpudl__conv_math(&a->g);
+    int i, k, n[3], max[3], pick[3];
     GPUDL__TRY(gpudl__cudnn_conv_make(ctx, &a->g, &a->d));
-    /* heuristics come best first: take the best deterministic one, else the best */
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, d->x, d->w, d->conv, d->y, 8, &n, fp));
-    a->fwd = fp[0].algo;
-    for (i = n - 1; i >= 0; i--)
-        if (fp[i].status == CUDNN_STATUS_SUCCESS && fp[i].determinism == CUDNN_DETERMINISTIC) a->fwd = fp[i].algo;
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx->cudnn, d->w, d->y, d->conv, d->x, 8, &n, dp));
-    a->bwd_data = dp[0].algo;
-    for (i = n - 1; i >= 0; i--)
-        if (dp[i].status == CUDNN_STATUS_SUCCESS && dp[i].determinism == CUDNN_DETERMINISTIC) a->bwd_data = dp[i].algo;
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx->cudnn, d->x, d->y, d->conv, d->w, 8, &n, wp));
-    a->bwd_filter = wp[0].algo;
-    for (i = n - 1; i >= 0; i--)
-        if (wp[i].status == CUDNN_STATUS_SUCCESS && wp[i].determinism == CUDNN_DETERMINISTIC) a->bwd_filter = wp[i].algo;
-    /* the exact workspace sizes for the chosen algorithms */
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, d->x, d->w, d->conv, d->y, a->fwd, &a->ws_fwd));
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, d->w, d->y, d->conv, d->x, a->bwd_data,
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionForwardAlgorithmMaxCount(ctx->cudnn, &max[0]));
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardDataAlgorithmMaxCount(ctx->cudnn, &max[1]));
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(ctx->cudnn, &max[2]));
+    for (k = 0; k < 3; k++) max[k] = GPUDL__MIN(max[k], MAXC);
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, d->x, d->w, d->conv[0], d->y, max[0], &n[0], fp));
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx->cudnn, d->w, d->y, d->conv[1], d->x, max[1], &n[1], dp));
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx->cudnn, d->x, d->y, d->conv[2], d->w, max[2], &n[2], wp));
+    for (i = 0; i < n[0]; i++) { gpudl__conv_cand t = {(int)fp[i].algo, fp[i].status, fp[i].memory, fp[i].determinism, fp[i].mathType}; c[0][i] = t; }
+    for (i = 0; i < n[1]; i++) { gpudl__conv_cand t = {(int)dp[i].algo, dp[i].status, dp[i].memory, dp[i].determinism, dp[i].mathType}; c[1][i] = t; }
+    for (i = 0; i < n[2]; i++) { gpudl__conv_cand t = {(int)wp[i].algo, wp[i].status, wp[i].memory, wp[i].determinism, wp[i].mathType}; c[2][i] = t; }
+    for (k = 0; k < 3; k++) {
+        pick[k] = gpudl__conv_choose(c[k], n[k], want);
+        if (pick[k] < 0)
+            return GPUDL__ERR(ctx, GPUDL_ERR_CUDNN,
+                              "cuDNN has no usable %s algorithm for a %lldx%lldx%lldx%lld convolution with %lld %lldx%lld "
+                              "filters (%s, %d candidates; workspace limit %lld bytes)", dir_name[k], (long long)a->g.N,
+                              (long long)a->g.C, (long long)a->g.H, (long long)a->g.W, (long long)a->g.O, (long long)a->g.kh,
+                              (long long)a->g.kw, gpudl_dtype_name((gpudl_dtype)a->g.dtype), n[k],
+                              (long long)GPUDL_CUDNN_WORKSPACE_LIMIT);
+        GPUDL__CUDNN(ctx, cudnnSetConvolutionMathType(d->conv[k], c[k][pick[k]].math));
+    }
+    a->fwd = (cudnnConvolutionFwdAlgo_t)c[0][pick[0]].algo;
+    a->bwd_data = (cudnnConvolutionBwdDataAlgo_t)c[1][pick[1]].algo;
+    a->bwd_filter = (cudnnConvolutionBwdFilterAlgo_t)c[2][pick[2]].algo;
+    /* the exact workspace sizes for the chosen algorithms and math types */
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, d->x, d->w, d->conv[0], d->y, a->fwd, &a->ws_fwd));
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, d->w, d->y, d->conv[1], d->x, a->bwd_data,
                                                                    &a->ws_bwd_data));
-    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, d->x, d->y, d->conv, d->w, a->bwd_filter,
+    GPUDL__CUDNN(ctx, cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, d->x, d->y, d->conv[2], d->w, a->bwd_filter,
                                                                      &a->ws_bwd_filter));
     return GPUDL_OK;
 }
@@ -3665,18 +4064,17 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
         cudnnStatus_t cs;
         GPUDL__TRY(gpudl__conv_algos(ctx, &g, &a));
         if (a->ws_fwd) GPUDL__TRY(gpudl__dev_ws(ctx, a->ws_fwd, &ws));
-        cs = cudnnConvolutionForward(ctx->cudnn, &one, a->d.x, x->data, a->d.w, w->data, a->d.conv, a->fwd, ws, a->ws_fwd,
+        cs = cudnnConvolutionForward(ctx->cudnn, &one, a->d.x, x->data, a->d.w, w->data, a->d.conv[GPUDL__FWD], a->fwd, ws, a->ws_fwd,
                                      &zero, a->d.y, y->data);
         if (cs != CUDNN_STATUS_SUCCESS)
-            return GPUDL__ERR(ctx, GPUDL_ERR_CUDNN, "cudnnConvolutionForward failed: %s", cudnnGetErrorString(cs));
+            return gpudl__lib_fail(ctx, GPUDL_ERR_CUDNN, "cudnnConvolutionForward", cudnnGetErrorString(cs), __FILE__, __LINE__);
         return b ? gpudl__bias_add(ctx, y, b, g.O, P) : GPUDL_OK;
     }
 #endif
     if (x->dtype != GPUDL_F32) {
-        gpudl__wide W;
-        gpudl_tensor *yw, *xw, *ww, *bw;
-        gpudl__wide_begin(&W, ctx);
-        yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0); ww = gpudl__widen(&W, w, 0); bw = gpudl__widen(&W, b, 0);
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *yw = gpudl__widen(&W, y, 1),
+                     *xw = gpudl__widen(&W, x, 0), *ww = gpudl__widen(&W, w, 0), *bw = gpudl__widen(&W, b, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_conv2d_forward(ctx, yw, xw, ww, bw, desc));
     }
     nt = gpudl__num_threads(ctx);
@@ -3698,13 +4096,7 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
                 fails++;
                 continue;
             }
-            if (b) {
-                int64_t oo, p;   /* declared here: private to the thread */
-                for (oo = 0; oo < g.O; oo++) {
-                    float bias = ((const float *)b->data)[oo], *row = yn + oo * P;
-                    for (p = 0; p < P; p++) row[p] += bias;
-                }
-            }
+            if (b) gpudl__bias_rows(yn, (const float *)b->data, 1, g.O, P);
         }
         return fails ? GPUDL_ERR_OOM : GPUDL_OK;   /* the only way sgemm fails; the message is recorded */
     }
@@ -3714,13 +4106,9 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
     GPUDL__TRY(gpudl__sgemm(ctx, gpudl__num_threads(ctx), g.O, NP, CKK, 1.0f, (const float *)w->data, CKK, 1, col, NP, 1,
                             0.0f, yt, NP));   /* yt (O, N*P) = w (O, CKK) @ col */
     GPUDL__OMP(omp parallel for private(o) if (g.N * g.O * P > 65536))
-    for (n = 0; n < g.N; n++)
-        for (o = 0; o < g.O; o++) {
-            float bias = b ? ((const float *)b->data)[o] : 0.0f, *dst = (float *)y->data + (n * g.O + o) * P;
-            const float *src = yt + o * NP + n * P;
-            int64_t p;
-            for (p = 0; p < P; p++) dst[p] = src[p] + bias;
-        }
+    for (n = 0; n < g.N; n++)   /* (O, N, P) -> (N, O, P) */
+        for (o = 0; o < g.O; o++) memcpy((float *)y->data + (n * g.O + o) * P, yt + o * NP + n * P, sizeof(float) * (size_t)P);
+    if (b) gpudl__bias_rows((float *)y->data, (const float *)b->data, g.N, g.O, P);
     return GPUDL_OK;
 }
 
@@ -3763,28 +4151,27 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
            after the workspace, added into the f32 gradient */
         if (s == GPUDL_OK && dw && dw16b) {
             dw16 = (char *)ws + wsb;
-            cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d->x, x->data, d->y, dy->data, d->conv, a->bwd_filter, ws,
+            cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d->x, x->data, d->y, dy->data, d->conv[GPUDL__BWD_FILTER], a->bwd_filter, ws,
                                                 a->ws_bwd_filter, &zero, d->w, dw16);
             if (cs == CUDNN_STATUS_SUCCESS)
                 s = gpudl__launched(ctx, gpudl_k_acc_f32(ctx->stream, (float *)dw->data, dw16, (int)x->dtype, gpudl_tensor_numel(w)),
                                     "gpudl_k_acc_f32", __FILE__, __LINE__);
         } else if (s == GPUDL_OK && dw)
-            cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d->x, x->data, d->y, dy->data, d->conv, a->bwd_filter, ws,
+            cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d->x, x->data, d->y, dy->data, d->conv[GPUDL__BWD_FILTER], a->bwd_filter, ws,
                                                 a->ws_bwd_filter, &one, d->w, dw->data);   /* beta 1: accumulate */
         if (s == GPUDL_OK && cs == CUDNN_STATUS_SUCCESS && dx)
-            cs = cudnnConvolutionBackwardData(ctx->cudnn, &one, d->w, w->data, d->y, dy->data, d->conv, a->bwd_data, ws,
+            cs = cudnnConvolutionBackwardData(ctx->cudnn, &one, d->w, w->data, d->y, dy->data, d->conv[GPUDL__BWD_DATA], a->bwd_data, ws,
                                               a->ws_bwd_data, &zero, d->x, dx->data);
         if (s == GPUDL_OK && cs != CUDNN_STATUS_SUCCESS)
-            s = GPUDL__ERR(ctx, GPUDL_ERR_CUDNN, "cudnnConvolutionBackward%s failed: %s", dx ? "Data/Filter" : "Filter",
-                           cudnnGetErrorString(cs));
+            s = gpudl__lib_fail(ctx, GPUDL_ERR_CUDNN, dx ? "cudnnConvolutionBackwardData/Filter" : "cudnnConvolutionBackwardFilter",
+                                cudnnGetErrorString(cs), __FILE__, __LINE__);
         return s;
     }
 #endif
     if (x->dtype != GPUDL_F32) {   /* db is done above */
-        gpudl__wide W;
-        gpudl_tensor *dxw, *dyw, *xw, *ww;
-        gpudl__wide_begin(&W, ctx);
-        dxw = gpudl__widen(&W, dx, 1); dyw = gpudl__widen(&W, dy, 0); xw = gpudl__widen(&W, x, 0); ww = gpudl__widen(&W, w, 0);
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *dxw = gpudl__widen(&W, dx, 1), *dyw = gpudl__widen(&W, dy, 0),
+                     *xw = gpudl__widen(&W, x, 0), *ww = gpudl__widen(&W, w, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_conv2d_backward(ctx, dxw, dw, NULL, dyw, xw, ww, desc));
     }
     nt = gpudl__num_threads(ctx);
@@ -3851,7 +4238,6 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
 }
 
 /* >>pool ------------------------------------------------------------------ */
-
 typedef struct gpudl__poolg { int kind; int64_t NC, H, W, Ho, Wo, kh, kw, sh, sw, ph, pw; } gpudl__poolg;
 
 static gpudl_status gpudl__pool_check(gpudl_ctx *ctx, const gpudl_tensor *y, const gpudl_tensor *x, const gpudl_pool2d_desc *d,
@@ -3877,7 +4263,7 @@ static gpudl_status gpudl__pool_check(gpudl_ctx *ctx, const gpudl_tensor *y, con
 }
 
 /* The common 2x2, stride 2, no padding pool on whole planes (H = 2 Ho,
-   W = 2 Wo), on the CPU: the same values as gpudl_pool_window (first
+   W = 2 Wo), on the CPU: the same values as gpudl__pool_window (first
    maximum on ties, NaN wins, the same summation order) without its
    per-element bounds tests. 2 ms -> 0.5 ms per call on the demo CNN's
    first pool (128 x 16 planes of 28 x 28). */
@@ -3886,11 +4272,11 @@ static int gpudl__pool_is_2x2(const gpudl__poolg *g) {
            g->W == 2 * g->Wo;
 }
 
-/* Index (0..3) of the window's maximum in gpudl_pool_window's sense. */
+/* Index (0..3) of the window's maximum in gpudl__pool_window's sense. */
 static inline int gpudl__max4_arg(const float *v) {
     int a = 0, k;
     for (k = 1; k < 4; k++)
-        if (v[k] > v[a] || (v[k] != v[k] && v[a] == v[a])) a = k;
+        if (gpudl__max_replaces(v[k], v[a])) a = k;
     return a;
 }
 
@@ -3979,10 +4365,8 @@ GPUDL__DEF gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
     }
 #endif
     if (x->dtype != GPUDL_F32) {
-        gpudl__wide W;
-        gpudl_tensor *yw, *xw;
-        gpudl__wide_begin(&W, ctx);
-        yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0);
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *yw = gpudl__widen(&W, y, 1), *xw = gpudl__widen(&W, x, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_pool2d_forward(ctx, yw, xw, desc));
     }
     GPUDL__OMP(omp parallel for if (g.NC * g.Ho * g.Wo > 16384))
@@ -3993,7 +4377,7 @@ GPUDL__DEF gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
         if (gpudl__pool_is_2x2(&g)) { gpudl__pool2x2_plane(g.kind, xp, yp, &g); continue; }
         for (oh = 0; oh < g.Ho; oh++)
             for (ow = 0; ow < g.Wo; ow++)
-                yp[oh * g.Wo + ow] = gpudl_pool_window(g.kind, xp, GPUDL_F32, 0, g.H, g.W, oh, ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, &arg);
+                yp[oh * g.Wo + ow] = gpudl__pool_window(g.kind, xp, GPUDL_F32, 0, g.H, g.W, oh, ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, &arg);
     }
     return GPUDL_OK;
 }
@@ -4015,13 +4399,11 @@ GPUDL__DEF gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     }
 #endif
     if (x->dtype != GPUDL_F32) {
-        gpudl__wide W;
-        gpudl_tensor *dxw, *dyw, *xw;
-        gpudl__wide_begin(&W, ctx);
-        dxw = gpudl__widen(&W, dx, 1); dyw = gpudl__widen(&W, dy, 0); xw = gpudl__widen(&W, x, 0);
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *dxw = gpudl__widen(&W, dx, 1), *dyw = gpudl__widen(&W, dy, 0), *xw = gpudl__widen(&W, x, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_pool2d_backward(ctx, dxw, dyw, xw, desc));
     }
-    /* The GPU gathers (gpudl_pool_backward_elem, one thread per input); on
+    /* The GPU gathers (gpudl__pool_backward_elem, one thread per input); on
        the CPU a thread owns whole planes, so scattering each output's
        gradient onto its window is race-free and does a quarter of the work. */
     GPUDL__OMP(omp parallel for if (g.NC * g.H * g.W > 16384))
@@ -4035,7 +4417,7 @@ GPUDL__DEF gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
             for (ow = 0; ow < g.Wo; ow++) {
                 float d = dyp[oh * g.Wo + ow];
                 if (g.kind == GPUDL_POOL_MAX) {
-                    gpudl_pool_window(g.kind, xp, GPUDL_F32, 0, g.H, g.W, oh, ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, &arg);
+                    gpudl__pool_window(g.kind, xp, GPUDL_F32, 0, g.H, g.W, oh, ow, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, &arg);
                     if (arg >= 0) dxp[arg] += d;
                     continue;
                 }
@@ -4050,7 +4432,6 @@ GPUDL__DEF gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
 }
 
 /* >>batchnorm ------------------------------------------------------------- */
-
 static gpudl_status gpudl__check_vec(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name, int64_t C, const gpudl_tensor *x) {
     GPUDL__TRY(gpudl__check_f32(ctx, t, name));
     if (gpudl_tensor_numel(t) != C) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "batchnorm", name, t, "x", x, "one value per channel");
@@ -4102,10 +4483,8 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_forward(gpudl_ctx *ctx, gpudl_tensor *y,
     }
 #endif
     if (x->dtype != GPUDL_F32) {
-        gpudl__wide W;
-        gpudl_tensor *yw, *xw;
-        gpudl__wide_begin(&W, ctx);
-        yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0);
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *yw = gpudl__widen(&W, y, 1), *xw = gpudl__widen(&W, x, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_batchnorm_forward(ctx, yw, save_mean, save_invstd, xw, gamma, beta,
                                                                       running_mean, running_var, training, momentum, eps));
     }
@@ -4124,7 +4503,7 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_forward(gpudl_ctx *ctx, gpudl_tensor *y,
             invstd = (float)(1.0 / sqrt(var + eps));
             ((float *)save_mean->data)[c] = mean;
             ((float *)save_invstd->data)[c] = invstd;
-            gpudl_bn_update_running(&((float *)running_mean->data)[c], &((float *)running_var->data)[c], (float)mu, (float)var,
+            gpudl__bn_update_running(&((float *)running_mean->data)[c], &((float *)running_var->data)[c], (float)mu, (float)var,
                                     M, momentum);
         } else {
             mean = ((const float *)running_mean->data)[c];
@@ -4169,10 +4548,8 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
     }
 #endif
     if (x->dtype != GPUDL_F32) {
-        gpudl__wide W;
-        gpudl_tensor *dxw, *dyw, *xw;
-        gpudl__wide_begin(&W, ctx);
-        dxw = gpudl__widen(&W, dx, 1); dyw = gpudl__widen(&W, dy, 0); xw = gpudl__widen(&W, x, 0);
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *dxw = gpudl__widen(&W, dx, 1), *dyw = gpudl__widen(&W, dy, 0), *xw = gpudl__widen(&W, x, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_batchnorm_backward(ctx, dxw, dgamma, dbeta, dyw, xw, gamma, save_mean,
                                                                        save_invstd));
     }
@@ -4193,7 +4570,7 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
                 const float *dyr = dys + (n * C + c) * inner, *xr = xs + (n * C + c) * inner;
                 float *dxr = (float *)dx->data + (n * C + c) * inner;
                 GPUDL__SIMD
-                for (i = 0; i < inner; i++) dxr[i] = gpudl_bn_backward_elem(dyr[i], xr[i], mean, invstd, ga, mdy, mdyx);
+                for (i = 0; i < inner; i++) dxr[i] = gpudl__bn_backward_elem(dyr[i], xr[i], mean, invstd, ga, mdy, mdyx);
             }
         }
     }
@@ -4201,7 +4578,6 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
 }
 
 /* >>dropout --------------------------------------------------------------- */
-
 static gpudl_status gpudl__dropout(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, float p, uint64_t seed, uint64_t offset) {
     int64_t i, n;
     GPUDL__ENTER(ctx);
@@ -4218,16 +4594,14 @@ static gpudl_status gpudl__dropout(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_
     }
 #endif
     if (x->dtype != GPUDL_F32) {
-        gpudl__wide W;
-        gpudl_tensor *yw, *xw;
-        gpudl__wide_begin(&W, ctx);
-        yw = gpudl__widen(&W, y, 1); xw = gpudl__widen(&W, x, 0);
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *yw = gpudl__widen(&W, y, 1), *xw = gpudl__widen(&W, x, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl__dropout(ctx, yw, xw, p, seed, offset));
     }
     {
         const float *xs = (const float *)x->data;
         float *ys = (float *)y->data;
-        GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl_dropout_elem(xs[i], p, seed, offset + (uint64_t)i));
+        GPUDL__EACH(i, n, n > 65536, ys[i] = gpudl__dropout_elem(xs[i], p, seed, offset + (uint64_t)i));
     }
     return GPUDL_OK;
 }
@@ -4243,49 +4617,97 @@ GPUDL__DEF gpudl_status gpudl_dropout_backward(gpudl_ctx *ctx, gpudl_tensor *dx,
 }
 
 /* >>model ----------------------------------------------------------------- */
+/* A layer is an entry of a table of kinds, in the manner of miniaudio's
+   node vtable: the kind says what the layer is called, what its parameter
+   and buffer tensors are named (a checkpoint stores layer i's as
+   "i.<name>"), how they start, and how the layer runs forward and backward.
+   The model's loops (build, init, forward, backward, checkpoints, gradcheck,
+   the summary, the memory report) know nothing else about a kind. Adding one
+   is a table entry, its forward and backward, and an add function that
+   checks its arguments and fills in the shapes. */
 
-enum { GPUDL__L_LINEAR = 1, GPUDL__L_CONV, GPUDL__L_ACT, GPUDL__L_POOL, GPUDL__L_BN, GPUDL__L_DROPOUT, GPUDL__L_FLATTEN };
+#define GPUDL__MAX_PARAMS 2   /* parameter tensors of one layer: weight, bias */
+#define GPUDL__MAX_BUFS 2     /* state that is saved but not trained: bn's running statistics */
 
-typedef struct gpudl__layer {
-    int kind;
+typedef struct gpudl__layer gpudl__layer;
+
+/* One layer's work on the current batch, as its kind's functions see it. */
+typedef struct gpudl__pass {
+    gpudl_model *m;
+    gpudl__layer *l;
+    int i;                               /* l's index in the model */
+    gpudl_tensor x, y, dy;               /* (N, in sample), (N, out sample), y's gradient */
+    gpudl_tensor *dx;                    /* (N, in sample); NULL when no one needs it */
+    gpudl_tensor p[GPUDL__MAX_PARAMS];   /* the parameters the layer computes with */
+    gpudl_tensor g[GPUDL__MAX_PARAMS];   /* their gradients (backward only) */
+    gpudl_tensor buf[GPUDL__MAX_BUFS];
+} gpudl__pass;
+
+enum {
+    GPUDL__KIND_VIEW = 1,         /* the output is the input's memory, reshaped */
+    GPUDL__KIND_F32_PARAMS = 2,   /* the parameters stay f32 under mixed precision */
+    GPUDL__KIND_SEE_THROUGH = 4   /* the init looks past it for the activation that follows a layer */
+};
+
+typedef struct gpudl__kind {
+    const char *name;                           /* "linear": the summary */
+    const char *params[GPUDL__MAX_PARAMS + 1];  /* checkpoint names, NULL-terminated */
+    const char *bufs[GPUDL__MAX_BUFS + 1];
+    int flags;                                  /* GPUDL__KIND_* */
+    gpudl_status (*init)(gpudl__pass *p);       /* NULL: parameters and buffers start at zero */
+    gpudl_status (*forward)(gpudl__pass *p);    /* NULL: nothing to do (a view) */
+    gpudl_status (*backward)(gpudl__pass *p);
+} gpudl__kind;
+
+typedef struct gpudl__shape { int ndim; int64_t d[4]; } gpudl__shape;
+
+struct gpudl__layer {
+    const gpudl__kind *kind;
     int in_ndim, out_ndim;
     int64_t in_shape[3], out_shape[3];   /* one sample */
-    int64_t in_f, out_f, k;              /* linear: features; conv: channels and kernel; bn: channels */
-    gpudl_conv2d_desc conv;
-    gpudl_pool2d_desc pool;
-    int act;
-    float alpha, p;
-    uint64_t drop_offset;                /* counter offset of the last forward's dropout mask */
-    int64_t w_off, b_off;                /* in the flat parameter buffer; -1 = none */
-    int w_ndim;
-    int64_t w_shape[4];
-    int64_t buf_off;                     /* bn: running mean at buf_off, running var at buf_off + C */
-    gpudl_tensor out, dout;              /* (max_batch, out_shape) */
-    gpudl_tensor save;                   /* bn: (2, C) batch mean, 1/std */
-} gpudl__layer;
+    int np, nbuf;                        /* parameter and buffer tensors: as many as the kind names */
+    gpudl__shape pshape[GPUDL__MAX_PARAMS], bufshape[GPUDL__MAX_BUFS], savedshape;
+    int64_t nparam_elems;                /* the parameters' elements, all tensors */
+    int64_t poff[GPUDL__MAX_PARAMS];     /* element offsets in the flat parameter (and gradient) buffer */
+    int64_t bufoff[GPUDL__MAX_BUFS];     /* element offsets in the flat buffer of buffers */
+    gpudl_tensor out, dout;              /* (max_batch, out_shape): the output and its gradient */
+    gpudl_tensor saved;                  /* (savedshape) what forward keeps for backward; bn: (2, C) batch mean, 1/std */
+    union {                              /* what each kind knows of itself */
+        gpudl_conv2d_desc conv;
+        struct { gpudl_act fn; float alpha; } act;
+        gpudl_pool2d_desc pool;
+        struct { int64_t channels; } bn;
+        struct { float p; uint64_t offset; } dropout;   /* offset: counter of the last forward's mask */
+    } u;
+};
 
 struct gpudl_model {
     gpudl_ctx *ctx;
     int built, training, have_loss, want_dinput;
     int in_ndim, cur_ndim;
     int64_t in_shape[3], cur_shape[3];   /* input sample shape; output shape of the last added layer */
-    gpudl__layer *L;
-    int n, cap;
+    gpudl__layer *layers;                /* (nlayers), room for layers_cap */
+    int nlayers, layers_cap;
+    gpudl_status refused;                /* the first add_* that failed (then build fails), or GPUDL_OK */
+    int refused_at;
+    char refused_msg[256];
     gpudl_model_desc desc;
     int64_t nparams, nbuffers, batch, step;
-    gpudl_tensor params, grads, buffers; /* flat, laid out by the layers' offsets */
-    gpudl_tensor m1, m2;                 /* optimizer state, flat (or empty) */
+    gpudl_tensor params, grads;          /* (nparams) flat, laid out by the layers' poff */
+    gpudl_tensor buffers;                /* (nbuffers) flat, laid out by the layers' bufoff; or empty */
+    gpudl_tensor opt_m, opt_v;           /* (nparams) optimizer state: momentum or first moment, second moment; or empty */
     gpudl_tensor probs, loss, clip;      /* (max_batch, K), (1), (2): sum of squares, scale */
     gpudl_tensor preds, dinput, input;   /* (max_batch) i32, (max_batch, sample), view of the last x */
     gpudl_optim_desc opt;
     int has_opt;
     uint64_t seed, rng_offset;           /* dropout stream */
     gpudl_precision precision;           /* FP16/BF16: the mixed-precision recipe below */
-    gpudl_dtype adt;                     /* the activations' dtype: f32, or f16/bf16 under mixed precision */
-    gpudl_tensor xin;                    /* 16-bit activations: (max_batch, sample), the input cast to adt */
-    gpudl_scaler_desc sdesc;             /* resolved (no zero fields) */
-    gpudl_tensor params16;               /* (nparams, adt) the weights in 16 bits, refreshed once per step */
-    gpudl_tensor scaler;                 /* the gpudl_scaler_state, on the model's device (u8 bytes) */
+    gpudl_dtype act_dtype;               /* the activations' dtype: f32, or f16/bf16 under mixed precision */
+    gpudl_tensor input16;                /* (max_batch, sample) act_dtype: the input cast, under mixed precision */
+    gpudl_scaler_desc sdesc;             /* resolved (no zero fields); FP32/BF16: a scale fixed at 1 */
+    int64_t skips_reported;              /* FP32/BF16: skipped (non-finite) steps already reported */
+    gpudl_tensor params16;               /* (nparams) act_dtype: the weights in 16 bits, refreshed once per step */
+    gpudl_tensor scaler;                 /* (sizeof gpudl_scaler_state) u8: the state, on the model's device */
     gpudl_scaler_state *scaler_seen;     /* the state as the host sees it: a pinned copy from an earlier step
                                             on the GPU, the state itself on the CPU */
 #ifndef GPUDL_NO_CUDA
@@ -4316,18 +4738,20 @@ static int64_t gpudl__prod(int ndim, const int64_t *s) {
 }
 
 static void gpudl__amp_release(gpudl_model *m);
+static gpudl_status gpudl__check_make(gpudl_model *m);
 
 /* Frees the layers' outputs and output gradients (a flatten's are views). */
 static void gpudl__acts_free(gpudl_model *m) {
     int i;
-    for (i = 0; i < m->n; i++) {
-        gpudl__layer *l = &m->L[i];
-        if (l->kind != GPUDL__L_FLATTEN) gpudl_tensor_free(m->ctx, &l->out);
-        if (l->kind != GPUDL__L_FLATTEN || i == 0) gpudl_tensor_free(m->ctx, &l->dout);
+    for (i = 0; i < m->nlayers; i++) {
+        gpudl__layer *l = &m->layers[i];
+        int view = l->kind->flags & GPUDL__KIND_VIEW;
+        if (!view) gpudl_tensor_free(m->ctx, &l->out);
+        if (!view || i == 0) gpudl_tensor_free(m->ctx, &l->dout);
         memset(&l->out, 0, sizeof l->out);
         memset(&l->dout, 0, sizeof l->dout);
     }
-    gpudl_tensor_free(m->ctx, &m->xin);
+    gpudl_tensor_free(m->ctx, &m->input16);
 }
 
 /* (Re)allocates every layer's output and output gradient, (max_batch,
@@ -4335,18 +4759,18 @@ static void gpudl__acts_free(gpudl_model *m) {
    nothing: on failure the old buffers stay as they were. */
 static gpudl_status gpudl__acts_alloc(gpudl_model *m, gpudl_dtype dt) {
     gpudl_ctx *ctx = m->ctx;
-    gpudl_tensor *nb = (gpudl_tensor *)GPUDL_MALLOC(sizeof(gpudl_tensor) * (size_t)(2 * m->n + 1));
+    gpudl_tensor *nb = (gpudl_tensor *)GPUDL_MALLOC(sizeof(gpudl_tensor) * (size_t)(2 * m->nlayers + 1));
     gpudl_status s = GPUDL_OK;
     int64_t shape[4];
     int i;
-    if (!nb) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model: no host memory for %d layer buffers", 2 * m->n);
-    memset(nb, 0, sizeof(gpudl_tensor) * (size_t)(2 * m->n + 1));
+    if (!nb) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model: no host memory for %d layer buffers", 2 * m->nlayers);
+    memset(nb, 0, sizeof(gpudl_tensor) * (size_t)(2 * m->nlayers + 1));
     shape[0] = m->desc.max_batch;
-    for (i = 0; i < m->n && s == GPUDL_OK; i++) {
-        gpudl__layer *l = &m->L[i];
+    for (i = 0; i < m->nlayers && s == GPUDL_OK; i++) {
+        gpudl__layer *l = &m->layers[i];
         memcpy(shape + 1, l->out_shape, sizeof l->out_shape);
-        if (l->kind == GPUDL__L_FLATTEN) {   /* a first flatten owns its gradient; the rest are views */
-            if (i == 0) s = gpudl_tensor_create(ctx, &nb[1], dt, 2, shape);
+        if (l->kind->flags & GPUDL__KIND_VIEW) {   /* a first view owns its gradient; the rest are views */
+            if (i == 0) s = gpudl_tensor_create(ctx, &nb[1], dt, 1 + l->out_ndim, shape);
             continue;
         }
         s = gpudl_tensor_create(ctx, &nb[2 * i], dt, 1 + l->out_ndim, shape);
@@ -4354,31 +4778,32 @@ static gpudl_status gpudl__acts_alloc(gpudl_model *m, gpudl_dtype dt) {
     }
     if (s == GPUDL_OK && dt != GPUDL_F32) {
         memcpy(shape + 1, m->in_shape, sizeof m->in_shape);
-        s = gpudl_tensor_create(ctx, &nb[2 * m->n], dt, 1 + m->in_ndim, shape);
+        s = gpudl_tensor_create(ctx, &nb[2 * m->nlayers], dt, 1 + m->in_ndim, shape);
     }
     if (s != GPUDL_OK) {
-        for (i = 0; i < 2 * m->n + 1; i++) gpudl_tensor_free(ctx, &nb[i]);
+        for (i = 0; i < 2 * m->nlayers + 1; i++) gpudl_tensor_free(ctx, &nb[i]);
         GPUDL_FREE(nb);
         return s;
     }
     gpudl__acts_free(m);
-    for (i = 0; i < m->n; i++) {
-        gpudl__layer *l = &m->L[i];
-        if (l->kind == GPUDL__L_FLATTEN) {
-            /* a view: the same memory as the layer before (or the input, whose
-               data pointer each forward sets) */
-            if (i > 0) { l->out = m->L[i - 1].out; l->dout = m->L[i - 1].dout; l->dout.owner = 0; }
+    for (i = 0; i < m->nlayers; i++) {
+        gpudl__layer *l = &m->layers[i];
+        if (l->kind->flags & GPUDL__KIND_VIEW) {
+            /* the same memory as the layer before (or the input, whose data
+               pointer each forward sets), reshaped */
+            int d;
+            if (i > 0) { l->out = m->layers[i - 1].out; l->dout = m->layers[i - 1].dout; l->dout.owner = 0; }
             else { l->dout = nb[1]; memset(&l->out, 0, sizeof l->out); l->out.dtype = dt; l->out.device = ctx->device; }
-            l->out.ndim = l->dout.ndim = 2;
-            l->out.shape[1] = l->dout.shape[1] = l->out_shape[0];
+            l->out.ndim = l->dout.ndim = 1 + l->out_ndim;
+            for (d = 0; d < l->out_ndim; d++) l->out.shape[1 + d] = l->dout.shape[1 + d] = l->out_shape[d];
             l->out.owner = 0;
             continue;
         }
         l->out = nb[2 * i];
         l->dout = nb[2 * i + 1];
     }
-    m->xin = nb[2 * m->n];
-    m->adt = dt;
+    m->input16 = nb[2 * m->nlayers];
+    m->act_dtype = dt;
     GPUDL_FREE(nb);
     return GPUDL_OK;
 }
@@ -4410,33 +4835,51 @@ GPUDL__DEF void gpudl_model_destroy(gpudl_model *m) {
     if (!m) return;
     ctx = m->ctx;
     gpudl__acts_free(m);
-    for (i = 0; i < m->n; i++) gpudl_tensor_free(ctx, &m->L[i].save);
+    for (i = 0; i < m->nlayers; i++) gpudl_tensor_free(ctx, &m->layers[i].saved);
     gpudl_tensor_free(ctx, &m->params); gpudl_tensor_free(ctx, &m->grads); gpudl_tensor_free(ctx, &m->buffers);
-    gpudl_tensor_free(ctx, &m->m1); gpudl_tensor_free(ctx, &m->m2);
+    gpudl_tensor_free(ctx, &m->opt_m); gpudl_tensor_free(ctx, &m->opt_v);
     gpudl_tensor_free(ctx, &m->probs); gpudl_tensor_free(ctx, &m->loss); gpudl_tensor_free(ctx, &m->clip);
     gpudl_tensor_free(ctx, &m->preds); gpudl_tensor_free(ctx, &m->dinput);
     gpudl__amp_release(m);
-    GPUDL_FREE(m->L);
+    GPUDL_FREE(m->layers);
     GPUDL_FREE(m);
 }
 
+/* A refused layer makes gpudl_model_build fail: a model is built whole or
+   not at all (the layers after a refused one would see the wrong shapes). */
+static gpudl_status gpudl__refuse(gpudl_model *m, gpudl_status s) {
+    if (m->refused == GPUDL_OK) {   /* keep the message, without its file:line */
+        const char *msg = gpudl__message(m->ctx);
+        size_t n = GPUDL__MIN(strlen(msg), sizeof m->refused_msg - 1);
+        m->refused = s;
+        m->refused_at = m->nlayers;
+        memcpy(m->refused_msg, msg, n);
+        m->refused_msg[n] = 0;
+    }
+    return s;
+}
+#define GPUDL__ADD_ERR(m, status, ...) gpudl__refuse((m), GPUDL__ERR((m)->ctx, (status), __VA_ARGS__))
+
 /* Appends a layer after checking the model is still open. */
 static gpudl_status gpudl__add(gpudl_model *m, gpudl__layer *l) {
+    int j;
     if (!m) return GPUDL_ERR_INVALID_ARG;
     GPUDL__ENTER(m->ctx);
     if (m->built) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model: layers cannot be added after gpudl_model_build");
-    if (m->n == m->cap) {
-        int cap = m->cap ? 2 * m->cap : 8;
-        gpudl__layer *n = (gpudl__layer *)GPUDL_REALLOC(m->L, sizeof *n * (size_t)cap);
-        if (!n) return GPUDL__ERR(m->ctx, GPUDL_ERR_OOM, "model: no host memory for layer %d", m->n);
-        m->L = n;
-        m->cap = cap;
+    if (m->nlayers == m->layers_cap) {
+        int cap = m->layers_cap ? 2 * m->layers_cap : 8;
+        gpudl__layer *n = (gpudl__layer *)GPUDL_REALLOC(m->layers, sizeof *n * (size_t)cap);
+        if (!n) return GPUDL__ADD_ERR(m, GPUDL_ERR_OOM, "model: no host memory for layer %d", m->nlayers);
+        m->layers = n;
+        m->layers_cap = cap;
     }
     l->in_ndim = m->cur_ndim;
     memcpy(l->in_shape, m->cur_shape, sizeof l->in_shape);
     if (!l->out_ndim) { l->out_ndim = m->cur_ndim; memcpy(l->out_shape, m->cur_shape, sizeof l->out_shape); }
-    l->w_off = l->b_off = l->buf_off = -1;
-    m->L[m->n++] = *l;
+    for (l->np = 0; l->kind->params[l->np]; l->np++) l->poff[l->np] = -1;
+    for (l->nbuf = 0; l->kind->bufs[l->nbuf]; l->nbuf++) l->bufoff[l->nbuf] = -1;
+    for (j = 0; j < l->np; j++) l->nparam_elems += gpudl__prod(l->pshape[j].ndim, l->pshape[j].d);
+    m->layers[m->nlayers++] = *l;
     m->cur_ndim = l->out_ndim;
     memcpy(m->cur_shape, l->out_shape, sizeof m->cur_shape);
     return GPUDL_OK;
@@ -4450,22 +4893,176 @@ static const char *gpudl__shape_str(int ndim, const int64_t *s, char *buf, size_
     return buf;
 }
 
+static gpudl__shape gpudl__shape4(int ndim, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+    gpudl__shape s;
+    s.ndim = ndim; s.d[0] = d0; s.d[1] = d1; s.d[2] = d2; s.d[3] = d3;
+    return s;
+}
+
+/* Parameter j of layer l in a flat buffer (m->params, m->params16 or m->grads). */
+static gpudl_tensor gpudl__param(const gpudl__layer *l, int j, const gpudl_tensor *flat) {
+    return gpudl__view(flat, l->poff[j], -1, l->pshape[j].ndim, l->pshape[j].d);
+}
+
+/* The parameters (from flat) and buffers of layer i; no activations yet. */
+static void gpudl__pass_begin(gpudl_model *m, int i, const gpudl_tensor *flat, gpudl__pass *p) {
+    gpudl__layer *l = &m->layers[i];
+    int j;
+    memset(p, 0, sizeof *p);
+    p->m = m;
+    p->l = l;
+    p->i = i;
+    for (j = 0; j < l->np; j++) p->p[j] = gpudl__param(l, j, flat);
+    for (j = 0; j < l->nbuf; j++) p->buf[j] = gpudl__view(&m->buffers, l->bufoff[j], -1, l->bufshape[j].ndim, l->bufshape[j].d);
+}
+
+/* Layer i's input and output (or the output's gradient) for the current batch. */
+static gpudl_tensor gpudl__layer_input(const gpudl_model *m, int i) {
+    const gpudl__layer *l = &m->layers[i];
+    return gpudl__view(i == 0 ? &m->input : &m->layers[i - 1].out, 0, m->batch, l->in_ndim, l->in_shape);
+}
+static gpudl_tensor gpudl__layer_output(const gpudl_model *m, int i, int grad) {
+    const gpudl__layer *l = &m->layers[i];
+    return gpudl__view(grad ? &l->dout : &l->out, 0, m->batch, l->out_ndim, l->out_shape);
+}
+
+static gpudl_status gpudl__copy_same(gpudl_ctx *ctx, gpudl_tensor *dst, const gpudl_tensor *src) {
+    return gpudl__memcpy(ctx, dst->data, dst->device, src->data, src->device, gpudl_tensor_bytes(src));
+}
+
+/* ---- the kinds: each one's forward and backward, then its table entry ---- */
+
+static gpudl_status gpudl__act_fwd(gpudl__pass *p) {
+    return gpudl_act_forward(p->m->ctx, p->l->u.act.fn, p->l->u.act.alpha, &p->y, &p->x);
+}
+/* ReLU's derivative from its output (y > 0 exactly where x > 0): the input
+   is not written when cuBLASLt fused the ReLU into the GEMM before it */
+static gpudl_status gpudl__act_bwd(gpudl__pass *p) {
+    const gpudl__layer *l = p->l;
+    if (!p->dx) return GPUDL_OK;
+    return gpudl_act_backward(p->m->ctx, l->u.act.fn, l->u.act.alpha, p->dx, &p->dy,
+                              l->u.act.fn == GPUDL_ACT_RELU ? &p->y : &p->x, &p->y);
+}
+static const gpudl__kind gpudl__kind_act = {"act", {NULL}, {NULL}, 0, NULL, gpudl__act_fwd, gpudl__act_bwd};
+
+static gpudl_status gpudl__pool_fwd(gpudl__pass *p) { return gpudl_pool2d_forward(p->m->ctx, &p->y, &p->x, &p->l->u.pool); }
+static gpudl_status gpudl__pool_bwd(gpudl__pass *p) {
+    return p->dx ? gpudl_pool2d_backward(p->m->ctx, p->dx, &p->dy, &p->x, &p->l->u.pool) : GPUDL_OK;
+}
+static const gpudl__kind gpudl__kind_pool2d = {"pool2d", {NULL}, {NULL}, GPUDL__KIND_SEE_THROUGH, NULL, gpudl__pool_fwd,
+                                               gpudl__pool_bwd};
+
+/* The batch statistics forward keeps for backward: mean and 1/std, (C) each. */
+static void gpudl__bn_saved(const gpudl__layer *l, gpudl_tensor *mean, gpudl_tensor *inv_std) {
+    *mean = gpudl__view(&l->saved, 0, -1, 1, &l->u.bn.channels);
+    *inv_std = gpudl__view(&l->saved, l->u.bn.channels, -1, 1, &l->u.bn.channels);
+}
+static gpudl_status gpudl__bn_init(gpudl__pass *p) {   /* gamma 1, beta 0, running mean 0, running var 1 */
+    GPUDL__TRY(gpudl_tensor_fill(p->m->ctx, &p->p[0], 1.0f));
+    return gpudl_tensor_fill(p->m->ctx, &p->buf[1], 1.0f);
+}
+static gpudl_status gpudl__bn_fwd(gpudl__pass *p) {
+    gpudl_tensor mean, inv_std;
+    gpudl__bn_saved(p->l, &mean, &inv_std);
+    return gpudl_batchnorm_forward(p->m->ctx, &p->y, &mean, &inv_std, &p->x, &p->p[0], &p->p[1], &p->buf[0], &p->buf[1],
+                                   p->m->training, 0.1f, 1e-5f);
+}
+static gpudl_status gpudl__bn_bwd(gpudl__pass *p) {
+    gpudl_tensor mean, inv_std;
+    if (!p->m->training)
+        return GPUDL__ERR(p->m->ctx, GPUDL_ERR_UNSUPPORTED, "model_backward: layer %d is batch norm in eval mode; "
+                          "train with gpudl_model_train(m, 1)", p->i);
+    gpudl__bn_saved(p->l, &mean, &inv_std);
+    return gpudl_batchnorm_backward(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0], &mean, &inv_std);
+}
+static const gpudl__kind gpudl__kind_batchnorm = {"batchnorm", {"weight", "bias", NULL}, {"running_mean", "running_var", NULL},
+                                                  GPUDL__KIND_F32_PARAMS | GPUDL__KIND_SEE_THROUGH, gpudl__bn_init,
+                                                  gpudl__bn_fwd, gpudl__bn_bwd};
+
+#define GPUDL__DROPOUT_STREAM 0xd20b0d20b0d2ull   /* xor'ed into the model's seed for the dropout masks */
+static gpudl_status gpudl__dropout_fwd(gpudl__pass *p) {
+    gpudl_model *m = p->m;
+    gpudl__layer *l = p->l;
+    if (!m->training || l->u.dropout.p == 0.0f) return gpudl__copy_same(m->ctx, &p->y, &p->x);
+    l->u.dropout.offset = m->rng_offset;
+    m->rng_offset += (uint64_t)gpudl_tensor_numel(&p->x);
+    return gpudl_dropout_forward(m->ctx, &p->y, &p->x, l->u.dropout.p, m->seed ^ GPUDL__DROPOUT_STREAM, l->u.dropout.offset);
+}
+static gpudl_status gpudl__dropout_bwd(gpudl__pass *p) {
+    gpudl_model *m = p->m;
+    const gpudl__layer *l = p->l;
+    if (!p->dx) return GPUDL_OK;
+    if (!m->training || l->u.dropout.p == 0.0f) return gpudl__copy_same(m->ctx, p->dx, &p->dy);
+    return gpudl_dropout_backward(m->ctx, p->dx, &p->dy, l->u.dropout.p, m->seed ^ GPUDL__DROPOUT_STREAM, l->u.dropout.offset);
+}
+static const gpudl__kind gpudl__kind_dropout = {"dropout", {NULL}, {NULL}, GPUDL__KIND_SEE_THROUGH, NULL, gpudl__dropout_fwd,
+                                                gpudl__dropout_bwd};
+
+/* A view: forward points its output at the input, backward has nothing to do. */
+static const gpudl__kind gpudl__kind_flatten = {"flatten", {NULL}, {NULL}, GPUDL__KIND_VIEW | GPUDL__KIND_SEE_THROUGH, NULL,
+                                                NULL, NULL};
+
+/* Whether the first activation after layer i, looking through the kinds
+   that leave it alone, is ReLU-like (the default init is then He's). */
+static int gpudl__relu_like(const gpudl_model *m, int i) {
+    for (i = i + 1; i < m->nlayers; i++) {
+        const gpudl__layer *l = &m->layers[i];
+        if (l->kind->flags & GPUDL__KIND_SEE_THROUGH) continue;
+        return l->kind == &gpudl__kind_act && (l->u.act.fn == GPUDL_ACT_RELU || l->u.act.fn == GPUDL_ACT_LEAKY_RELU ||
+                                               l->u.act.fn == GPUDL_ACT_GELU);
+    }
+    return 0;
+}
+
+/* Weights (out, in, ...) drawn from fan-in and fan-out: He's normal before
+   a ReLU-like activation (or when asked for), Glorot's uniform otherwise;
+   the bias stays 0. Each weight's draw depends on its offset only. */
+static gpudl_status gpudl__fan_init(gpudl__pass *p) {
+    gpudl_model *m = p->m;
+    const gpudl__shape *w = &p->l->pshape[0];
+    double field = (double)gpudl__prod(w->ndim - 2, w->d + 2), fan_in = (double)w->d[1] * field, fan_out = (double)w->d[0] * field;
+    uint64_t off = (uint64_t)p->l->poff[0];
+    float a;
+    if (m->desc.init == GPUDL_INIT_HE || (m->desc.init == GPUDL_INIT_DEFAULT && gpudl__relu_like(m, p->i)))
+        return gpudl__fill_random(m->ctx, &p->p[0], m->seed, off, 1, 0.0f, (float)sqrt(2.0 / fan_in));
+    a = (float)sqrt(6.0 / (fan_in + fan_out));
+    return gpudl__fill_random(m->ctx, &p->p[0], m->seed, off, 0, -a, a);
+}
+
+static gpudl_status gpudl__linear_fwd(gpudl__pass *p) { return gpudl_linear_forward(p->m->ctx, &p->y, &p->x, &p->p[0], &p->p[1]); }
+static gpudl_status gpudl__linear_bwd(gpudl__pass *p) {
+    return gpudl_linear_backward(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0]);
+}
+static const gpudl__kind gpudl__kind_linear = {"linear", {"weight", "bias", NULL}, {NULL}, 0, gpudl__fan_init, gpudl__linear_fwd,
+                                               gpudl__linear_bwd};
+
+static gpudl_status gpudl__conv_fwd(gpudl__pass *p) {
+    return gpudl_conv2d_forward(p->m->ctx, &p->y, &p->x, &p->p[0], &p->p[1], &p->l->u.conv);
+}
+static gpudl_status gpudl__conv_bwd(gpudl__pass *p) {
+    return gpudl_conv2d_backward(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0], &p->l->u.conv);
+}
+static const gpudl__kind gpudl__kind_conv2d = {"conv2d", {"weight", "bias", NULL}, {NULL}, 0, gpudl__fan_init, gpudl__conv_fwd,
+                                               gpudl__conv_bwd};
+
+/* ---- adding layers: check the arguments, fill in the shapes ---- */
+
 GPUDL__DEF gpudl_status gpudl_model_add_linear(gpudl_model *m, int64_t in_features, int64_t out_features) {
     gpudl__layer l;
     char sh[64];
     if (!m) return GPUDL_ERR_INVALID_ARG;
     if (in_features < 1 || out_features < 1)
-        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "add_linear: features must be >= 1 (got %lld -> %lld)",
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_INVALID_ARG, "add_linear: features must be >= 1 (got %lld -> %lld)",
                           (long long)in_features, (long long)out_features);
     if (m->cur_ndim != 1 || m->cur_shape[0] != in_features)
-        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "add_linear(%lld -> %lld): the previous layer gives %s per sample%s",
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_SHAPE, "add_linear(%lld -> %lld): the previous layer gives %s per sample%s",
                           (long long)in_features, (long long)out_features, gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh),
                           m->cur_ndim > 1 ? " (add a flatten first)" : "");
     memset(&l, 0, sizeof l);
-    l.kind = GPUDL__L_LINEAR;
-    l.in_f = in_features; l.out_f = out_features;
+    l.kind = &gpudl__kind_linear;
     l.out_ndim = 1; l.out_shape[0] = out_features;
-    l.w_ndim = 2; l.w_shape[0] = out_features; l.w_shape[1] = in_features;
+    l.pshape[0] = gpudl__shape4(2, out_features, in_features, 0, 0);
+    l.pshape[1] = gpudl__shape4(1, out_features, 0, 0, 0);
     return gpudl__add(m, &l);
 }
 
@@ -4476,25 +5073,25 @@ GPUDL__DEF gpudl_status gpudl_model_add_conv2d(gpudl_model *m, int64_t in_channe
     char sh[64];
     if (!m) return GPUDL_ERR_INVALID_ARG;
     if (m->cur_ndim != 3 || m->cur_shape[0] != in_channels || in_channels < 1 || out_channels < 1 || kernel < 1)
-        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "add_conv2d(%lld -> %lld channels, kernel %lld): the previous layer gives %s "
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_SHAPE, "add_conv2d(%lld -> %lld channels, kernel %lld): the previous layer gives %s "
                           "per sample; need C x H x W with C = in_channels", (long long)in_channels, (long long)out_channels,
                           (long long)kernel, gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh));
     memset(&l, 0, sizeof l);
-    l.kind = GPUDL__L_CONV;
-    if (desc) l.conv = *desc;
-    g.sh = l.conv.stride_h ? l.conv.stride_h : 1; g.sw = l.conv.stride_w ? l.conv.stride_w : 1;
-    g.dh = l.conv.dil_h ? l.conv.dil_h : 1; g.dw = l.conv.dil_w ? l.conv.dil_w : 1;
-    g.ph = l.conv.pad_h; g.pw = l.conv.pad_w;
+    l.kind = &gpudl__kind_conv2d;
+    if (desc) l.u.conv = *desc;
+    g.sh = l.u.conv.stride_h ? l.u.conv.stride_h : 1; g.sw = l.u.conv.stride_w ? l.u.conv.stride_w : 1;
+    g.dh = l.u.conv.dil_h ? l.u.conv.dil_h : 1; g.dw = l.u.conv.dil_w ? l.u.conv.dil_w : 1;
+    g.ph = l.u.conv.pad_h; g.pw = l.u.conv.pad_w;
     if (g.ph < 0 || g.pw < 0 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 ||
         m->cur_shape[1] + 2 * g.ph < g.dh * (kernel - 1) + 1 || m->cur_shape[2] + 2 * g.pw < g.dw * (kernel - 1) + 1)
-        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "add_conv2d: kernel %lld does not fit a %s input with this padding",
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_SHAPE, "add_conv2d: kernel %lld does not fit a %s input with this padding",
                           (long long)kernel, gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh));
-    l.in_f = in_channels; l.out_f = out_channels; l.k = kernel;
     l.out_ndim = 3;
     l.out_shape[0] = out_channels;
     l.out_shape[1] = (m->cur_shape[1] + 2 * g.ph - g.dh * (kernel - 1) - 1) / g.sh + 1;
     l.out_shape[2] = (m->cur_shape[2] + 2 * g.pw - g.dw * (kernel - 1) - 1) / g.sw + 1;
-    l.w_ndim = 4; l.w_shape[0] = out_channels; l.w_shape[1] = in_channels; l.w_shape[2] = l.w_shape[3] = kernel;
+    l.pshape[0] = gpudl__shape4(4, out_channels, in_channels, kernel, kernel);
+    l.pshape[1] = gpudl__shape4(1, out_channels, 0, 0, 0);
     return gpudl__add(m, &l);
 }
 
@@ -4502,11 +5099,11 @@ GPUDL__DEF gpudl_status gpudl_model_add_act(gpudl_model *m, gpudl_act act, float
     gpudl__layer l;
     if (!m) return GPUDL_ERR_INVALID_ARG;
     if (act < GPUDL_ACT_RELU || act > GPUDL_ACT_SIGMOID)
-        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "add_act: %d is not a gpudl_act", (int)act);
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_INVALID_ARG, "add_act: %d is not a gpudl_act", (int)act);
     memset(&l, 0, sizeof l);
-    l.kind = GPUDL__L_ACT;
-    l.act = (int)act;
-    l.alpha = (act == GPUDL_ACT_LEAKY_RELU && alpha == 0.0f) ? 0.01f : alpha;
+    l.kind = &gpudl__kind_act;
+    l.u.act.fn = act;
+    l.u.act.alpha = (act == GPUDL_ACT_LEAKY_RELU && alpha == 0.0f) ? 0.01f : alpha;
     return gpudl__add(m, &l);
 }
 
@@ -4520,14 +5117,14 @@ GPUDL__DEF gpudl_status gpudl_model_add_pool2d(gpudl_model *m, const gpudl_pool2
     if (!desc || (desc->kind != GPUDL_POOL_MAX && desc->kind != GPUDL_POOL_AVG) || desc->k_h < 1 || desc->k_w < 1 ||
         desc->stride_h < 0 || desc->stride_w < 0 || desc->pad_h < 0 || desc->pad_w < 0 || 2 * desc->pad_h > desc->k_h ||
         2 * desc->pad_w > desc->k_w)
-        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "add_pool2d: need kind MAX or AVG, a kernel >= 1 and padding at "
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_INVALID_ARG, "add_pool2d: need kind MAX or AVG, a kernel >= 1 and padding at "
                           "most half the kernel");
     if (m->cur_ndim != 3 || m->cur_shape[1] + 2 * desc->pad_h < desc->k_h || m->cur_shape[2] + 2 * desc->pad_w < desc->k_w)
-        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "add_pool2d: a %lldx%lld window does not fit a %s input",
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_SHAPE, "add_pool2d: a %lldx%lld window does not fit a %s input",
                           (long long)desc->k_h, (long long)desc->k_w, gpudl__shape_str(m->cur_ndim, m->cur_shape, s, sizeof s));
     memset(&l, 0, sizeof l);
-    l.kind = GPUDL__L_POOL;
-    l.pool = *desc;
+    l.kind = &gpudl__kind_pool2d;
+    l.u.pool = *desc;
     sh = desc->stride_h ? desc->stride_h : desc->k_h;
     sw = desc->stride_w ? desc->stride_w : desc->k_w;
     l.out_ndim = 3;
@@ -4551,23 +5148,24 @@ GPUDL__DEF gpudl_status gpudl_model_add_batchnorm2d(gpudl_model *m, int64_t chan
     char s[64];
     if (!m) return GPUDL_ERR_INVALID_ARG;
     if ((m->cur_ndim != 3 && m->cur_ndim != 1) || m->cur_shape[0] != channels)
-        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "add_batchnorm2d(%lld): the previous layer gives %s per sample; need "
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_SHAPE, "add_batchnorm2d(%lld): the previous layer gives %s per sample; need "
                           "C x H x W (or C) with C = channels", (long long)channels,
                           gpudl__shape_str(m->cur_ndim, m->cur_shape, s, sizeof s));
     memset(&l, 0, sizeof l);
-    l.kind = GPUDL__L_BN;
-    l.in_f = channels;
-    l.w_ndim = 1; l.w_shape[0] = channels;
+    l.kind = &gpudl__kind_batchnorm;
+    l.u.bn.channels = channels;
+    l.pshape[0] = l.pshape[1] = l.bufshape[0] = l.bufshape[1] = gpudl__shape4(1, channels, 0, 0, 0);
+    l.savedshape = gpudl__shape4(2, 2, channels, 0, 0);
     return gpudl__add(m, &l);
 }
 
 GPUDL__DEF gpudl_status gpudl_model_add_dropout(gpudl_model *m, float p) {
     gpudl__layer l;
     if (!m) return GPUDL_ERR_INVALID_ARG;
-    if (!(p >= 0.0f && p < 1.0f)) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "add_dropout: p = %g is not in [0, 1)", (double)p);
+    if (!(p >= 0.0f && p < 1.0f)) return GPUDL__ADD_ERR(m, GPUDL_ERR_INVALID_ARG, "add_dropout: p = %g is not in [0, 1)", (double)p);
     memset(&l, 0, sizeof l);
-    l.kind = GPUDL__L_DROPOUT;
-    l.p = p;
+    l.kind = &gpudl__kind_dropout;
+    l.u.dropout.p = p;
     return gpudl__add(m, &l);
 }
 
@@ -4575,72 +5173,65 @@ GPUDL__DEF gpudl_status gpudl_model_add_flatten(gpudl_model *m) {
     gpudl__layer l;
     if (!m) return GPUDL_ERR_INVALID_ARG;
     memset(&l, 0, sizeof l);
-    l.kind = GPUDL__L_FLATTEN;
+    l.kind = &gpudl__kind_flatten;
     l.out_ndim = 1;
     l.out_shape[0] = gpudl__prod(m->cur_ndim, m->cur_shape);
     return gpudl__add(m, &l);
 }
 
+/* ---- build, forward, backward: the same loops for every kind ---- */
+
 /* The real parameter count (the flat buffer also holds alignment padding). */
 static int64_t gpudl__count_params(const gpudl_model *m) {
     int64_t n = 0;
     int i;
-    for (i = 0; i < m->n; i++)
-        if (m->L[i].kind == GPUDL__L_LINEAR || m->L[i].kind == GPUDL__L_CONV || m->L[i].kind == GPUDL__L_BN)
-            n += gpudl__prod(m->L[i].w_ndim, m->L[i].w_shape) + (m->L[i].kind == GPUDL__L_BN ? m->L[i].in_f : m->L[i].out_f);
+    for (i = 0; i < m->nlayers; i++) n += m->layers[i].nparam_elems;
     return n;
 }
 
 /* Parameter offsets are rounded up to 64 floats (256 bytes) for the GEMM libraries. */
 static int64_t gpudl__align64(int64_t n) { return (n + 63) & ~(int64_t)63; }
 
-static int gpudl__relu_like(const gpudl_model *m, int i) {
-    for (i = i + 1; i < m->n; i++) {
-        int k = m->L[i].kind;
-        if (k == GPUDL__L_BN || k == GPUDL__L_DROPOUT || k == GPUDL__L_POOL || k == GPUDL__L_FLATTEN) continue;
-        return k == GPUDL__L_ACT && (m->L[i].act == GPUDL_ACT_RELU || m->L[i].act == GPUDL_ACT_LEAKY_RELU ||
-                                     m->L[i].act == GPUDL_ACT_GELU);
-    }
-    return 0;
-}
-
 static gpudl_status gpudl__model_init(gpudl_model *m) {
-    gpudl_ctx *ctx = m->ctx;
     int i;
-    GPUDL__TRY(gpudl_tensor_fill(ctx, &m->params, 0.0f));
-    GPUDL__TRY(gpudl_tensor_fill(ctx, &m->grads, 0.0f));
-    if (m->nbuffers) GPUDL__TRY(gpudl_tensor_fill(ctx, &m->buffers, 0.0f));
-    for (i = 0; i < m->n; i++) {
-        gpudl__layer *l = &m->L[i];
-        gpudl_tensor w = gpudl__view(&m->params, l->w_off, -1, l->w_ndim, l->w_shape);
-        if (l->kind == GPUDL__L_LINEAR || l->kind == GPUDL__L_CONV) {
-            int64_t ksz = l->kind == GPUDL__L_CONV ? l->k * l->k : 1;
-            double fan_in = (double)(l->in_f * ksz), fan_out = (double)(l->out_f * ksz);
-            int he = m->desc.init == GPUDL_INIT_HE || (m->desc.init == GPUDL_INIT_DEFAULT && gpudl__relu_like(m, i));
-            if (he) GPUDL__TRY(gpudl__fill_random(ctx, &w, m->seed, (uint64_t)l->w_off, 1, 0.0f, (float)sqrt(2.0 / fan_in)));
-            else {
-                float a = (float)sqrt(6.0 / (fan_in + fan_out));
-                GPUDL__TRY(gpudl__fill_random(ctx, &w, m->seed, (uint64_t)l->w_off, 0, -a, a));
-            }
-        } else if (l->kind == GPUDL__L_BN) {
-            gpudl_tensor rv = gpudl__view(&m->buffers, l->buf_off + l->in_f, -1, 1, &l->in_f);
-            GPUDL__TRY(gpudl_tensor_fill(ctx, &w, 1.0f));     /* gamma 1, beta 0, running var 1 */
-            GPUDL__TRY(gpudl_tensor_fill(ctx, &rv, 1.0f));
-        }
+    GPUDL__TRY(gpudl_tensor_fill(m->ctx, &m->params, 0.0f));
+    GPUDL__TRY(gpudl_tensor_fill(m->ctx, &m->grads, 0.0f));
+    if (m->nbuffers) GPUDL__TRY(gpudl_tensor_fill(m->ctx, &m->buffers, 0.0f));
+    for (i = 0; i < m->nlayers; i++) {
+        gpudl__pass p;
+        if (!m->layers[i].kind->init) continue;
+        gpudl__pass_begin(m, i, &m->params, &p);
+        GPUDL__TRY(m->layers[i].kind->init(&p));
     }
     return GPUDL_OK;
+}
+
+/* Frees what gpudl_model_build allocates; the model is unbuilt after it. */
+static void gpudl__build_undo(gpudl_model *m) {
+    gpudl_ctx *ctx = m->ctx;
+    int i;
+    gpudl__acts_free(m);
+    for (i = 0; i < m->nlayers; i++) gpudl_tensor_free(ctx, &m->layers[i].saved);
+    gpudl_tensor_free(ctx, &m->params); gpudl_tensor_free(ctx, &m->grads); gpudl_tensor_free(ctx, &m->buffers);
+    gpudl_tensor_free(ctx, &m->probs); gpudl_tensor_free(ctx, &m->loss); gpudl_tensor_free(ctx, &m->clip);
+    gpudl_tensor_free(ctx, &m->preds);
+    gpudl__amp_release(m);
 }
 
 GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc *desc) {
     gpudl_ctx *ctx;
     int64_t off = 0, boff = 0, B, one = 1, two[2];
-    int i;
+    int i, j;
+    gpudl_status s = GPUDL_OK;
     char sh[64];
     if (!m) return GPUDL_ERR_INVALID_ARG;
     ctx = m->ctx;
     GPUDL__ENTER(ctx);
     if (m->built) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: the model is already built");
-    if (m->n == 0) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: the model has no layers");
+    if (m->refused != GPUDL_OK)
+        return GPUDL__ERR(ctx, m->refused, "model_build: layer %d was refused, so the model is not what it says (%s); "
+                          "create the model again without that mistake", m->refused_at, m->refused_msg);
+    if (m->nlayers == 0) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: the model has no layers");
     memset(&m->desc, 0, sizeof m->desc);
     if (desc) m->desc = *desc;
     if (m->desc.max_batch < 0 || (m->desc.loss != GPUDL_LOSS_SOFTMAX_XENT && m->desc.loss != GPUDL_LOSS_MSE) ||
@@ -4652,49 +5243,30 @@ GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc
                           "layer gives %s (add flatten and linear)", gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh));
     B = m->desc.max_batch;
     m->seed = m->desc.seed ? m->desc.seed : ctx->rng_seed;
-    for (i = 0; i < m->n; i++) {   /* the size table */
-        gpudl__layer *l = &m->L[i];
-        if (l->kind == GPUDL__L_LINEAR || l->kind == GPUDL__L_CONV || l->kind == GPUDL__L_BN) {
-            l->w_off = off;
-            off = gpudl__align64(off + gpudl__prod(l->w_ndim, l->w_shape));
-            l->b_off = off;
-            off = gpudl__align64(off + (l->kind == GPUDL__L_BN ? l->in_f : l->out_f));
-        }
-        if (l->kind == GPUDL__L_BN) { l->buf_off = boff; boff += 2 * l->in_f; }
+    for (i = 0; i < m->nlayers; i++) {   /* the layout: each parameter 64-float aligned, the buffers packed */
+        gpudl__layer *l = &m->layers[i];
+        for (j = 0; j < l->np; j++) { l->poff[j] = off; off = gpudl__align64(off + gpudl__prod(l->pshape[j].ndim, l->pshape[j].d)); }
+        for (j = 0; j < l->nbuf; j++) { l->bufoff[j] = boff; boff += gpudl__prod(l->bufshape[j].ndim, l->bufshape[j].d); }
     }
     m->nparams = off;
     m->nbuffers = boff;
     if (off == 0) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: the model has no parameters");
-    {
-        gpudl_status s = GPUDL_OK;
-        s = gpudl_tensor_create(ctx, &m->params, GPUDL_F32, 1, &m->nparams);
-        if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->grads, GPUDL_F32, 1, &m->nparams);
-        if (s == GPUDL_OK && boff) s = gpudl_tensor_create(ctx, &m->buffers, GPUDL_F32, 1, &m->nbuffers);
-        if (s == GPUDL_OK) s = gpudl__acts_alloc(m, GPUDL_F32);
-        for (i = 0; i < m->n && s == GPUDL_OK; i++) {
-            gpudl__layer *l = &m->L[i];
-            if (l->kind == GPUDL__L_BN) {
-                two[0] = 2; two[1] = l->in_f;
-                s = gpudl_tensor_create(ctx, &l->save, GPUDL_F32, 2, two);
-            }
-        }
-        if (s == GPUDL_OK && m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT) {
-            two[0] = B; two[1] = m->cur_shape[0];
-            s = gpudl_tensor_create(ctx, &m->probs, GPUDL_F32, 2, two);
-        }
-        if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->loss, GPUDL_F32, 1, &one);
-        if (s == GPUDL_OK) { two[0] = 2; s = gpudl_tensor_create(ctx, &m->clip, GPUDL_F32, 1, two); }
-        if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->preds, GPUDL_I32, 1, &B);
-        if (s == GPUDL_OK) s = gpudl__model_init(m);
-        if (s != GPUDL_OK) {   /* leave the model as it was: unbuilt, nothing allocated */
-            gpudl__acts_free(m);
-            for (i = 0; i < m->n; i++) gpudl_tensor_free(ctx, &m->L[i].save);
-            gpudl_tensor_free(ctx, &m->params); gpudl_tensor_free(ctx, &m->grads); gpudl_tensor_free(ctx, &m->buffers);
-            gpudl_tensor_free(ctx, &m->probs); gpudl_tensor_free(ctx, &m->loss); gpudl_tensor_free(ctx, &m->clip);
-            gpudl_tensor_free(ctx, &m->preds);
-            return s;
-        }
+    s = gpudl_tensor_create(ctx, &m->params, GPUDL_F32, 1, &m->nparams);
+    if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->grads, GPUDL_F32, 1, &m->nparams);
+    if (s == GPUDL_OK && boff) s = gpudl_tensor_create(ctx, &m->buffers, GPUDL_F32, 1, &m->nbuffers);
+    if (s == GPUDL_OK) s = gpudl__acts_alloc(m, GPUDL_F32);
+    for (i = 0; i < m->nlayers && s == GPUDL_OK; i++)
+        if (m->layers[i].savedshape.ndim) s = gpudl_tensor_create(ctx, &m->layers[i].saved, GPUDL_F32, m->layers[i].savedshape.ndim, m->layers[i].savedshape.d);
+    if (s == GPUDL_OK && m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT) {
+        two[0] = B; two[1] = m->cur_shape[0];
+        s = gpudl_tensor_create(ctx, &m->probs, GPUDL_F32, 2, two);
     }
+    if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->loss, GPUDL_F32, 1, &one);
+    if (s == GPUDL_OK) { two[0] = 2; s = gpudl_tensor_create(ctx, &m->clip, GPUDL_F32, 1, two); }
+    if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->preds, GPUDL_I32, 1, &B);
+    if (s == GPUDL_OK) s = gpudl__model_init(m);
+    if (s == GPUDL_OK) s = gpudl__check_make(m);
+    if (s != GPUDL_OK) { gpudl__build_undo(m); return s; }   /* the model stays as it was: unbuilt, nothing allocated */
     m->built = 1;
     return GPUDL_OK;
 }
@@ -4708,18 +5280,11 @@ static gpudl_status gpudl__check_built(gpudl_model *m, const char *what) {
     return GPUDL_OK;
 }
 
-/* The weight / bias views of layer l in a flat buffer (params or grads). */
-static gpudl_tensor gpudl__w(const gpudl__layer *l, const gpudl_tensor *flat) { return gpudl__view(flat, l->w_off, -1, l->w_ndim, l->w_shape); }
-static gpudl_tensor gpudl__b(const gpudl__layer *l, const gpudl_tensor *flat) {
-    int64_t n = l->kind == GPUDL__L_BN ? l->in_f : l->out_f;
-    return gpudl__view(flat, l->b_off, -1, 1, &n);
-}
-
-/* The weights layer l computes with: the 16-bit copy under mixed precision
-   (the FP32 master weights stay with the optimizer), except batch norm's
-   scale and shift, which stay f32 as its statistics do. */
+/* The parameters layer l computes with: the 16-bit copy under mixed
+   precision (the FP32 master weights stay with the optimizer), except for
+   kinds whose parameters stay f32 (batch norm's, like its statistics). */
 static const gpudl_tensor *gpudl__wsrc(const gpudl_model *m, const gpudl__layer *l) {
-    return m->params16.data && l->kind != GPUDL__L_BN ? &m->params16 : &m->params;
+    return m->params16.data && !(l->kind->flags & GPUDL__KIND_F32_PARAMS) ? &m->params16 : &m->params;
 }
 
 /* Rounds a buffer to what 16-bit storage would hold (mixed precision only). */
@@ -4739,19 +5304,36 @@ static gpudl_status gpudl__round16(gpudl_model *m, gpudl_tensor *t) {
     return GPUDL_OK;
 }
 
-/* Layer i's input and output for the current batch. */
-static gpudl_tensor gpudl__lin(const gpudl_model *m, int i) {
-    const gpudl__layer *l = &m->L[i];
-    return gpudl__view(i == 0 ? &m->input : &m->L[i - 1].out, 0, m->batch, l->in_ndim, l->in_shape);
+#ifndef GPUDL_NO_CUDA
+/* On the GPU a linear or conv layer followed by an activation adds its bias
+   and applies the activation in one kernel after the GEMM (one launch and
+   one pass over the output fewer; the same bits). Both outputs are written:
+   LeakyReLU's and GELU's backward read the input. *done: the layer and the
+   activation after it are done. */
+static gpudl_status gpudl__forward_fused(gpudl__pass *p, int *done) {
+    gpudl_model *m = p->m;
+    gpudl_ctx *ctx = m->ctx;
+    const gpudl__layer *l = p->l, *a = p->i + 1 < m->nlayers ? &m->layers[p->i + 1] : NULL;
+    int linear = l->kind == &gpudl__kind_linear;
+    gpudl_tensor post;
+    *done = 0;
+    if ((!linear && l->kind != &gpudl__kind_conv2d) || !a || a->kind != &gpudl__kind_act) return GPUDL_OK;
+    post = gpudl__layer_output(m, p->i + 1, 0);
+    if (linear && a->u.act.fn == GPUDL_ACT_RELU) {
+        /* with cuBLASLt: bias and ReLU in the GEMM, only the ReLU's output
+           written (its backward reads that output, see gpudl__act_bwd) */
+        GPUDL__TRY(gpudl__lt_linear(ctx, &post, &p->x, &p->p[0], &p->p[1], 1, done));
+        if (*done) return GPUDL_OK;
+    }
+    if (linear) GPUDL__TRY(gpudl_linear_forward(ctx, &p->y, &p->x, &p->p[0], NULL));
+    else GPUDL__TRY(gpudl_conv2d_forward(ctx, &p->y, &p->x, &p->p[0], NULL, &l->u.conv));
+    GPUDL__LAUNCH(ctx, gpudl_k_bias_act(ctx->stream, (int)a->u.act.fn, a->u.act.alpha, p->y.data, post.data, p->p[1].data,
+                                        (int)p->y.dtype, gpudl_tensor_numel(&p->y), l->out_shape[0],
+                                        gpudl__prod(l->out_ndim - 1, l->out_shape + 1)));
+    *done = 1;
+    return GPUDL_OK;
 }
-static gpudl_tensor gpudl__lout(const gpudl_model *m, int i, int grad) {
-    const gpudl__layer *l = &m->L[i];
-    return gpudl__view(grad ? &l->dout : &l->out, 0, m->batch, l->out_ndim, l->out_shape);
-}
-
-static gpudl_status gpudl__copy_same(gpudl_ctx *ctx, gpudl_tensor *dst, const gpudl_tensor *src) {
-    return gpudl__memcpy(ctx, dst->data, dst->device, src->data, src->device, gpudl_tensor_bytes(src));
-}
+#endif
 
 GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *x, gpudl_tensor *out) {
     gpudl_ctx *ctx;
@@ -4772,71 +5354,30 @@ GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *
     m->input = *x;
     m->batch = x->shape[0];
     m->have_loss = 0;
-    if (m->adt != GPUDL_F32) {   /* 16-bit activations start with the input */
-        m->input = gpudl__view(&m->xin, 0, m->batch, m->in_ndim, m->in_shape);
+    if (m->act_dtype != GPUDL_F32) {   /* 16-bit activations start with the input */
+        m->input = gpudl__view(&m->input16, 0, m->batch, m->in_ndim, m->in_shape);
         GPUDL__TRY(gpudl_tensor_cast(ctx, &m->input, x));
     }
-    for (i = 0; i < m->n; i++) {
-        gpudl__layer *l = &m->L[i];
-        gpudl_tensor in = gpudl__lin(m, i), y, w, b;
-        if (l->kind == GPUDL__L_FLATTEN) {   /* a view of its input */
-            l->out.data = i == 0 ? m->input.data : m->L[i - 1].out.data;
+    for (i = 0; i < m->nlayers; i++) {
+        gpudl__layer *l = &m->layers[i];
+        gpudl__pass p;
+        if (l->kind->flags & GPUDL__KIND_VIEW) {   /* the input's memory */
+            l->out.data = i == 0 ? m->input.data : m->layers[i - 1].out.data;
             continue;
         }
-        y = gpudl__lout(m, i, 0);
-        w = gpudl__w(l, gpudl__wsrc(m, l));
-        b = gpudl__b(l, gpudl__wsrc(m, l));
+        gpudl__pass_begin(m, i, gpudl__wsrc(m, l), &p);
+        p.x = gpudl__layer_input(m, i);
+        p.y = gpudl__layer_output(m, i, 0);
 #ifndef GPUDL_NO_CUDA
-        /* On the GPU a linear or conv layer followed by an activation adds
-           its bias and applies the activation in one kernel after the GEMM
-           (one launch and one pass over the output fewer; the same bits).
-           Both outputs are written: LeakyReLU's and GELU's backward read the input. */
-        if (GPUDL__ON_GPU(&in) && (l->kind == GPUDL__L_LINEAR || l->kind == GPUDL__L_CONV) && i + 1 < m->n &&
-            m->L[i + 1].kind == GPUDL__L_ACT) {
-            gpudl__layer *a = &m->L[i + 1];
-            gpudl_tensor post = gpudl__lout(m, i + 1, 0);
-            int64_t C = l->kind == GPUDL__L_LINEAR ? l->out_f : l->out_shape[0];
-            int64_t inner = l->kind == GPUDL__L_LINEAR ? 1 : l->out_shape[1] * l->out_shape[2];
-            if (l->kind == GPUDL__L_LINEAR && a->act == GPUDL_ACT_RELU) {
-                /* with cuBLASLt: bias and ReLU in the GEMM, only the ReLU's output
-                   written (its backward reads that output, see model_backward) */
-                int done;
-                GPUDL__TRY(gpudl__lt_linear(ctx, &post, &in, &w, &b, 1, &done));
-                if (done) { i++; continue; }
-            }
-            if (l->kind == GPUDL__L_LINEAR) GPUDL__TRY(gpudl_linear_forward(ctx, &y, &in, &w, NULL));
-            else GPUDL__TRY(gpudl_conv2d_forward(ctx, &y, &in, &w, NULL, &l->conv));
-            GPUDL__LAUNCH(ctx, gpudl_k_bias_act(ctx->stream, a->act, a->alpha, y.data, post.data, b.data, (int)y.dtype,
-                                                gpudl_tensor_numel(&y), C, inner));
-            i++;   /* the activation layer is done */
-            continue;
+        if (GPUDL__ON_GPU(&p.x)) {
+            int done;
+            GPUDL__TRY(gpudl__forward_fused(&p, &done));
+            if (done) { i++; continue; }
         }
 #endif
-        switch (l->kind) {
-        case GPUDL__L_LINEAR: GPUDL__TRY(gpudl_linear_forward(ctx, &y, &in, &w, &b)); break;
-        case GPUDL__L_CONV:   GPUDL__TRY(gpudl_conv2d_forward(ctx, &y, &in, &w, &b, &l->conv)); break;
-        case GPUDL__L_ACT:    GPUDL__TRY(gpudl_act_forward(ctx, (gpudl_act)l->act, l->alpha, &y, &in)); break;
-        case GPUDL__L_POOL:   GPUDL__TRY(gpudl_pool2d_forward(ctx, &y, &in, &l->pool)); break;
-        case GPUDL__L_BN: {
-            gpudl_tensor rm = gpudl__view(&m->buffers, l->buf_off, -1, 1, &l->in_f);
-            gpudl_tensor rv = gpudl__view(&m->buffers, l->buf_off + l->in_f, -1, 1, &l->in_f);
-            gpudl_tensor sm = gpudl__view(&l->save, 0, -1, 1, &l->in_f), si = gpudl__view(&l->save, l->in_f, -1, 1, &l->in_f);
-            GPUDL__TRY(gpudl_batchnorm_forward(ctx, &y, &sm, &si, &in, &w, &b, &rm, &rv, m->training, 0.1f, 1e-5f));
-            break;
-        }
-        case GPUDL__L_DROPOUT:
-            if (m->training && l->p > 0.0f) {
-                l->drop_offset = m->rng_offset;
-                m->rng_offset += (uint64_t)gpudl_tensor_numel(&in);
-                GPUDL__TRY(gpudl_dropout_forward(ctx, &y, &in, l->p, m->seed ^ 0xd20b0d20b0d2ull, l->drop_offset));
-            } else {
-                GPUDL__TRY(gpudl__copy_same(ctx, &y, &in));
-            }
-            break;
-        default: break;
-        }
+        if (l->kind->forward) GPUDL__TRY(l->kind->forward(&p));
     }
-    if (out) *out = gpudl__lout(m, m->n - 1, 0);
+    if (out) *out = gpudl__layer_output(m, m->nlayers - 1, 0);
     return GPUDL_OK;
 }
 
@@ -4848,8 +5389,8 @@ GPUDL__DEF gpudl_status gpudl_model_loss(gpudl_model *m, const gpudl_tensor *tar
     GPUDL__TRY(gpudl__check_built(m, "model_loss"));
     if (m->batch == 0) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_loss: call gpudl_model_forward first");
     if (!target) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_loss: target is NULL");
-    out = gpudl__lout(m, m->n - 1, 0);
-    dout = gpudl__lout(m, m->n - 1, 1);
+    out = gpudl__layer_output(m, m->nlayers - 1, 0);
+    dout = gpudl__layer_output(m, m->nlayers - 1, 1);
     /* the loss in f32; under FP16 its gradient is multiplied by the loss
        scale where the scale lives (no host sync), before the one rounding */
     dscale = m->precision == GPUDL_PRECISION_FP16 ? &gpudl__scaler(m)->scale : NULL;
@@ -4872,46 +5413,33 @@ GPUDL__DEF gpudl_status gpudl_model_loss_value(gpudl_model *m, float *loss) {
 }
 
 GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
-    gpudl_ctx *ctx;
-    int i;
+    int i, j, first_param;
     GPUDL__TRY(gpudl__check_built(m, "model_backward"));
-    ctx = m->ctx;
-    if (!m->have_loss) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_backward: call gpudl_model_loss after forward first");
-    for (i = m->n - 1; i >= 0; i--) {
-        gpudl__layer *l = &m->L[i];
-        gpudl_tensor x = gpudl__lin(m, i), y = gpudl__lout(m, i, 0), dy = gpudl__lout(m, i, 1), dxv, *dx = NULL;
-        gpudl_tensor w = gpudl__w(l, gpudl__wsrc(m, l)), dw = gpudl__w(l, &m->grads), db = gpudl__b(l, &m->grads);
-        if (i > 0) { dxv = gpudl__view(&m->L[i - 1].dout, 0, m->batch, l->in_ndim, l->in_shape); dx = &dxv; }
-        else if (m->want_dinput && m->adt == GPUDL_F32) {
-            dxv = gpudl__view(&m->dinput, 0, m->batch, l->in_ndim, l->in_shape);
-            dx = &dxv;
+    if (!m->have_loss) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_backward: call gpudl_model_loss after forward first");
+    /* Input gradients are needed only above the first layer with parameters
+       (a flatten before the first linear layer needs none: its GEMM would be
+       wasted), unless the caller asked for the input's gradient. */
+    for (first_param = 0; first_param < m->nlayers && m->layers[first_param].np == 0; first_param++) {}
+    for (i = m->nlayers - 1; i >= 0; i--) {
+        gpudl__layer *l = &m->layers[i];
+        gpudl__pass p;
+        gpudl_tensor dx;
+        gpudl__pass_begin(m, i, gpudl__wsrc(m, l), &p);
+        for (j = 0; j < l->np; j++) p.g[j] = gpudl__param(l, j, &m->grads);
+        p.x = gpudl__layer_input(m, i);
+        p.y = gpudl__layer_output(m, i, 0);
+        p.dy = gpudl__layer_output(m, i, 1);
+        if (i > 0 && (i > first_param || m->want_dinput)) {
+            dx = gpudl__view(&m->layers[i - 1].dout, 0, m->batch, l->in_ndim, l->in_shape);
+            p.dx = &dx;
+        } else if (m->want_dinput && m->act_dtype == GPUDL_F32) {
+            dx = gpudl__view(&m->dinput, 0, m->batch, l->in_ndim, l->in_shape);
+            p.dx = &dx;
         }
-        switch (l->kind) {
-        case GPUDL__L_LINEAR: GPUDL__TRY(gpudl_linear_backward(ctx, dx, &dw, &db, &dy, &x, &w)); break;
-        case GPUDL__L_CONV:   GPUDL__TRY(gpudl_conv2d_backward(ctx, dx, &dw, &db, &dy, &x, &w, &l->conv)); break;
-        case GPUDL__L_ACT:
-            /* ReLU's derivative from its output (y > 0 exactly where x > 0):
-               the input is not written when cuBLASLt fused the ReLU */
-            if (dx) GPUDL__TRY(gpudl_act_backward(ctx, (gpudl_act)l->act, l->alpha, dx, &dy, l->act == GPUDL_ACT_RELU ? &y : &x, &y));
-            break;
-        case GPUDL__L_POOL:   if (dx) GPUDL__TRY(gpudl_pool2d_backward(ctx, dx, &dy, &x, &l->pool)); break;
-        case GPUDL__L_BN: {
-            gpudl_tensor sm = gpudl__view(&l->save, 0, -1, 1, &l->in_f), si = gpudl__view(&l->save, l->in_f, -1, 1, &l->in_f);
-            if (!m->training)
-                return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "model_backward: layer %d is batch norm in eval mode; "
-                                  "train with gpudl_model_train(m, 1)", i);
-            GPUDL__TRY(gpudl_batchnorm_backward(ctx, dx, &dw, &db, &dy, &x, &w, &sm, &si));
-            break;
-        }
-        case GPUDL__L_DROPOUT:
-            if (!dx) break;
-            if (m->training && l->p > 0.0f) GPUDL__TRY(gpudl_dropout_backward(ctx, dx, &dy, l->p, m->seed ^ 0xd20b0d20b0d2ull, l->drop_offset));
-            else GPUDL__TRY(gpudl__copy_same(ctx, dx, &dy));
-            break;
-        case GPUDL__L_FLATTEN:
-            if (i == 0 && dx) GPUDL__TRY(gpudl__copy_same(ctx, dx, &dy));   /* otherwise dx is dy's memory */
-            break;
-        default: break;
+        if (l->kind->flags & GPUDL__KIND_VIEW) {   /* dx is dy's memory, except for a first layer's */
+            if (i == 0 && p.dx) GPUDL__TRY(gpudl__copy_same(m->ctx, p.dx, &p.dy));
+        } else if (l->kind->backward) {
+            GPUDL__TRY(l->kind->backward(&p));
         }
     }
     return GPUDL_OK;
@@ -4929,7 +5457,7 @@ GPUDL__DEF gpudl_status gpudl_model_zero_grad(gpudl_model *m) {
     return GPUDL_OK;
 }
 
-GPUDL__DEF int64_t gpudl_model_num_params(const gpudl_model *m) { return m ? m->nparams : 0; }
+GPUDL__DEF int64_t gpudl_model_num_params(const gpudl_model *m) { return m ? gpudl__count_params(m) : 0; }
 
 GPUDL__DEF gpudl_status gpudl_model_params(gpudl_model *m, gpudl_tensor *params, gpudl_tensor *grads) {
     GPUDL__TRY(gpudl__check_built(m, "model_params"));
@@ -4942,7 +5470,7 @@ GPUDL__DEF gpudl_status gpudl_model_predict(gpudl_model *m, gpudl_tensor *preds)
     gpudl_tensor out, p;
     GPUDL__TRY(gpudl__check_built(m, "model_predict"));
     if (m->batch == 0 || m->cur_ndim != 1) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_predict: needs a forward of a classifier first");
-    out = gpudl__lout(m, m->n - 1, 0);
+    out = gpudl__layer_output(m, m->nlayers - 1, 0);
     p = gpudl__view(&m->preds, 0, -1, 1, &m->batch);
     GPUDL__TRY(gpudl_argmax_rows(m->ctx, &p, &out));
     if (preds) *preds = p;
@@ -4970,7 +5498,6 @@ GPUDL__DEF gpudl_status gpudl_model_count_correct(gpudl_model *m, const gpudl_te
 }
 
 GPUDL__DEF const char *gpudl_model_summary(const gpudl_model *m, char *buf, size_t size) {
-    static const char *names[] = {"", "linear", "conv2d", "act", "pool2d", "batchnorm", "dropout", "flatten"};
     size_t n = 0;
     int i;
     char a[64], b[64];
@@ -4978,93 +5505,15 @@ GPUDL__DEF const char *gpudl_model_summary(const gpudl_model *m, char *buf, size
     buf[0] = 0;
     if (!m) return buf;
     n += (size_t)snprintf(buf, size, "input %s\n", gpudl__shape_str(m->in_ndim, m->in_shape, a, sizeof a));
-    for (i = 0; i < m->n && n < size; i++) {
-        const gpudl__layer *l = &m->L[i];
-        int64_t np = l->w_off >= 0 ? gpudl__prod(l->w_ndim, l->w_shape) + (l->kind == GPUDL__L_BN ? l->in_f : l->out_f) : 0;
-        n += (size_t)snprintf(buf + n, size - n, "%3d %-9s %12s -> %-12s %9lld params\n", i, names[l->kind],
+    for (i = 0; i < m->nlayers && n < size; i++) {
+        const gpudl__layer *l = &m->layers[i];
+        n += (size_t)snprintf(buf + n, size - n, "%3d %-9s %12s -> %-12s %9lld params\n", i, l->kind->name,
                               gpudl__shape_str(l->in_ndim, l->in_shape, a, sizeof a),
-                              gpudl__shape_str(l->out_ndim, l->out_shape, b, sizeof b), (long long)np);
+                              gpudl__shape_str(l->out_ndim, l->out_shape, b, sizeof b), (long long)l->nparam_elems);
     }
     if (n < size) snprintf(buf + n, size - n, "parameters: %lld (flat buffer %lld floats)\n",
                            (long long)gpudl__count_params(m), (long long)m->nparams);
     return buf;
-}
-
-/* >>amp -------------------------------------------------------------------- */
-
-static gpudl_scaler_state *gpudl__scaler(gpudl_model *m) { return (gpudl_scaler_state *)m->scaler.data; }
-
-static void gpudl__amp_release(gpudl_model *m) {
-    gpudl_tensor_free(m->ctx, &m->params16);
-    gpudl_tensor_free(m->ctx, &m->scaler);
-#ifndef GPUDL_NO_CUDA
-    if (m->params.device == GPUDL_DEVICE_CUDA) {
-        if (m->scaler_seen) cudaFreeHost(m->scaler_seen);
-        if (m->scaler_ev) cudaEventDestroy(m->scaler_ev);
-        m->scaler_seen = NULL;
-        m->scaler_ev = NULL;
-        m->scaler_ev_pending = 0;
-    }
-#endif
-    m->scaler_seen = NULL;        /* on the CPU it pointed at the state itself */
-}
-
-/* params16 = the weights in 16 bits (once per step). */
-static gpudl_status gpudl__refresh_params16(gpudl_model *m) {
-    if (!m->params16.data) return GPUDL_OK;
-    return gpudl_tensor_cast(m->ctx, &m->params16, &m->params);
-}
-
-GPUDL__DEF gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precision p, const gpudl_scaler_desc *scaler) {
-    gpudl_dtype dt;
-    gpudl_scaler_desc d;
-    gpudl_scaler_state st;
-    int64_t bytes = (int64_t)sizeof(gpudl_scaler_state);
-    gpudl_status s = GPUDL_OK;
-    GPUDL__TRY(gpudl__check_built(m, "model_set_precision"));
-    if (p < GPUDL_PRECISION_FP32 || p > GPUDL_PRECISION_BF16)
-        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "set_precision: %d is not a gpudl_precision", (int)p);
-    memset(&d, 0, sizeof d);
-    if (scaler) d = *scaler;
-    if (d.init_scale < 0 || d.growth_factor < 0 || d.backoff_factor < 0 || d.backoff_factor >= 1 || d.min_scale < 0 ||
-        d.growth_interval < 0 || d.max_skips < 0 || (d.growth_factor > 0 && d.growth_factor <= 1))
-        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "set_precision: scaler desc needs growth_factor > 1, "
-                          "0 < backoff_factor < 1 and no negative values");
-    if (d.init_scale == 0) d.init_scale = 65536.0f;
-    if (d.growth_factor == 0) d.growth_factor = 2.0f;
-    if (d.backoff_factor == 0) d.backoff_factor = 0.5f;
-    if (d.min_scale == 0) d.min_scale = 1.0f;
-    if (d.growth_interval == 0) d.growth_interval = 2000;
-    if (d.max_skips == 0) d.max_skips = 100;
-    dt = p == GPUDL_PRECISION_FP16 ? GPUDL_F16 : p == GPUDL_PRECISION_BF16 ? GPUDL_BF16 : GPUDL_F32;
-    if (dt != m->adt) GPUDL__TRY(gpudl__acts_alloc(m, dt));   /* all or nothing: on failure the model is unchanged */
-    gpudl__amp_release(m);
-    m->precision = p;
-    m->sdesc = d;
-    if (p == GPUDL_PRECISION_TF32) m->ctx->math_mode = GPUDL_MATH_TF32;
-    if (dt == GPUDL_F32) return GPUDL_OK;
-    memset(&st, 0, sizeof st);
-    st.scale = p == GPUDL_PRECISION_FP16 ? d.init_scale : 1.0f;
-    st.first_bad = st.last_bad = 0x7fffffff;
-    s = gpudl_tensor_create(m->ctx, &m->params16, dt, 1, &m->nparams);
-    if (s == GPUDL_OK) s = gpudl_tensor_create(m->ctx, &m->scaler, GPUDL_U8, 1, &bytes);
-    if (s == GPUDL_OK) s = gpudl_tensor_upload(m->ctx, &m->scaler, &st, sizeof st);
-#ifndef GPUDL_NO_CUDA
-    if (s == GPUDL_OK && m->params.device == GPUDL_DEVICE_CUDA) {
-        cudaError_t e = cudaMallocHost((void **)&m->scaler_seen, sizeof st);
-        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&m->scaler_ev, cudaEventDisableTiming);
-        if (e != cudaSuccess) s = gpudl__cuda_fail(m->ctx, e, "set_precision: pinned scaler state", __FILE__, __LINE__);
-        else *m->scaler_seen = st;
-    } else
-#endif
-    if (s == GPUDL_OK) m->scaler_seen = gpudl__scaler(m);   /* host memory already: nothing to copy back */
-    if (s == GPUDL_OK) s = gpudl__refresh_params16(m);
-    if (s != GPUDL_OK) {   /* back to FP32; a model that cannot even get its f32 buffers back refuses every call */
-        gpudl__amp_release(m);
-        m->precision = GPUDL_PRECISION_FP32;
-        if (gpudl__acts_alloc(m, GPUDL_F32) != GPUDL_OK) { gpudl__acts_free(m); m->built = 0; }
-    }
-    return s;
 }
 
 GPUDL__DEF gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_memory_report *r) {
@@ -5075,17 +5524,17 @@ GPUDL__DEF gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_
     memset(r, 0, sizeof *r);
     r->params = gpudl_tensor_bytes(&m->params);
     r->grads = gpudl_tensor_bytes(&m->grads);
-    r->optimizer = (m->m1.data ? gpudl_tensor_bytes(&m->m1) : 0) + (m->m2.data ? gpudl_tensor_bytes(&m->m2) : 0);
+    r->optimizer = (m->opt_m.data ? gpudl_tensor_bytes(&m->opt_m) : 0) + (m->opt_v.data ? gpudl_tensor_bytes(&m->opt_v) : 0);
     r->copies16 = m->params16.data ? gpudl_tensor_bytes(&m->params16) : 0;
-    for (i = 0; i < m->n; i++) {
-        const gpudl__layer *l = &m->L[i];
-        size_t per = (size_t)gpudl__prod(l->out_ndim, l->out_shape) * gpudl_dtype_size(m->adt) * (size_t)batch;
-        if (l->kind != GPUDL__L_FLATTEN) r->activations += 2 * per;   /* output and its gradient */
-        else if (i == 0) r->activations += per;                       /* a first flatten owns its gradient */
-        if (l->kind == GPUDL__L_BN) r->other += gpudl_tensor_bytes(&l->save);
+    for (i = 0; i < m->nlayers; i++) {
+        const gpudl__layer *l = &m->layers[i];
+        size_t per = (size_t)gpudl__prod(l->out_ndim, l->out_shape) * gpudl_dtype_size(m->act_dtype) * (size_t)batch;
+        if (!(l->kind->flags & GPUDL__KIND_VIEW)) r->activations += 2 * per;   /* output and its gradient */
+        else if (i == 0) r->activations += per;                                /* a first view owns its gradient */
+        if (l->saved.data) r->other += gpudl_tensor_bytes(&l->saved);
     }
-    if (m->xin.data)   /* the input's 16-bit copy */
-        r->activations += (size_t)gpudl__prod(m->in_ndim, m->in_shape) * gpudl_dtype_size(m->adt) * (size_t)batch;
+    if (m->input16.data)   /* the input's 16-bit copy */
+        r->activations += (size_t)gpudl__prod(m->in_ndim, m->in_shape) * gpudl_dtype_size(m->act_dtype) * (size_t)batch;
     r->other += (m->buffers.data ? gpudl_tensor_bytes(&m->buffers) : 0) + gpudl_tensor_bytes(&m->loss) + gpudl_tensor_bytes(&m->clip) +
                 (m->scaler.data ? gpudl_tensor_bytes(&m->scaler) : 0) + (m->dinput.data ? gpudl_tensor_bytes(&m->dinput) : 0) +
                 (size_t)batch * (sizeof(int32_t) + (m->probs.data ? (size_t)m->cur_shape[0] * sizeof(float) : 0));
@@ -5093,54 +5542,9 @@ GPUDL__DEF gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_
     return GPUDL_OK;
 }
 
-GPUDL__DEF gpudl_status gpudl_model_scaler_state(gpudl_model *m, gpudl_scaler_state *state) {
-    GPUDL__TRY(gpudl__check_built(m, "model_scaler_state"));
-    if (!state) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_scaler_state: state is NULL");
-    if (!m->scaler.data) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_scaler_state: the model has no loss scaler "
-                                           "(gpudl_model_set_precision with FP16 or BF16)");
-    return gpudl_tensor_download(m->ctx, &m->scaler, state, sizeof *state);
-}
-
-/* "3.weight" for a flat parameter index. */
-static void gpudl__param_name(const gpudl_model *m, int64_t idx, char *buf, size_t size) {
-    int i;
-    snprintf(buf, size, "parameter element %lld", (long long)idx);
-    for (i = 0; i < m->n; i++) {
-        const gpudl__layer *l = &m->L[i];
-        int64_t nb = l->kind == GPUDL__L_BN ? l->in_f : l->out_f;
-        if (l->w_off < 0) continue;
-        if (idx >= l->w_off && idx < l->w_off + gpudl__prod(l->w_ndim, l->w_shape))
-            snprintf(buf, size, "'%d.weight' (element %lld)", i, (long long)(idx - l->w_off));
-        else if (idx >= l->b_off && idx < l->b_off + nb)
-            snprintf(buf, size, "'%d.bias' (element %lld)", i, (long long)(idx - l->b_off));
-    }
-}
-
-/* Persistent overflow: from the state seen so far, without waiting. */
-static gpudl_status gpudl__amp_check(gpudl_model *m) {
-    gpudl_scaler_state *st;
-    char name[96];
-    if (m->precision != GPUDL_PRECISION_FP16 || !m->scaler_seen) return GPUDL_OK;
-#ifndef GPUDL_NO_CUDA
-    if (m->params.device == GPUDL_DEVICE_CUDA) {
-        cudaError_t e;
-        if (!m->scaler_ev_pending) return GPUDL_OK;
-        e = cudaEventQuery(m->scaler_ev);
-        if (e == cudaErrorNotReady) return GPUDL_OK;   /* not landed yet: look next step */
-        if (e != cudaSuccess) return gpudl__cuda_fail(m->ctx, e, "cudaEventQuery (loss scaler)", __FILE__, __LINE__);
-        m->scaler_ev_pending = 0;
-    }
-#endif
-    st = m->scaler_seen;
-    if (st->skips_at_floor < m->sdesc.max_skips) return GPUDL_OK;
-    gpudl__param_name(m, st->last_bad, name, sizeof name);
-    return GPUDL__ERR(m->ctx, GPUDL_ERR_NONFINITE, "model_step: %d consecutive steps overflowed at the minimum loss scale "
-                      "(%g), the last with a non-finite gradient first in %s; those steps were skipped, so the weights "
-                      "hold no NaN/Inf. Lower the learning rate, check the data and the loss, or train in FP32/BF16",
-                      st->skips_at_floor, (double)m->sdesc.min_scale, name);
-}
-
 /* >>optim ----------------------------------------------------------------- */
+static gpudl_status gpudl__amp_check(gpudl_model *m);   /* the loss scaler's side of a step (amp section) */
+static gpudl_status gpudl__refresh_params16(gpudl_model *m);
 
 GPUDL__DEF float gpudl_optim_lr(const gpudl_optim_desc *d, int64_t step) {
     float lr;
@@ -5176,15 +5580,15 @@ GPUDL__DEF gpudl_status gpudl_model_set_optimizer(gpudl_model *m, const gpudl_op
     if (d.eps == 0.0f) d.eps = 1e-8f;
     need_m = d.kind != GPUDL_OPTIM_SGD || d.momentum > 0;
     need_v = d.kind != GPUDL_OPTIM_SGD;
-    gpudl_tensor_free(m->ctx, &m->m1);
-    gpudl_tensor_free(m->ctx, &m->m2);
+    gpudl_tensor_free(m->ctx, &m->opt_m);
+    gpudl_tensor_free(m->ctx, &m->opt_v);
     if (need_m) {
-        GPUDL__TRY(gpudl_tensor_create(m->ctx, &m->m1, GPUDL_F32, 1, &m->nparams));
-        GPUDL__TRY(gpudl_tensor_fill(m->ctx, &m->m1, 0.0f));
+        GPUDL__TRY(gpudl_tensor_create(m->ctx, &m->opt_m, GPUDL_F32, 1, &m->nparams));
+        GPUDL__TRY(gpudl_tensor_fill(m->ctx, &m->opt_m, 0.0f));
     }
     if (need_v) {
-        GPUDL__TRY(gpudl_tensor_create(m->ctx, &m->m2, GPUDL_F32, 1, &m->nparams));
-        GPUDL__TRY(gpudl_tensor_fill(m->ctx, &m->m2, 0.0f));
+        GPUDL__TRY(gpudl_tensor_create(m->ctx, &m->opt_v, GPUDL_F32, 1, &m->nparams));
+        GPUDL__TRY(gpudl_tensor_fill(m->ctx, &m->opt_v, 0.0f));
     }
     m->opt = d;
     m->has_opt = 1;
@@ -5216,13 +5620,14 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
     gpudl_optim_hp h;
     int64_t i, n;
     float scale = 1.0f, *w, *g, *m1, *m2;
-    int fp16, skip = 0;
+    int fp16, check, skip = 0;
     GPUDL__TRY(gpudl__check_built(m, "model_step"));
     if (!m->has_opt) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_step: no optimizer (call gpudl_model_set_optimizer)");
     GPUDL__TRY(gpudl__amp_check(m));
     h = gpudl__hparams(m);
     n = m->nparams;
     fp16 = m->precision == GPUDL_PRECISION_FP16;
+    check = m->scaler.data != NULL;   /* FP16, or the non-finite check of FP32/BF16 (scale 1) */
     /* mixed precision: FP16 gradients are unscaled (and checked) in one
        pass, BF16 ones only rounded; both update the FP32 master weights */
     if (m->precision == GPUDL_PRECISION_BF16) GPUDL__TRY(gpudl__round16(m, &m->grads));
@@ -5230,16 +5635,16 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
     if (GPUDL__ON_GPU(&m->params)) {
         const float *gscale = NULL;
         gpudl_scaler_state *st = gpudl__scaler(m);
-        if (fp16) GPUDL__LAUNCH(m->ctx, gpudl_k_unscale(m->ctx->stream, (float *)m->grads.data, n, st, 1));
+        if (check) GPUDL__LAUNCH(m->ctx, gpudl_k_unscale(m->ctx->stream, (float *)m->grads.data, n, st, fp16));
         if (m->opt.clip_norm > 0.0f) {
             GPUDL__LAUNCH(m->ctx, gpudl_k_clip_scale(m->ctx->stream, (float *)m->clip.data, (const float *)m->grads.data, n,
                                                      m->opt.clip_norm, m->ctx->scratch));
             gscale = (const float *)m->clip.data + 1;
         }
         GPUDL__LAUNCH(m->ctx, gpudl_k_optim(m->ctx->stream, h, (float *)m->params.data, (const float *)m->grads.data,
-                                            (float *)m->m1.data, (float *)m->m2.data, n, gscale, fp16 ? &st->found_inf : NULL,
+                                            (float *)m->opt_m.data, (float *)m->opt_v.data, n, gscale, check ? &st->found_inf : NULL,
                                             m->params16.data, (int)m->params16.dtype));   /* and the 16-bit copy */
-        if (fp16) {
+        if (check) {
             GPUDL__LAUNCH(m->ctx, gpudl_k_scaler_update(m->ctx->stream, st, m->sdesc));
             if (!m->scaler_ev_pending) {   /* the state, copied back without waiting; read by a later step */
                 GPUDL__CUDA(m->ctx, cudaMemcpyAsync(m->scaler_seen, st, sizeof *st, cudaMemcpyDeviceToHost, m->ctx->stream));
@@ -5252,7 +5657,7 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
     }
 #endif
     w = (float *)m->params.data; g = (float *)m->grads.data;
-    m1 = (float *)m->m1.data; m2 = (float *)m->m2.data;
+    m1 = (float *)m->opt_m.data; m2 = (float *)m->opt_v.data;
     if (fp16) {
         gpudl_scaler_state *st = gpudl__scaler(m);
         float inv = 1.0f / st->scale;
@@ -5270,10 +5675,18 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
         } else {
             for (i = 0; i < n; i++) {
                 int finite;
-                g[i] = gpudl_unscale_grad(g[i], inv, 1, &finite);
+                g[i] = gpudl__unscale_grad(g[i], inv, 1, &finite);
                 if (!finite && !st->found_inf) { st->found_inf = 1; st->first_bad = (int32_t)GPUDL__MIN(i, (int64_t)0x7fffffff); }
             }
         }
+        skip = st->found_inf;
+    } else if (check) {   /* FP32/BF16: a NaN or Inf skips the step (and is reported below) */
+        gpudl_scaler_state *st = gpudl__scaler(m);
+        int64_t nbad = 0;
+        GPUDL__OMP(omp parallel for simd reduction(+:nbad) if (n > 65536))
+        for (i = 0; i < n; i++) nbad += (g[i] - g[i]) != 0.0f;
+        for (i = 0; nbad && i < n; i++)
+            if ((g[i] - g[i]) != 0.0f) { st->found_inf = 1; st->first_bad = (int32_t)GPUDL__MIN(i, (int64_t)0x7fffffff); break; }
         skip = st->found_inf;
     }
     if (!skip && m->opt.clip_norm > 0.0f) {
@@ -5294,14 +5707,163 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
                     if (has_m) m1[i] = mi;
                     if (has_v) m2[i] = vi);
     }
-    if (fp16) gpudl_scaler_update(gpudl__scaler(m), &m->sdesc);
+    if (check) gpudl_scaler_update(gpudl__scaler(m), &m->sdesc);
     GPUDL__TRY(gpudl__refresh_params16(m));
     m->step++;
-    return fp16 ? gpudl__amp_check(m) : GPUDL_OK;
+    return check ? gpudl__amp_check(m) : GPUDL_OK;
+}
+
+/* >>amp ------------------------------------------------------------------- */
+static gpudl_scaler_state *gpudl__scaler(gpudl_model *m) { return (gpudl_scaler_state *)m->scaler.data; }
+
+static void gpudl__amp_release(gpudl_model *m) {
+    gpudl_tensor_free(m->ctx, &m->params16);
+    gpudl_tensor_free(m->ctx, &m->scaler);
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(&m->params)) {
+        if (m->scaler_seen) cudaFreeHost(m->scaler_seen);
+        if (m->scaler_ev) cudaEventDestroy(m->scaler_ev);
+        m->scaler_seen = NULL;
+        m->scaler_ev = NULL;
+        m->scaler_ev_pending = 0;
+    }
+#endif
+    m->scaler_seen = NULL;        /* on the CPU it pointed at the state itself */
+}
+
+/* params16 = the weights in 16 bits (once per step). */
+static gpudl_status gpudl__refresh_params16(gpudl_model *m) {
+    if (!m->params16.data) return GPUDL_OK;
+    return gpudl_tensor_cast(m->ctx, &m->params16, &m->params);
+}
+
+/* The scaler's state at scale, on the model's device, and the host's view of it. */
+static gpudl_status gpudl__scaler_make(gpudl_model *m, float scale) {
+    gpudl_scaler_state st;
+    int64_t bytes = (int64_t)sizeof st;
+    gpudl_status s;
+    memset(&st, 0, sizeof st);
+    st.scale = scale;
+    st.first_bad = st.last_bad = 0x7fffffff;
+    m->skips_reported = 0;
+    s = gpudl_tensor_create(m->ctx, &m->scaler, GPUDL_U8, 1, &bytes);
+    if (s == GPUDL_OK) s = gpudl_tensor_upload(m->ctx, &m->scaler, &st, sizeof st);
+#ifndef GPUDL_NO_CUDA
+    if (s == GPUDL_OK && GPUDL__ON_GPU(&m->params)) {
+        cudaError_t e = cudaMallocHost((void **)&m->scaler_seen, sizeof st);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&m->scaler_ev, cudaEventDisableTiming);
+        if (e != cudaSuccess) return gpudl__cuda_fail(m->ctx, e, "pinned scaler state", __FILE__, __LINE__);
+        *m->scaler_seen = st;
+        return GPUDL_OK;
+    }
+#endif
+    if (s == GPUDL_OK) m->scaler_seen = gpudl__scaler(m);   /* host memory already: nothing to copy back */
+    return s;
+}
+
+/* FP32 and BF16 keep the scaler's state for the non-finite check, at a scale that stays 1. */
+static gpudl_status gpudl__check_make(gpudl_model *m) {
+    m->sdesc.init_scale = m->sdesc.growth_factor = m->sdesc.backoff_factor = m->sdesc.min_scale = 1.0f;
+    m->sdesc.growth_interval = 0x7fffffff;
+    return m->desc.check_finite >= 0 ? gpudl__scaler_make(m, 1.0f) : GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_set_precision(gpudl_model *m, gpudl_precision p, const gpudl_scaler_desc *scaler) {
+    gpudl_dtype dt;
+    gpudl_scaler_desc d;
+    gpudl_status s = GPUDL_OK;
+    GPUDL__TRY(gpudl__check_built(m, "model_set_precision"));
+    if (p < GPUDL_PRECISION_FP32 || p > GPUDL_PRECISION_BF16)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "set_precision: %d is not a gpudl_precision", (int)p);
+    memset(&d, 0, sizeof d);
+    if (scaler) d = *scaler;
+    if (d.init_scale < 0 || d.growth_factor < 0 || d.backoff_factor < 0 || d.backoff_factor >= 1 || d.min_scale < 0 ||
+        d.growth_interval < 0 || d.max_skips < 0 || (d.growth_factor > 0 && d.growth_factor <= 1))
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "set_precision: scaler desc needs growth_factor > 1, "
+                          "0 < backoff_factor < 1 and no negative values");
+    if (d.init_scale == 0) d.init_scale = 65536.0f;
+    if (d.growth_factor == 0) d.growth_factor = 2.0f;
+    if (d.backoff_factor == 0) d.backoff_factor = 0.5f;
+    if (d.min_scale == 0) d.min_scale = 1.0f;
+    if (d.growth_interval == 0) d.growth_interval = 2000;
+    if (d.max_skips == 0) d.max_skips = 100;
+    dt = p == GPUDL_PRECISION_FP16 ? GPUDL_F16 : p == GPUDL_PRECISION_BF16 ? GPUDL_BF16 : GPUDL_F32;
+    if (dt != m->act_dtype) GPUDL__TRY(gpudl__acts_alloc(m, dt));   /* all or nothing: on failure the model is unchanged */
+    gpudl__amp_release(m);
+    m->precision = p;
+    m->sdesc = d;
+    if (p == GPUDL_PRECISION_TF32) m->ctx->math_mode = GPUDL_MATH_TF32;
+    if (dt != GPUDL_F32) s = gpudl_tensor_create(m->ctx, &m->params16, dt, 1, &m->nparams);
+    if (s == GPUDL_OK) s = p == GPUDL_PRECISION_FP16 ? gpudl__scaler_make(m, d.init_scale) : gpudl__check_make(m);
+    if (s == GPUDL_OK) s = gpudl__refresh_params16(m);
+    if (s != GPUDL_OK) {   /* back to FP32; a model that cannot even get its f32 buffers back refuses every call */
+        gpudl__amp_release(m);
+        m->precision = GPUDL_PRECISION_FP32;
+        if (gpudl__acts_alloc(m, GPUDL_F32) != GPUDL_OK) { gpudl__acts_free(m); m->built = 0; }
+    }
+    return s;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_scaler_state(gpudl_model *m, gpudl_scaler_state *state) {
+    GPUDL__TRY(gpudl__check_built(m, "model_scaler_state"));
+    if (!state) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_scaler_state: state is NULL");
+    if (!m->scaler.data) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_scaler_state: the model has no loss scaler "
+                                           "(gpudl_model_set_precision with FP16 or BF16)");
+    return gpudl_tensor_download(m->ctx, &m->scaler, state, sizeof *state);
+}
+
+/* "3.weight" for a flat parameter index. */
+static void gpudl__param_name(const gpudl_model *m, int64_t idx, char *buf, size_t size) {
+    int i;
+    snprintf(buf, size, "parameter element %lld", (long long)idx);
+    for (i = 0; i < m->nlayers; i++) {
+        const gpudl__layer *l = &m->layers[i];
+        int j;
+        for (j = 0; j < l->np; j++)
+            if (idx >= l->poff[j] && idx < l->poff[j] + gpudl__prod(l->pshape[j].ndim, l->pshape[j].d))
+                snprintf(buf, size, "'%d.%s' (element %lld)", i, l->kind->params[j], (long long)(idx - l->poff[j]));
+    }
+}
+
+/* Persistent overflow: from the state seen so far, without waiting. */
+static gpudl_status gpudl__amp_check(gpudl_model *m) {
+    gpudl_scaler_state *st;
+    char name[96];
+    if (!m->scaler_seen) return GPUDL_OK;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(&m->params)) {
+        cudaError_t e;
+        if (!m->scaler_ev_pending) return GPUDL_OK;
+        e = cudaEventQuery(m->scaler_ev);
+        if (e == cudaErrorNotReady) {
+            /* Not landed yet: look next step. The runtime also recorded
+               cudaErrorNotReady as the thread's last error; clear it, or the
+               next launcher's cudaGetLastError() reports it as a failed launch. */
+            (void)cudaGetLastError();
+            return GPUDL_OK;
+        }
+        if (e != cudaSuccess) return gpudl__cuda_fail(m->ctx, e, "cudaEventQuery (loss scaler)", __FILE__, __LINE__);
+        m->scaler_ev_pending = 0;
+    }
+#endif
+    st = m->scaler_seen;
+    if (m->precision != GPUDL_PRECISION_FP16) {   /* FP32/BF16: no overflow is transient, report the first */
+        if (st->skipped_total <= m->skips_reported) return GPUDL_OK;
+        m->skips_reported = st->skipped_total;
+        gpudl__param_name(m, st->last_bad, name, sizeof name);
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_NONFINITE, "model_step: a gradient is NaN or Inf, first in %s; the step was "
+                          "skipped, so the weights and the optimizer state hold no NaN/Inf. Usually the input or the "
+                          "target holds a NaN or Inf, or the loss diverged (lower the learning rate)", name);
+    }
+    if (st->skips_at_floor < m->sdesc.max_skips) return GPUDL_OK;
+    gpudl__param_name(m, st->last_bad, name, sizeof name);
+    return GPUDL__ERR(m->ctx, GPUDL_ERR_NONFINITE, "model_step: %d consecutive steps overflowed at the minimum loss scale "
+                      "(%g), the last with a non-finite gradient first in %s; those steps were skipped, so the weights "
+                      "hold no NaN/Inf. The values are not just too large for FP16: check the input and the target "
+                      "for NaN/Inf, and lower the learning rate", st->skips_at_floor, (double)m->sdesc.min_scale, name);
 }
 
 /* >>data ------------------------------------------------------------------ */
-
 /* Reads a whole regular file into a new host buffer. IO errors name the
    path and strerror. *size is the byte count; the buffer has one extra
    zero byte. */
@@ -5494,14 +6056,62 @@ GPUDL__DEF gpudl_status gpudl_mnist_load(gpudl_ctx *ctx, const char *dir, int tr
         snprintf(p, sizeof p, "%s/%s-%s", dir, pre, k ? "labels-idx1-ubyte" : "images-idx3-ubyte");
         f = fopen(p, "rb");
         if (f) fclose(f);
-        else snprintf(p, sizeof p, "%s/%s-%s.gz", dir, pre, k ? "labels-idx1-ubyte" : "images-idx3-ubyte");
+        else {
+            snprintf(p + strlen(p), sizeof p - strlen(p), ".gz");
+            if ((f = fopen(p, "rb")) != NULL) fclose(f);
+            else {
+                p[strlen(p) - 3] = 0;
+                return GPUDL__ERR(ctx, GPUDL_ERR_IO, "mnist_load: neither %s nor %s.gz exists", p, p);
+            }
+        }
         s = gpudl_idx_load(ctx, p, t);
     }
-    if (s == GPUDL_OK && (images->ndim != 3 || labels->ndim != 1 || images->shape[0] != labels->shape[0] ||
-                          images->dtype != GPUDL_U8 || labels->dtype != GPUDL_U8))
+    if (s == GPUDL_OK && (images->ndim != 3 || labels->ndim != 1 || images->dtype != GPUDL_U8 || labels->dtype != GPUDL_U8))
         s = GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, "mnist_load: %s/%s-* are not N images of HxW bytes with N byte labels", dir, pre);
+    else if (s == GPUDL_OK && images->shape[0] != labels->shape[0])
+        s = GPUDL__ERR(ctx, GPUDL_ERR_FORMAT, "mnist_load: %s/%s-*: %lld images but %lld labels", dir, pre,
+                       (long long)images->shape[0], (long long)labels->shape[0]);
     if (s != GPUDL_OK) { gpudl_tensor_free(ctx, images); gpudl_tensor_free(ctx, labels); }
     return s;
+}
+
+/* Where gpudl_fashion_mnist_load (and gpudl_doctor) look. */
+static const char *const gpudl__fashion_dirs[5] = {".", "data/fashion-mnist", "build/data/fashion-mnist",
+                                                   "/usr/share/datasets/fashion-mnist", "data/fashion-mnist-subset"};
+
+GPUDL__DEF gpudl_status gpudl_fashion_mnist_load(gpudl_ctx *ctx, const char *dir, gpudl_tensor *train_x, gpudl_tensor *train_y,
+                                                 gpudl_tensor *test_x, gpudl_tensor *test_y, const char **found) {
+    const char *const *dirs = gpudl__fashion_dirs;
+    gpudl_log_fn log;
+    gpudl_status s = GPUDL_ERR_IO, best = GPUDL_OK;
+    char why[1024] = "";
+    int i;
+    GPUDL__ENTER(ctx);
+    if (!train_x || !train_y || !test_x || !test_y) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "fashion_mnist_load: NULL tensor");
+    log = ctx->log;
+    ctx->log = NULL;   /* quiet while looking */
+    for (i = 0; i < (dir ? 1 : 5); i++) {
+        const char *d = dir ? dir : dirs[i];
+        s = gpudl_mnist_load(ctx, d, 1, train_x, train_y);
+        if (s == GPUDL_OK && (s = gpudl_mnist_load(ctx, d, 0, test_x, test_y)) != GPUDL_OK) {
+            gpudl_tensor_free(ctx, train_x);
+            gpudl_tensor_free(ctx, train_y);
+        }
+        if (s == GPUDL_OK) { if (found) *found = d; break; }
+        if (best == GPUDL_OK || (best == GPUDL_ERR_IO && s != GPUDL_ERR_IO)) {   /* a file that is there beats a missing one */
+            best = s;
+            snprintf(why, sizeof why, "%s", gpudl__message(ctx));
+        }
+    }
+    ctx->log = log;
+    if (s == GPUDL_OK) return GPUDL_OK;
+    if (!dir && best == GPUDL_ERR_IO)
+        return GPUDL__ERR(ctx, GPUDL_ERR_IO, "fashion_mnist_load: no Fashion-MNIST in ., data/fashion-mnist, "
+                          "build/data/fashion-mnist, /usr/share/datasets/fashion-mnist or data/fashion-mnist-subset. On "
+                          "Debian: apt-get install dataset-fashion-mnist; or put train-images-idx3-ubyte, "
+                          "train-labels-idx1-ubyte, t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte (or their .gz) in "
+                          "a directory and name it");
+    return GPUDL__ERR(ctx, best, "fashion_mnist_load: %s", why);
 }
 
 GPUDL__DEF void gpudl_dataset_free(gpudl_ctx *ctx, gpudl_dataset *ds) {
@@ -5635,7 +6245,7 @@ typedef struct gpudl__ck_meta { char key[64], value[64]; } gpudl__ck_meta;
 /* What the model has to save or load: name, where it lives, and its shape. */
 typedef struct gpudl__ck_item {
     char name[128];
-    const gpudl_tensor *flat;   /* m->params, m->buffers, m->m1 or m->m2 */
+    const gpudl_tensor *flat;   /* m->params, m->buffers, m->opt_m or m->opt_v */
     int64_t off;
     int ndim;
     int64_t shape[4];
@@ -5643,24 +6253,22 @@ typedef struct gpudl__ck_item {
 
 static int gpudl__ck_items(const gpudl_model *m, gpudl__ck_item *items, int max) {
     int i, n = 0, k;
-    for (i = 0; i < m->n; i++) {
-        const gpudl__layer *l = &m->L[i];
-        int64_t nb = l->kind == GPUDL__L_BN ? l->in_f : l->out_f;
-        if (l->w_off < 0) continue;
-        for (k = 0; k < (l->kind == GPUDL__L_BN ? 4 : 2) && n < max; k++, n++) {
-            static const char *suffix[4] = {"weight", "bias", "running_mean", "running_var"};
+    for (i = 0; i < m->nlayers; i++) {
+        const gpudl__layer *l = &m->layers[i];
+        for (k = 0; k < l->np + l->nbuf && n < max; k++, n++) {   /* "i.<name>": the parameters, then the buffers */
+            int buf = k >= l->np, j = buf ? k - l->np : k;
+            const gpudl__shape *sh = buf ? &l->bufshape[j] : &l->pshape[j];
             gpudl__ck_item *it = &items[n];
-            snprintf(it->name, sizeof it->name, "%d.%s", i, suffix[k]);
-            it->flat = k < 2 ? &m->params : &m->buffers;
-            it->off = k == 0 ? l->w_off : k == 1 ? l->b_off : l->buf_off + (k == 3 ? l->in_f : 0);
-            it->ndim = k == 0 ? l->w_ndim : 1;
-            if (k == 0) memcpy(it->shape, l->w_shape, sizeof it->shape);
-            else it->shape[0] = nb;
+            snprintf(it->name, sizeof it->name, "%d.%s", i, buf ? l->kind->bufs[j] : l->kind->params[j]);
+            it->flat = buf ? &m->buffers : &m->params;
+            it->off = buf ? l->bufoff[j] : l->poff[j];
+            it->ndim = sh->ndim;
+            memcpy(it->shape, sh->d, sizeof it->shape);
         }
     }
     /* optimizer state: the flat buffers as they are */
     for (k = 0; k < 2 && n < max; k++) {
-        const gpudl_tensor *t = k == 0 ? &m->m1 : &m->m2;
+        const gpudl_tensor *t = k == 0 ? &m->opt_m : &m->opt_v;
         if (!t->data) continue;
         snprintf(items[n].name, sizeof items[n].name, "optimizer.%s", k == 0 ? "m" : "v");
         items[n].flat = t;
@@ -5828,7 +6436,7 @@ static const char *gpudl__optim_name(const gpudl_model *m) {
 typedef struct gpudl__ck_host { float *flat[4]; } gpudl__ck_host;
 
 static const gpudl_tensor *gpudl__ck_flat(const gpudl_model *m, int k) {
-    return k == 0 ? &m->params : k == 1 ? &m->buffers : k == 2 ? &m->m1 : &m->m2;
+    return k == 0 ? &m->params : k == 1 ? &m->buffers : k == 2 ? &m->opt_m : &m->opt_v;
 }
 
 static void gpudl__ck_host_free(gpudl__ck_host *h) {
@@ -5883,7 +6491,7 @@ GPUDL__DEF gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const c
     s = gpudl__ck_host_alloc(ctx, m, &h, 1);
     if (s != GPUDL_OK) { GPUDL_FREE(items); GPUDL_FREE(tmp); return s; }
     memset(&sst, 0, sizeof sst);
-    if (m->scaler.data && (s = gpudl_model_scaler_state(m, &sst)) != GPUDL_OK) { gpudl__ck_host_free(&h); GPUDL_FREE(items); GPUDL_FREE(tmp); return s; }
+    if (m->scaler.data && m->precision != GPUDL_PRECISION_FP32 && (s = gpudl_model_scaler_state(m, &sst)) != GPUDL_OK) { gpudl__ck_host_free(&h); GPUDL_FREE(items); GPUDL_FREE(tmp); return s; }
     /* the header */
     for (;;) {
         int w;
@@ -6012,6 +6620,9 @@ GPUDL__DEF gpudl_status gpudl_model_load_memory(gpudl_ctx *ctx, gpudl_model *m, 
     if (!e || !sorted || !items) { s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model_load: no host memory"); goto done; }
     if (size < 8) GPUDL__CK_FAIL("model_load: '%s' is %zu bytes, too short for a safetensors header length", path, size);
     for (k = 0; k < 8; k++) hlen |= (uint64_t)buf[k] << (8 * k);
+    if ((hlen < 2 || hlen > GPUDL__CKPT_MAX_HEADER || hlen > size - 8) && (size < 9 || buf[8] != '{'))
+        GPUDL__CK_FAIL("model_load: '%s' is not a safetensors file (it does not start with a header length and a JSON "
+                       "header; gpudl_model_save writes them)", path);
     if (hlen > size - 8) GPUDL__CK_FAIL("model_load: '%s': header length %llu exceeds the file (%zu bytes)", path,
                                         (unsigned long long)hlen, size);
     if (hlen < 2 || hlen > GPUDL__CKPT_MAX_HEADER) GPUDL__CK_FAIL("model_load: '%s': implausible header length %llu", path, (unsigned long long)hlen);
@@ -6121,10 +6732,9 @@ done:
 }
 
 /* >>gradcheck ------------------------------------------------------------- */
-
 /* The loss of the current forward output, in float64. */
 static double gpudl__loss64(gpudl_model *m, const gpudl_tensor *target) {
-    gpudl_tensor out = gpudl__lout(m, m->n - 1, 0);
+    gpudl_tensor out = gpudl__layer_output(m, m->nlayers - 1, 0);
     int64_t N = m->batch, K = gpudl_tensor_numel(&out) / N, r, k;
     const float *z = (const float *)out.data;
     double total = 0;
@@ -6156,7 +6766,7 @@ GPUDL__DEF gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, c
     memset(res, 0, sizeof *res);
     if (m->params.device != GPUDL_DEVICE_CPU)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "gradcheck: runs on the CPU; build the model on a CPU context");
-    if (m->adt != GPUDL_F32)
+    if (m->act_dtype != GPUDL_F32)
         return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "gradcheck: checks FP32 math; 16-bit rounding would drown the "
                           "finite differences (gpudl_model_set_precision(m, GPUDL_PRECISION_FP32, NULL) first)");
     if (eps <= 0) eps = 1e-3;
@@ -6189,15 +6799,15 @@ GPUDL__DEF gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, c
     memcpy(g_an, m->grads.data, sizeof(float) * (size_t)m->nparams);
     memcpy(dx_an, m->dinput.data, sizeof(float) * (size_t)nx);
     /* central differences: each parameter tensor, then the input */
-    for (li = 0; li <= m->n && s == GPUDL_OK; li++) {
-        for (part = 0; part < 2 && s == GPUDL_OK; part++) {
+    for (li = 0; li <= m->nlayers && s == GPUDL_OK; li++) {
+        for (part = 0; part < GPUDL__MAX_PARAMS && s == GPUDL_OK; part++) {
             int64_t base, cnt, stride;
             const float *an;
-            if (li < m->n) {
-                gpudl__layer *l = &m->L[li];
-                if (l->w_off < 0) continue;
-                base = part ? l->b_off : l->w_off;
-                cnt = part ? (l->kind == GPUDL__L_BN ? l->in_f : l->out_f) : gpudl__prod(l->w_ndim, l->w_shape);
+            if (li < m->nlayers) {
+                gpudl__layer *l = &m->layers[li];
+                if (part >= l->np) continue;
+                base = l->poff[part];
+                cnt = gpudl__prod(l->pshape[part].ndim, l->pshape[part].d);
                 vals = (float *)m->params.data + base;
                 an = g_an + base;
             } else {
@@ -6227,8 +6837,8 @@ GPUDL__DEF gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, c
                 if (err > res->max_abs_err) res->max_abs_err = err;
                 if (rel > res->max_rel_err) {
                     res->max_rel_err = rel;
-                    if (li < m->n) snprintf(res->worst, sizeof res->worst, "layer %d %s[%lld]: analytic %.6g numeric %.6g",
-                                            li, part ? "bias" : "weight", (long long)j, (double)an[j], num);
+                    if (li < m->nlayers) snprintf(res->worst, sizeof res->worst, "layer %d %s[%lld]: analytic %.6g numeric %.6g",
+                                            li, m->layers[li].kind->params[part], (long long)j, (double)an[j], num);
                     else snprintf(res->worst, sizeof res->worst, "input[%lld]: analytic %.6g numeric %.6g", (long long)j,
                                   (double)an[j], num);
                 }
@@ -6245,7 +6855,6 @@ done:
 }
 
 /* >>timing ---------------------------------------------------------------- */
-
 GPUDL__DEF double gpudl_now(void) {
 #if defined(_WIN32)
     LARGE_INTEGER f, c;
@@ -6380,7 +6989,6 @@ GPUDL__DEF gpudl_status gpudl_bench(gpudl_ctx *ctx, gpudl_bench_fn fn, void *use
 }
 
 /* >>progress -------------------------------------------------------------- */
-
 GPUDL__DEF void gpudl_progress_begin(gpudl_progress *p, const char *label, int64_t total_steps, int64_t items_per_step) {
     if (!p) return;
     memset(p, 0, sizeof *p);
@@ -6423,70 +7031,126 @@ GPUDL__DEF void gpudl_progress_end(gpudl_progress *p, float loss) {
     if (p) gpudl__progress_line(p, p->total, loss, 1);
 }
 
-/* >>device-info ----------------------------------------------------------- */
+/* >>doctor ---------------------------------------------------------------- */
+typedef struct gpudl__said { char *buf; size_t size, n; int problems; } gpudl__said;
 
-#ifndef GPUDL_NO_CUDA
-/* FP32 lanes and dense FP16 tensor-core FLOP per clock per SM, by architecture. */
-static void gpudl__sm_rates(int major, int minor, int *fp32_lanes, int *fp16_tc_flops) {
-    int cc = major * 10 + minor;
-    *fp32_lanes = cc >= 86 ? 128 : cc == 80 ? 64 : cc >= 70 ? 64 : cc >= 60 ? (cc == 60 ? 64 : 128) : 128;
-    *fp16_tc_flops = cc >= 100 ? 8192 : cc >= 90 ? 4096 : cc == 80 ? 2048 : cc >= 70 ? 1024 : 0;
+static void gpudl__say(gpudl__said *s, int problem, const char *fix, const char *fmt, ...) {
+    va_list ap;
+    if (s->n >= s->size) return;
+    if (problem) { s->problems++; s->n += (size_t)snprintf(s->buf + s->n, s->size - s->n, "problem: "); }
+    if (s->n >= s->size) return;
+    va_start(ap, fmt);
+    s->n += (size_t)vsnprintf(s->buf + s->n, s->size - s->n, fmt, ap);
+    va_end(ap);
+    if (fix && s->n < s->size) s->n += (size_t)snprintf(s->buf + s->n, s->size - s->n, "\n  fix: %s", fix);
+    if (s->n < s->size) s->n += (size_t)snprintf(s->buf + s->n, s->size - s->n, "\n");
 }
-#endif
 
-GPUDL__DEF gpudl_status gpudl_device_info_get(gpudl_ctx *ctx, gpudl_device_info *info) {
-    GPUDL__ENTER(ctx);
-    if (!info) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "device_info: info pointer is NULL");
-    memset(info, 0, sizeof *info);
-    info->device = ctx->device;
-#ifndef GPUDL_NO_CUDA
-    info->cublas_version = CUBLAS_VERSION;
-    info->cudnn_version = (int)cudnnGetVersion();
-    (void)cudaRuntimeGetVersion(&info->cuda_runtime);
-    (void)cudaDriverGetVersion(&info->cuda_driver);
-    snprintf(info->archs, sizeof info->archs, "%s", gpudl_k_archs());
-    if (ctx->device == GPUDL_DEVICE_CUDA) {
+/* The logger of the doctor's contexts: keeps the last error, without its file:line. */
+static void gpudl__keep_msg(void *user, gpudl_log_level level, const char *msg) {
+    const char *p = strstr(msg, ": ");
+    if (level != GPUDL_LOG_ERROR) return;
+    snprintf((char *)user, 512, "%s", p && strstr(msg, ".h:") && strstr(msg, ".h:") < p ? p + 2 : msg);
+}
+
+GPUDL__DEF int gpudl_doctor(char *buf, size_t size) {
+    gpudl__said s;
+    gpudl_ctx *ctx = NULL;
+    gpudl_ctx_desc d;
+    gpudl_device_info info;
+    char msg[512] = "", fix[512];
+    int i;
+    if (!buf || !size) return -1;
+    memset(&s, 0, sizeof s);
+    s.buf = buf; s.size = size;
+    buf[0] = 0;
+    memset(&d, 0, sizeof d);
+    d.log = gpudl__keep_msg;
+    d.log_user = msg;
+#ifdef GPUDL_NO_CUDA
+    gpudl__say(&s, 0, NULL, "gpudl %s, built for the CPU only (GPUDL_NO_CUDA)", GPUDL_VERSION_STRING);
+#else
+    gpudl__say(&s, 0, NULL, "gpudl %s, built with CUDA %d.%d, cuBLAS %d.%d, cuDNN %d.%d; kernels for %s", GPUDL_VERSION_STRING,
+               CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10, CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUDNN_MAJOR,
+               CUDNN_MINOR, gpudl_k_archs());
+    d.device = GPUDL_DEVICE_CUDA;
+    if (gpudl_ctx_create(&d, &ctx) != GPUDL_OK) {
         struct cudaDeviceProp p;
-        int dev = ctx->cuda_device, v = 0, lanes, tc;
-        GPUDL__CUDA(ctx, cudaGetDeviceProperties(&p, dev));
-        snprintf(info->name, sizeof info->name, "%s", p.name);
-        info->sm_count = p.multiProcessorCount;
-        info->cc_major = p.major;
-        info->cc_minor = p.minor;
-        info->l2_bytes = p.l2CacheSize;
-        GPUDL__CUDA(ctx, cudaMemGetInfo(&info->mem_free, &info->mem_total));
-        /* CUDA 13 dropped the clock fields from cudaDeviceProp */
-        if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, dev) == cudaSuccess) info->clock_mhz = v / 1000;
-        if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, dev) == cudaSuccess) info->mem_clock_mhz = v / 1000;
-        if (cudaDeviceGetAttribute(&v, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess) info->mem_bus_bits = v;
-        (void)cudaGetLastError();
-        gpudl__sm_rates(p.major, p.minor, &lanes, &tc);
-        info->peak_fp32_tflops = 2.0 * lanes * info->sm_count * info->clock_mhz * 1e-6;
-        info->peak_fp16_tflops = (double)tc * info->sm_count * info->clock_mhz * 1e-6;
-        info->peak_tf32_tflops = info->peak_fp16_tflops / 2.0;
-        /* double data rate: two transfers per memory clock */
-        info->peak_mem_gbs = 2.0 * info->mem_clock_mhz * 1e6 * (info->mem_bus_bits / 8.0) * 1e-9;
-        return GPUDL_OK;
+        int drv = 0;
+        (void)cudaDriverGetVersion(&drv);
+        memset(&p, 0, sizeof p);
+        if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) (void)cudaGetLastError();
+        if (strstr(msg, "no NVIDIA driver"))
+            snprintf(fix, sizeof fix, "install the NVIDIA driver (Debian: apt-get install nvidia-driver; nvidia-smi then "
+                     "lists the GPU); until then everything runs on the CPU");
+        else if (strstr(msg, "too old"))
+            snprintf(fix, sizeof fix, "install an NVIDIA driver for CUDA %d.%d or newer (nvidia-smi shows what the "
+                     "driver supports)", CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
+        else if (strstr(msg, "no code for") && p.major * 10 + p.minor < 75 && CUDART_VERSION >= 13000)
+            snprintf(fix, sizeof fix, "CUDA 13 has no compiler for sm_%d%d: build with CUDA 12 and -arch=sm_%d%d, or build "
+                     "for the CPU (cc -O2 -DGPUDL_NO_CUDA app.c -lm)", p.major, p.minor, p.major, p.minor);
+        else if (strstr(msg, "no code for"))
+            snprintf(fix, sizeof fix, "rebuild with nvcc -gencode arch=compute_%d%d,code=sm_%d%d (or -arch=native)",
+                     p.major, p.minor, p.major, p.minor);
+        else if (strstr(msg, "sees no CUDA device"))
+            snprintf(fix, sizeof fix, "check nvidia-smi, and CUDA_VISIBLE_DEVICES (unset it, or name the GPU)");
+        else
+            snprintf(fix, sizeof fix, "run nvidia-smi; see the message above");
+        gpudl__say(&s, 1, fix, "no usable GPU: %s", msg[0] ? msg : "gpudl_ctx_create failed");
+    } else if (gpudl_device_info_get(ctx, &info) == GPUDL_OK) {
+        int major = 0;
+        gpudl__say(&s, 0, NULL, "driver for CUDA %d.%d, runtime %d.%d", info.cuda_driver / 1000, (info.cuda_driver % 1000) / 10,
+                   info.cuda_runtime / 1000, (info.cuda_runtime % 1000) / 10);
+        gpudl__say(&s, 0, NULL, "GPU: %s, compute capability %d.%d, %d SMs, %.1f GiB; the kernels run on it", info.name,
+                   info.cc_major, info.cc_minor, info.sm_count, (double)info.mem_total / (1 << 30));
+        if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS && major != CUBLAS_VER_MAJOR)
+            gpudl__say(&s, 1, "put the cuBLAS this program was built with first on the library path (LD_LIBRARY_PATH), "
+                       "or rebuild against the one installed", "cuBLAS %d found at run time, built against %d", major,
+                       CUBLAS_VER_MAJOR);
+        if (info.cudnn_version / 10000 != CUDNN_MAJOR && info.cudnn_version / 1000 != CUDNN_MAJOR)
+            gpudl__say(&s, 1, "install cuDNN of the same major version, or rebuild against the one installed",
+                       "cuDNN %d found at run time, built against %d.%d", info.cudnn_version, CUDNN_MAJOR, CUDNN_MINOR);
+        else gpudl__say(&s, 0, NULL, "cuDNN %d.%d at run time", (int)(info.cudnn_version / 10000),
+                        (int)(info.cudnn_version / 100 % 100));
     }
+    gpudl_ctx_destroy(ctx);
+    ctx = NULL;
 #endif
-    snprintf(info->name, sizeof info->name, "CPU");
-#if defined(__linux__)
-    {
-        FILE *f = fopen("/proc/cpuinfo", "r");
-        char line[512];
-        while (f && fgets(line, sizeof line, f)) {
-            if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-                char *v = strchr(line, ':') + 2, *nl = strchr(v, '\n');
-                if (nl) *nl = 0;
-                snprintf(info->name, sizeof info->name, "%s", v);
-                break;
-            }
+    d.device = GPUDL_DEVICE_CPU;
+    if (gpudl_ctx_create(&d, &ctx) == GPUDL_OK && gpudl_device_info_get(ctx, &info) == GPUDL_OK) {
+        gpudl__say(&s, 0, NULL, "CPU: %s; GEMM kernel %s, %d thread%s", info.name, gpudl__pick_ukernel(GPUDL_CPU_GEMM_AUTO).name,
+                   info.sm_count, info.sm_count == 1 ? "" : "s");
+#ifndef _OPENMP
+        gpudl__say(&s, 1, "build with -fopenmp (nvcc: -Xcompiler -fopenmp -lgomp)", "built without OpenMP: the CPU path "
+                   "runs on one thread");
+#endif
+    }
+    gpudl_ctx_destroy(ctx);
+    for (i = 0; i < 5; i++) {   /* the data: where gpudl_fashion_mnist_load looks */
+        char p[600];
+        FILE *f;
+        int gz = 0;
+        snprintf(p, sizeof p, "%s/train-images-idx3-ubyte", gpudl__fashion_dirs[i]);
+        if ((f = fopen(p, "rb")) == NULL) { snprintf(p + strlen(p), sizeof p - strlen(p), ".gz"); f = fopen(p, "rb"); gz = 1; }
+        if (!f) continue;
+        fclose(f);
+#ifndef GPUDL_ZLIB
+        if (gz) {
+            snprintf(fix, sizeof fix, "mkdir -p data/fashion-mnist && for f in %s/*.gz; do gunzip -c $f > "
+                     "data/fashion-mnist/$(basename $f .gz); done (or build with -DGPUDL_ZLIB -lz)", gpudl__fashion_dirs[i]);
+            gpudl__say(&s, 1, fix, "Fashion-MNIST is in %s, gzip-compressed, and this build reads no .gz", gpudl__fashion_dirs[i]);
+            break;
         }
-        if (f) fclose(f);
-    }
 #endif
-    info->sm_count = gpudl__num_threads(ctx);
-    return GPUDL_OK;
+        gpudl__say(&s, 0, NULL, "data: Fashion-MNIST in %s%s", gpudl__fashion_dirs[i], gz ? " (.gz, through zlib)" : "");
+        break;
+    }
+    if (i == 5)
+        gpudl__say(&s, 1, "apt-get install dataset-fashion-mnist (Debian), or pass the directory that holds the four "
+                   "files (--data DIR)", "no Fashion-MNIST in ., data/fashion-mnist, build/data/fashion-mnist, "
+                   "/usr/share/datasets/fashion-mnist or data/fashion-mnist-subset");
+    gpudl__say(&s, 0, NULL, "%d problem%s", s.problems, s.problems == 1 ? "" : "s");
+    return s.problems;
 }
 
 #endif /* GPUDL__IMPLEMENTED */

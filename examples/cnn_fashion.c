@@ -1,10 +1,11 @@
 /* cnn_fashion.c - train a small CNN on Fashion-MNIST, on the GPU if there is
    one, otherwise on the CPU. `make demo` runs this.
 
-   GPU:  nvcc -O2 -o cnn_fashion examples/cnn_fashion.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
-   CPU:  cc -O2 -fopenmp -DGPUDL_NO_CUDA -o cnn_fashion examples/cnn_fashion.c -lm
-   Run:  ./cnn_fashion [--data DIR] [--epochs N] [--batch B] [--lr LR] [--cpu] [--save FILE]
-         (epochs default to 10 on a GPU, 6 on a CPU)
+   GPU:  nvcc -O2 -o cnn_fashion cnn_fashion.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
+   CPU:  cc -O2 -fopenmp -DGPUDL_NO_CUDA -o cnn_fashion cnn_fashion.c -lm
+   Run:  ./cnn_fashion [--data DIR] [--epochs N] [--batch B] [--lr LR] [--cpu] [--save FILE] [--log FILE]
+         (epochs default to 10 on a GPU, 6 on a CPU; --log writes the loss every 20
+         steps and the test accuracy after each epoch as CSV, for bench/plot.py)
 
    The model (shapes per image):
      1x28x28 -> conv 5x5, 16 ch, pad 2 -> batch norm -> ReLU -> max-pool 2   -> 16x14x14
@@ -14,29 +15,32 @@
    About 18 MFLOP per image per step (forward + backward): mostly the second
    convolution, which is why convolutions are bound by arithmetic. */
 #define GPUDL_IMPLEMENTATION
-#include "../gpudl.h"
+#include "gpudl.h"
 
-static const char *find_data(const char *given) {
-    static const char *dirs[] = {"data/fashion-mnist", "build/data/fashion-mnist", "/usr/share/datasets/fashion-mnist",
-                                 "data/fashion-mnist-subset"};
-    size_t i;
-    if (given) return given;
-    for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-        char p[512];
-        FILE *f;
-        snprintf(p, sizeof p, "%s/t10k-labels-idx1-ubyte", dirs[i]);
-        f = fopen(p, "rb");
-        if (!f) { snprintf(p, sizeof p, "%s/t10k-labels-idx1-ubyte.gz", dirs[i]); f = fopen(p, "rb"); }
-        if (f) { fclose(f); return dirs[i]; }
+/* Accuracy on the whole test set, counted on the device and read once. */
+static double evaluate(gpudl_ctx *ctx, gpudl_model *m, gpudl_dataset *test, gpudl_tensor *count) {
+    gpudl_tensor x, y;
+    float correct = 0.0f;
+    int64_t b;
+    GPUDL_CHECK(gpudl_tensor_fill(ctx, count, 0.0f));
+    gpudl_model_train(m, 0);
+    for (b = 0; b < gpudl_dataset_num_batches(test); b++) {
+        GPUDL_CHECK(gpudl_dataset_batch(ctx, test, b, &x, &y));
+        GPUDL_CHECK(gpudl_model_forward(m, &x, NULL));
+        GPUDL_CHECK(gpudl_model_count_correct(m, &y, count));
     }
-    return dirs[0];
+    GPUDL_CHECK(gpudl_tensor_item(ctx, count, 0, &correct));
+    gpudl_model_train(m, 1);
+    return correct / (double)test->n;
 }
 
 int main(int argc, char **argv) {
-    const char *data = NULL, *save = NULL;
+    const char *data = NULL, *save = NULL, *logpath = NULL;
     int epochs = 0, cpu = 0, i;
     int64_t batch = 128, img[3] = {1, 28, 28}, step, total, e, b, one = 1;
-    float lr = 3e-3f, loss = 0.0f, correct = 0.0f;
+    float lr = 3e-3f, loss = 0.0f;
+    double acc;
+    FILE *log = NULL;
     gpudl_ctx_desc cd;
     gpudl_ctx *ctx;
     gpudl_device_info info;
@@ -56,8 +60,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--lr") && i + 1 < argc) lr = (float)atof(argv[++i]);
         else if (!strcmp(argv[i], "--save") && i + 1 < argc) save = argv[++i];
+        else if (!strcmp(argv[i], "--log") && i + 1 < argc) logpath = argv[++i];
         else if (!strcmp(argv[i], "--cpu")) cpu = 1;
-        else { fprintf(stderr, "usage: %s [--data DIR] [--epochs N] [--batch B] [--lr LR] [--cpu] [--save FILE]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [--data DIR] [--epochs N] [--batch B] [--lr LR] [--cpu] [--save FILE] [--log FILE]\n",
+                       argv[0]); return 2; }
     }
     if (epochs < 0 || batch < 1) { fprintf(stderr, "epochs and batch must be >= 1\n"); return 2; }
     t0 = gpudl_now();
@@ -76,12 +82,7 @@ int main(int argc, char **argv) {
        took 89 s -> 78 s here, with the same accuracy. (Not available: fine.) */
     if (gpudl_ctx_device(ctx) == GPUDL_DEVICE_CPU) (void)gpudl_cpu_flush_denormals(ctx, 1);
 
-    data = find_data(data);
-    if (gpudl_mnist_load(ctx, data, 1, &xtr, &ytr) != GPUDL_OK || gpudl_mnist_load(ctx, data, 0, &xte, &yte) != GPUDL_OK) {
-        fprintf(stderr, "cannot load Fashion-MNIST from %s: %s\n(make data prepares it; see data/README.md)\n", data,
-                gpudl_ctx_last_error(ctx));
-        return 1;
-    }
+    if (gpudl_fashion_mnist_load(ctx, data, &xtr, &ytr, &xte, &yte, &data) != GPUDL_OK) return 1;   /* it said why */
     printf("data: %s (%lld training, %lld test images)\n", data, (long long)xtr.shape[0], (long long)xte.shape[0]);
     {   /* make data records where build/data came from */
         FILE *src = strstr(data, "build/data") ? fopen("build/data/SOURCE", "r") : NULL;
@@ -124,6 +125,9 @@ int main(int argc, char **argv) {
     od.warmup_steps = 100;
     od.total_steps = total;
     GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+    GPUDL_CHECK(gpudl_tensor_create(ctx, &count, GPUDL_F32, 1, &one));
+    if (logpath && (log = fopen(logpath, "w")) == NULL) { fprintf(stderr, "cannot write %s\n", logpath); return 1; }
+    if (log) fprintf(log, "epoch,step,loss,test_accuracy,seconds\n");
 
     for (e = 0, step = 0; e < epochs; e++) {
         char label[32];
@@ -141,29 +145,28 @@ int main(int argc, char **argv) {
             if (b % 20 == 0) {   /* reading the loss waits for the GPU: not every step */
                 GPUDL_CHECK(gpudl_model_loss_value(m, &loss));
                 gpudl_progress_update(&pr, b + 1, loss);
+                if (log) fprintf(log, "%lld,%lld,%.5f,,%.2f\n", (long long)(e + 1), (long long)step, loss, gpudl_now() - t0);
             }
         }
         GPUDL_CHECK(gpudl_model_loss_value(m, &loss));
         GPUDL_CHECK(gpudl_ctx_sync(ctx));
         gpudl_progress_end(&pr, loss);
         train_s += gpudl_now() - te;
+        if (log && e + 1 < epochs)   /* the last epoch's accuracy is the one below; eval mode draws no dropout */
+            fprintf(log, "%lld,%lld,%.5f,%.4f,%.2f\n", (long long)(e + 1), (long long)step, loss,
+                    evaluate(ctx, m, &test, &count), gpudl_now() - t0);
     }
 
-    /* evaluation: the whole test set, counted on the device, read once */
-    GPUDL_CHECK(gpudl_tensor_create(ctx, &count, GPUDL_F32, 1, &one));
-    GPUDL_CHECK(gpudl_tensor_fill(ctx, &count, 0.0f));
-    gpudl_model_train(m, 0);
-    for (b = 0; b < gpudl_dataset_num_batches(&test); b++) {
-        GPUDL_CHECK(gpudl_dataset_batch(ctx, &test, b, &x, &y));
-        GPUDL_CHECK(gpudl_model_forward(m, &x, NULL));
-        GPUDL_CHECK(gpudl_model_count_correct(m, &y, &count));
+    acc = evaluate(ctx, m, &test, &count);
+    if (log) {
+        fprintf(log, "%lld,%lld,%.5f,%.4f,%.2f\n", (long long)epochs, (long long)step, loss, acc, gpudl_now() - t0);
+        fclose(log);
     }
-    GPUDL_CHECK(gpudl_tensor_item(ctx, &count, 0, &correct));
     if (save) {
         GPUDL_CHECK(gpudl_model_save(ctx, m, save));
         printf("saved %s\n", save);
     }
-    printf("test accuracy: %.2f%%\n", 100.0 * correct / (double)test.n);
+    printf("test accuracy: %.2f%%\n", 100.0 * acc);
     printf("wall time: %.1f s (training %.1f s), %.0f images/s\n", gpudl_now() - t0, train_s,
            (double)(epochs * train.n) / train_s);
 

@@ -9,12 +9,12 @@
    Timed properly: a cold first call is shown apart, then warm-up calls, then
    CUDA events around repeated calls, median of several samples.
 
-   GPU:  nvcc -O2 -o cpu_vs_gpu examples/cpu_vs_gpu.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
-   CPU:  cc -O2 -fopenmp -DGPUDL_NO_CUDA -o cpu_vs_gpu examples/cpu_vs_gpu.c -lm
+   GPU:  nvcc -O2 -o cpu_vs_gpu cpu_vs_gpu.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
+   CPU:  cc -O2 -fopenmp -DGPUDL_NO_CUDA -o cpu_vs_gpu cpu_vs_gpu.c -lm
    Run:  ./cpu_vs_gpu [--small] [--cpu-only]
          --small uses 100x200x200 and 2000x2000 (a quick look). */
 #define GPUDL_IMPLEMENTATION
-#include "../gpudl.h"
+#include "gpudl.h"
 
 typedef struct {
     const char *name;

@@ -7,8 +7,8 @@
    does this for every parameter and every input of a model on the CPU.
 
    GPU build (the check itself runs on the CPU):
-         nvcc -O2 -o gradcheck examples/gradcheck.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
-   CPU:  cc -O2 -DGPUDL_NO_CUDA -o gradcheck examples/gradcheck.c -lm
+         nvcc -O2 -o gradcheck gradcheck.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
+   CPU:  cc -O2 -DGPUDL_NO_CUDA -o gradcheck gradcheck.c -lm
 
    Two things make a check lie, and the inputs below avoid both:
    - kinks: ReLU at 0 and max-pool ties have no derivative; a step of eps
@@ -17,7 +17,7 @@
      is only good to about 1e-7 |L| / eps. Use eps around 1e-2 for smooth
      layers and compare with a small absolute tolerance. */
 #define GPUDL_IMPLEMENTATION
-#include "../gpudl.h"
+#include "gpudl.h"
 
 typedef gpudl_status (*add_fn)(gpudl_model *m);
 

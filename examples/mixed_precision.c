@@ -1,8 +1,8 @@
 /* mixed_precision.c - the same CNN trained in FP32, FP16 and BF16, side by
    side: test accuracy, step time, memory, and what the loss scaler did.
 
-   GPU:  nvcc -O2 -o mixed_precision examples/mixed_precision.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
-   CPU:  cc -O2 -fopenmp -DGPUDL_NO_CUDA -o mixed_precision examples/mixed_precision.c -lm
+   GPU:  nvcc -O2 -o mixed_precision mixed_precision.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
+   CPU:  cc -O2 -fopenmp -DGPUDL_NO_CUDA -o mixed_precision mixed_precision.c -lm
    Run:  ./mixed_precision [--data DIR] [--epochs N] [--cpu]      (default: 1 epoch each)
 
    The recipe (see gpudl.h, >>amp): FP32 master weights and optimizer
@@ -15,7 +15,7 @@
    on tensor cores; on the CPU each 16-bit op is emulated (f32 math on f32
    copies, one rounding), so there FP16/BF16 are slower than FP32. */
 #define GPUDL_IMPLEMENTATION
-#include "../gpudl.h"
+#include "gpudl.h"
 
 static gpudl_model *make_cnn(gpudl_ctx *ctx, int64_t batch) {
     gpudl_model *m;
@@ -45,8 +45,6 @@ static gpudl_model *make_cnn(gpudl_ctx *ctx, int64_t batch) {
 }
 
 int main(int argc, char **argv) {
-    static const char *dirs[] = {"data/fashion-mnist", "build/data/fashion-mnist", "/usr/share/datasets/fashion-mnist",
-                                 "data/fashion-mnist-subset"};
     static const struct { gpudl_precision p; const char *name; } precs[] = {
         {GPUDL_PRECISION_FP32, "FP32"}, {GPUDL_PRECISION_FP16, "FP16"}, {GPUDL_PRECISION_BF16, "BF16"}};
     const char *data = NULL;
@@ -71,13 +69,7 @@ int main(int argc, char **argv) {
     cd.device = cpu ? GPUDL_DEVICE_CPU : GPUDL_DEVICE_AUTO;
     cd.log = gpudl_log_stderr;
     GPUDL_CHECK(gpudl_ctx_create(&cd, &ctx));
-    for (i = 0; !data && i < 4; i++)
-        if (gpudl_mnist_load(ctx, dirs[i], 0, &xte, &yte) == GPUDL_OK) { data = dirs[i]; gpudl_tensor_free(ctx, &xte); gpudl_tensor_free(ctx, &yte); }
-    if (!data) data = dirs[0];
-    if (gpudl_mnist_load(ctx, data, 1, &xtr, &ytr) != GPUDL_OK || gpudl_mnist_load(ctx, data, 0, &xte, &yte) != GPUDL_OK) {
-        fprintf(stderr, "cannot load Fashion-MNIST from %s: %s\n(make data prepares it)\n", data, gpudl_ctx_last_error(ctx));
-        return 1;
-    }
+    if (gpudl_fashion_mnist_load(ctx, data, &xtr, &ytr, &xte, &yte, &data) != GPUDL_OK) return 1;   /* it said why */
     printf("device: %s; data: %s; %d epoch(s) per precision\n", gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? "GPU" : "CPU",
            data, epochs);
     GPUDL_CHECK(gpudl_dataset_create(ctx, &train, &xtr, &ytr, batch, 0.2860f, 0.3530f));

@@ -1,8 +1,8 @@
 /* mlp_fashion.c - a multilayer perceptron on Fashion-MNIST:
    784 -> 256 -> ReLU -> 128 -> ReLU -> 10, Adam with a cosine schedule.
 
-   GPU:  nvcc -O2 -o mlp examples/mlp_fashion.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
-   CPU:  cc -O2 -DGPUDL_NO_CUDA -o mlp examples/mlp_fashion.c -lm      (add -fopenmp for threads)
+   GPU:  nvcc -O2 -o mlp mlp_fashion.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
+   CPU:  cc -O2 -DGPUDL_NO_CUDA -o mlp mlp_fashion.c -lm      (add -fopenmp for threads)
    Run:  ./mlp [--data DIR] [--epochs N] [--batch B] [--cpu]
 
    Every step is three matrix products forward (x W1^T, h1 W2^T, h2 W3^T)
@@ -10,12 +10,10 @@
    rows, which on a GPU are bound by launch latency and memory, not by
    arithmetic. */
 #define GPUDL_IMPLEMENTATION
-#include "../gpudl.h"
+#include "gpudl.h"
 
 int main(int argc, char **argv) {
     const char *data = NULL;
-    static const char *dirs[] = {"data/fashion-mnist", "build/data/fashion-mnist", "/usr/share/datasets/fashion-mnist",
-                                 "data/fashion-mnist-subset"};
     int epochs = 8, cpu = 0, i;
     int64_t batch = 128, sample[1] = {784}, e, b, one = 1;
     float loss = 0.0f, correct = 0.0f;
@@ -43,15 +41,7 @@ int main(int argc, char **argv) {
     GPUDL_CHECK(gpudl_ctx_create(&cd, &ctx));
     /* on a CPU, subnormal gradients and moments are slow: flush them to zero */
     if (gpudl_ctx_device(ctx) == GPUDL_DEVICE_CPU) (void)gpudl_cpu_flush_denormals(ctx, 1);
-    for (i = 0; !data && i < 4; i++) {   /* the first directory that loads */
-        if (gpudl_mnist_load(ctx, dirs[i], 0, &xte, &yte) == GPUDL_OK) { data = dirs[i]; gpudl_tensor_free(ctx, &xte); gpudl_tensor_free(ctx, &yte); }
-    }
-    if (!data) data = dirs[0];
-    if (gpudl_mnist_load(ctx, data, 1, &xtr, &ytr) != GPUDL_OK || gpudl_mnist_load(ctx, data, 0, &xte, &yte) != GPUDL_OK) {
-        fprintf(stderr, "cannot load Fashion-MNIST from %s: %s\n(make data prepares it; see data/README.md)\n", data,
-                gpudl_ctx_last_error(ctx));
-        return 1;
-    }
+    if (gpudl_fashion_mnist_load(ctx, data, &xtr, &ytr, &xte, &yte, &data) != GPUDL_OK) return 1;   /* it said why */
     printf("device: %s; data: %s\n", gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? "GPU" : "CPU", data);
     GPUDL_CHECK(gpudl_dataset_create(ctx, &train, &xtr, &ytr, batch, 0.2860f, 0.3530f));
     GPUDL_CHECK(gpudl_dataset_create(ctx, &test, &xte, &yte, batch, 0.2860f, 0.3530f));

@@ -21,11 +21,18 @@ assert tensors["1.running_var"].shape == (6,)
 assert all(str(t.dtype) == "float32" for t in tensors.values())
 msg = f"numpy: {len(tensors)} tensors, step {meta['step']}"
 try:
-    import torch  # noqa: F401
+    import torch
     from safetensors.torch import load_file as torch_load
-    t = torch_load(path)
-    assert tuple(t["0.weight"].shape) == (6, 1, 5, 5)
-    msg += "; torch: ok"
+    # the recipe gpudl.h gives for PyTorch: the same layers as an nn.Sequential
+    # (the test CNN of tests/train_helpers.h), the optimizer state filtered out,
+    # and strict=False only for BatchNorm's num_batches_tracked, which gpudl has not
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 6, 5, padding=2), torch.nn.BatchNorm2d(6), torch.nn.ReLU(),
+                              torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Dropout(0.2), torch.nn.Linear(6 * 14 * 14, 10))
+    sd = {k: v for k, v in torch_load(path).items() if not k.startswith("optimizer.")}
+    missing, unexpected = net.load_state_dict(sd, strict=False)
+    assert not unexpected and all(k.endswith("num_batches_tracked") for k in missing), (missing, unexpected)
+    assert torch.equal(net[0].weight.detach(), sd["0.weight"])
+    msg += "; torch %s: load_state_dict ok" % torch.__version__
 except ImportError:
     msg += "; torch: not installed"
 print(msg)

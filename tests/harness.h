@@ -48,6 +48,7 @@ static gpudl_ctx *cpu_ctx(void) {
         memset(&d, 0, sizeof d);
         d.device = GPUDL_DEVICE_CPU;
         d.seed = 1234;
+        d.log = gpudl_log_quiet;   /* the tests provoke errors on purpose and read them with gpudl_ctx_last_error */
         GPUDL_CHECK(gpudl_ctx_create(&d, &ctx));
     }
     return ctx;
@@ -89,9 +90,28 @@ static gpudl_ctx *gpu_ctx(void) {
         memset(&d, 0, sizeof d);
         d.device = GPUDL_DEVICE_CUDA;
         d.seed = 1234;
+        d.log = gpudl_log_quiet;
         if (gpudl_ctx_create(&d, &ctx) != GPUDL_OK) ctx = NULL;
     }
     return ctx;
+}
+
+/* stderr into a temporary file for a while, and what was written there. */
+HARNESS_MAYBE_UNUSED static int stderr_capture(FILE **tmp) {
+    int saved;
+    fflush(stderr);
+    saved = dup(2);
+    *tmp = tmpfile();
+    if (*tmp) dup2(fileno(*tmp), 2);
+    return saved;
+}
+HARNESS_MAYBE_UNUSED static void stderr_release(int saved, FILE *tmp, char *buf, size_t size) {
+    size_t n = 0;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    if (tmp) { rewind(tmp); n = fread(buf, 1, size - 1, tmp); fclose(tmp); }
+    buf[n] = 0;
 }
 
 #ifdef GPUDL_NO_CUDA
@@ -127,16 +147,27 @@ HARNESS_MAYBE_UNUSED static double max_rel(const gpudl_tensor *x, const gpudl_te
     return w;
 }
 
+/* Does a --skip=NAME argument name this test? */
+static int skipped_by_args(const char *name, int argc, char **argv) {
+    int a;
+    for (a = 1; a < argc; a++)
+        if (!strncmp(argv[a], "--skip=", 7) && !strcmp(argv[a] + 7, name)) return 1;
+    return 0;
+}
+
+/* argv[1]: --cpu-only, --gpu-only or a substring of the names to run;
+   further --skip=NAME arguments leave those tests out (not counted). */
 static int run_tests(const test_case *tests, size_t count, int argc, char **argv) {
     int passed = 0, failed = 0, skipped = 0;
     size_t i;
-    const char *filter = argc > 1 ? argv[1] : NULL;
+    const char *filter = argc > 1 && strncmp(argv[1], "--skip=", 7) ? argv[1] : NULL;
     g_verbose = getenv("GPUDL_TEST_VERBOSE") != NULL;
     for (i = 0; i < count; i++) {
         double t0;
         int is_gpu = strncmp(tests[i].name, "gpu_", 4) == 0;
         if (filter && !strcmp(filter, "--cpu-only") ? is_gpu : filter && !strcmp(filter, "--gpu-only") ? !is_gpu
             : filter && !strstr(tests[i].name, filter)) continue;
+        if (skipped_by_args(tests[i].name, argc, argv)) continue;
         g_failed_checks = 0;
         g_skip = 0;
         t0 = gpudl_now();

@@ -74,7 +74,7 @@ export -f env_report
 for s in $STEPS; do
     case $s in
         env)      step env 60 bash -c env_report ;;
-        build)    step build 240 make -j"$JOBS" build/test_cuda build/test_layers_cuda build/bench_matmul build/bench_train \
+        build)    step build 240 make -j"$JOBS" build/suite_core_cuda build/suite_train_cuda build/bench_matmul build/bench_train \
                       build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck ;;
         test)     step test 240 make test-gpu-suites ;;
         sanitize) step sanitize 480 make test-gpu-sanitize ;;

@@ -14,6 +14,7 @@ static float *before;
 static int setup(void) {
     gpudl_ctx_desc d;
     gpudl_optim_desc od;
+    gpudl_tensor p;
     int64_t img[3] = {1, 4, 4};
     memset(&d, 0, sizeof d);
     d.device = GPUDL_DEVICE_CPU;
@@ -27,7 +28,8 @@ static int setup(void) {
     memset(&od, 0, sizeof od);
     od.kind = GPUDL_OPTIM_ADAM;
     if (gpudl_model_set_optimizer(m, &od) != GPUDL_OK) return 0;
-    before = (float *)malloc(sizeof(float) * (size_t)gpudl_model_num_params(m));
+    gpudl_model_params(m, &p, NULL);   /* the flat buffer, padding included */
+    before = (float *)malloc(gpudl_tensor_bytes(&p));
     return before != NULL;
 }
 

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# make test-emu: gpudl's GPU path on the emulated CUDA device (tests/emu).
+# The unchanged gpudl.h, gpudl_kernels.cu and GPU test suites, built by
+# tests/emu/nvcc-emu with the Makefile's architectures, run there:
+#   1. the emulator's own self-tests (tests/emu/selftest/run.sh);
+#   2. the GPU suites (suite_core.c + gpu_faults.cu, suite_train.c) on a
+#      machine with two H100s, plainly and under AddressSanitizer +
+#      UndefinedBehaviorSanitizer (there without the slowest test);
+#   3. the examples in a short mode, on the shipped Fashion-MNIST subset;
+#   4. the device profiles: none (the CPU fallback and its message), 7.0 (a
+#      GPU the kernels were not built for), 9.0:1G (out of device memory).
+# Nothing here may say SKIPPED. Ends with: N passed, N failed, N skipped.
+#   bash tests/run_emu.sh [--quick]   (--quick: no sanitizer builds)
+set -u
+cd "$(dirname "$0")/.."
+NVCC_EMU=tests/emu/nvcc-emu
+ARCH=(-gencode arch=compute_80,code=sm_80 -gencode "arch=compute_90,code=[sm_90,compute_90]")
+LIBS=(-lcublas -lcublasLt -lcudnn)
+B=build/emu
+mkdir -p "$B"
+QUICK=0
+[ "${1:-}" = "--quick" ] && QUICK=1
+passed=0; failed=0; skipped=0
+export CUEMU_TEST_OUT=$PWD/$B/selftest
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+
+ok()   { printf 'ok      %-34s %s\n' "$1" "${2:-}"; passed=$((passed + 1)); }
+bad()  { printf 'FAIL    %-34s %s\n' "$1" "${2:-}"; failed=$((failed + 1)); }
+run_suite() {   # run_suite NAME CMD...: adds the program's own "N passed, N failed, N skipped"
+    local name=$1 out line p f s; shift
+    out=$("$@" 2>"$B/$name.stderr"); local rc=$?
+    printf '%s\n' "$out" | sed '$d'
+    line=$(printf '%s\n' "$out" | tail -n 1)
+    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+        p=${BASH_REMATCH[1]}; f=${BASH_REMATCH[2]}; s=${BASH_REMATCH[3]}
+        passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+        [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || { bad "$name" "exit status $rc"; }
+        [ "$f" -eq 0 ] || tail -20 "$B/$name.stderr" | sed 's/^/        /'
+    else
+        bad "$name" "crashed or printed no summary (exit $rc)"; printf '%s\n' "$line"; tail -20 "$B/$name.stderr" | sed 's/^/        /'
+    fi
+}
+build() {   # build NAME SOURCES/FLAGS...: an nvcc-emu build that must succeed
+    local name=$1; shift
+    if "$NVCC_EMU" "$@" >"$B/$name.build.log" 2>&1; then return 0; fi
+    bad "build_$name" "($NVCC_EMU $*)"; grep -E 'error|fatal' "$B/$name.build.log" | head -15 | sed 's/^/        /'
+    return 1
+}
+
+# The emulator's self-tests run beside the rest (two cores); their report comes last.
+SELFTEST_OUT=$B/selftest.out
+if [ $QUICK = 1 ]; then bash tests/emu/selftest/run.sh --quick >$SELFTEST_OUT 2>&1 &
+else bash tests/emu/selftest/run.sh >$SELFTEST_OUT 2>&1 & fi
+SELFTEST_PID=$!
+
+echo "== data: the shipped Fashion-MNIST subset"
+DATA=$B/data
+mkdir -p "$DATA"
+for f in data/fashion-mnist-subset/*.gz; do gunzip -c "$f" > "$DATA/$(basename "$f" .gz)"; done
+export GPUDL_TEST_DATA=$DATA
+
+echo "== gpudl's GPU suites on the emulated H100 (the unchanged sources)"
+SAN=(-g -Xcompiler -fsanitize=address,undefined -Xcompiler -fno-sanitize-recover=all -Xcompiler -fno-omit-frame-pointer)
+build kernels -O2 "${ARCH[@]}" -Xcompiler -fopenmp -c gpudl_kernels.cu -o $B/kernels.o
+build gpu_faults -O2 "${ARCH[@]}" -c tests/gpu_faults.cu -o $B/gpu_faults.o
+TWO_H100=9.0:80G,9.0:80G   # a second device for gpu_context_keeps_its_device
+if build suite_core_cuda -O2 "${ARCH[@]}" -Xcompiler -fopenmp -o $B/suite_core_cuda tests/suite_core.c $B/kernels.o $B/gpu_faults.o "${LIBS[@]}" -lgomp; then
+    GPUDL_EMU_DEVICE=$TWO_H100 run_suite suite_core_cuda $B/suite_core_cuda --gpu-only
+fi
+if build suite_train_cuda -O2 "${ARCH[@]}" -Xcompiler -fopenmp -o $B/suite_train_cuda tests/suite_train.c $B/kernels.o "${LIBS[@]}" -lgomp; then
+    GPUDL_EMU_DEVICE=$TWO_H100 run_suite suite_train_cuda $B/suite_train_cuda --gpu-only
+fi
+if [ $QUICK = 0 ]; then
+    echo "== the same under AddressSanitizer + UndefinedBehaviorSanitizer"
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+    build kernels_san -O1 "${SAN[@]}" "${ARCH[@]}" -c gpudl_kernels.cu -o $B/kernels_san.o
+    build gpu_faults_san -O1 "${SAN[@]}" "${ARCH[@]}" -c tests/gpu_faults.cu -o $B/gpu_faults_san.o
+    if build suite_core_cuda_san -O1 "${SAN[@]}" "${ARCH[@]}" -o $B/suite_core_cuda_san tests/suite_core.c $B/kernels_san.o $B/gpu_faults_san.o "${LIBS[@]}"; then
+        GPUDL_EMU_DEVICE=$TWO_H100 run_suite suite_core_cuda_san $B/suite_core_cuda_san --gpu-only
+    fi
+    if build suite_train_cuda_san -O1 "${SAN[@]}" "${ARCH[@]}" -o $B/suite_train_cuda_san tests/suite_train.c $B/kernels_san.o "${LIBS[@]}"; then
+        run_suite suite_train_cuda_san $B/suite_train_cuda_san --gpu-only --skip=gpu_mixed_precision_full
+    fi
+fi
+
+echo "== examples, short runs on the emulated GPU"
+example() {   # example NAME WANT_REGEX ARGS...: builds examples/NAME.c, runs it, its output must match
+    local name=$1 want=$2; shift 2
+    build "ex_$name" -O2 "${ARCH[@]}" -Xcompiler -fopenmp -I. -o $B/$name examples/$name.c $B/kernels.o "${LIBS[@]}" -lgomp || return
+    if "$B/$name" "$@" >"$B/ex_$name.log" 2>&1 && grep -Eq "$want" "$B/ex_$name.log" && ! grep -q 'FAIL' "$B/ex_$name.log"; then
+        ok "example_$name" "$(grep -E "$want" "$B/ex_$name.log" | tail -1)"
+    else
+        bad "example_$name" "(./$name $*: no line matching '$want')"; tail -8 "$B/ex_$name.log" | sed 's/^/        /'
+    fi
+}
+example cnn_fashion     'test accuracy: [0-9.]+%'  --data "$DATA" --epochs 1
+example mlp_fashion     'test accuracy: [0-9.]+%'  --data "$DATA" --epochs 1
+example mixed_precision 'BF16'                     --data "$DATA" --epochs 1
+example gradcheck       'To check your own layer'
+example cpu_vs_gpu      'GPU'                      --small
+
+echo "== device profiles: no GPU, a GPU the kernels were not built for, a small GPU"
+for spec in none 7.0:16G 9.0:1G; do
+    [ -x $B/suite_core_cuda ] && GPUDL_EMU_DEVICE=$spec run_suite "profile_$spec" $B/suite_core_cuda emu_profile
+done
+
+echo "== make doctor's messages on each profile (and without a driver)"
+doctor_says() {   # doctor_says NAME WANT_REGEX ENV...: the doctor's report under ENV must match
+    local name=$1 want=$2; shift 2
+    env "$@" $B/doctor >"$B/doctor_$name.log" 2>&1
+    if grep -Eq "$want" "$B/doctor_$name.log"; then ok "doctor_$name" "$(grep -E "$want" "$B/doctor_$name.log" | head -1)"
+    else bad "doctor_$name" "(no line matching '$want')"; sed 's/^/        /' "$B/doctor_$name.log"; fi
+}
+if build doctor -O2 "${ARCH[@]}" -Xcompiler -fopenmp -I. -o $B/doctor examples/doctor.c $B/kernels.o "${LIBS[@]}" -lgomp; then
+    doctor_says h100      'compute capability 9\.0, [0-9]+ SMs.*the kernels run on it'  GPUDL_EMU_DEVICE=9.0:80G
+    doctor_says no_device 'fix: check nvidia-smi, and CUDA_VISIBLE_DEVICES'            GPUDL_EMU_DEVICE=none
+    doctor_says volta     'fix: CUDA 13 has no compiler for sm_70'                      GPUDL_EMU_DEVICE=7.0:16G
+    doctor_says no_driver 'fix: install the NVIDIA driver'                              GPUDL_EMU_DRIVER=none
+fi
+
+echo "== make test-gpu-sanitize leaves out the test whose child faults on purpose"
+if make -n test-gpu-sanitize 2>/dev/null | grep 'suite_core_cuda gpu_' | grep -qv -- '--skip=gpu_sticky_error_is_fatal'; then
+    bad sanitize_skips_fault_tests "(a compute-sanitizer run of suite_core_cuda would include gpu_sticky_error_is_fatal)"
+else ok sanitize_skips_fault_tests; fi
+
+echo "== the emulator's self-tests (tests/emu/selftest/run.sh)"
+wait $SELFTEST_PID
+run_suite emu_selftest cat $SELFTEST_OUT
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ] && [ "$skipped" -eq 0 ]

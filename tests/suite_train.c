@@ -1,0 +1,87 @@
+/* gpudl tests, training suite: activation, linear, loss, conv, pool,
+   batchnorm, dropout, model, gradcheck, optim, amp, data and io. Every layer
+   on the CPU against a float64 reference, gradient checks for every layer,
+   optimizers and schedules, mixed precision, the IDX loader's fault cases,
+   the dataset, checkpoints (round trip, resume, corruption) and short
+   training runs; in the nvcc build, every layer and training on the GPU
+   against the CPU (SKIPPED without a GPU).
+
+   Data: the Fashion-MNIST subset decompressed into $GPUDL_TEST_DATA
+   (tests/run.sh does that; default build/test/data).
+   CPU build:  cc -O2 -DGPUDL_NO_CUDA -fopenmp tests/suite_train.c -lm
+   GPU build:  nvcc -O2 tests/suite_train.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
+   Run:        ./suite_train [substring | --cpu-only | --gpu-only] [--skip=NAME...]
+
+   The layout (one file per section of gpudl.h, #included here into the one
+   translation unit that holds gpudl's implementation) is explained at the
+   top of tests/suite_core.c. Helpers that several section files use are in
+   train_helpers.h. The table below is the order the tests run in (they share
+   the CPU context's random stream). */
+#define GPUDL_IMPLEMENTATION
+#include "../gpudl.h"
+#include "harness.h"
+#include "train_helpers.h"
+
+#include "test_layers.c"    /* activation, linear, loss, conv, pool, batchnorm, dropout */
+#include "test_model.c"     /* model, gradcheck */
+#include "test_optim.c"     /* optim */
+#include "test_amp.c"       /* amp */
+#include "test_data.c"      /* data */
+#include "test_io.c"        /* io */
+
+/* >>main ------------------------------------------------------------------ */
+
+static const test_case tests[] = {
+    {"activations", test_activations},
+    {"linear", test_linear},
+    {"softmax_xent", test_softmax_xent},
+    {"mse", test_mse},
+    {"conv2d", test_conv2d},
+    {"pool2d", test_pool2d},
+    {"pool2d_2x2_special", test_pool2d_2x2_special},
+    {"batchnorm", test_batchnorm},
+    {"dropout", test_dropout},
+    {"gradcheck_every_layer", test_gradcheck_layers},
+    {"gradcheck_api", test_gradcheck_catches_errors},
+    {"model_api_errors", test_model_api_errors},
+    {"model_refused_layer", test_model_refused_layer},
+    {"grad_accumulation", test_grad_accumulation},
+    {"optimizers", test_optimizers},
+    {"lr_schedules", test_lr_schedules},
+    {"idx_loader_faults", test_idx_loader},
+    {"idx_gzip", test_idx_gzip},
+    {"dataset", test_dataset},
+    {"training_learns", test_training_learns},
+    {"checkpoint_roundtrip_resume", test_checkpoint_roundtrip_and_resume},
+    {"checkpoint_corruption", test_checkpoint_corruption},
+    {"scaler_state_machine", test_scaler_state_machine},
+    {"nonfinite_detector", test_nonfinite_detector},
+    {"persistent_overflow", test_persistent_overflow},
+    {"scaler_checkpoint", test_scaler_checkpoint},
+    {"mixed_precision_accuracy", test_mixed_precision_accuracy},
+    {"memory_report", test_memory_report},
+    {"layers_16bit", test_layers_16bit},
+    {"bias_sums", test_bias_sums},
+    {"gpu_layers", test_gpu_layers},
+    {"gpu_layers_16bit", test_gpu_layers_16bit},
+    {"gpu_layers_bias_sums", test_gpu_layers_bias_sums},
+    {"gpu_layers_batchnorm_chunks", test_gpu_layers_batchnorm_chunks},
+    {"gpu_amp_steps", test_gpu_amp_steps},
+    {"gpu_fused_parity", test_gpu_fused_parity},
+    {"gpu_layers_linear_lt", test_gpu_layers_linear_lt},
+    {"gpu_training_parity", test_gpu_training_parity},
+    {"gpu_mixed_precision_full", test_gpu_mixed_precision_full},
+    {"gpu_layers_linear_lt_alignment", test_gpu_layers_linear_lt_alignment},
+    {"gpu_conv_algorithm_choice", test_gpu_conv_algorithm_choice},
+    {"gpu_emu_counters_training_step", test_gpu_emu_counters_training_step},
+    {"gpu_xent_label_out_of_range", test_gpu_xent_label_out_of_range},   /* last: the others keep their random draws */
+    {"activations_nonfinite", test_activations_nonfinite},               /* new tests go after it, for the same reason */
+    {"nonfinite_fp32_bf16", test_nonfinite_fp32_bf16},
+    {"gpu_activations_nonfinite", test_gpu_activations_nonfinite},
+    {"gpu_nonfinite_fp32_bf16", test_gpu_nonfinite_fp32_bf16},
+    {"mnist_messages", test_mnist_messages},
+    {"checkpoint_not_safetensors", test_checkpoint_not_safetensors},
+    {"fashion_mnist_find", test_fashion_mnist_find},
+};
+
+int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }

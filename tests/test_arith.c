@@ -1,0 +1,182 @@
+/* gpudl tests: arith. The elementwise ops (add, mul, scale, axpy) and the
+   reductions (sum, max, argmax of rows) on the CPU against float64 and, in
+   the nvcc build, on the GPU against the CPU.
+   Part of the core suite: tests/suite_core.c #includes it (see there). */
+
+/* >>arith: elementwise and reductions ------------------------------------- */
+
+static void test_elementwise(void) {
+    static const int64_t ns[] = {1, 7, 33, 1000, 100003};
+    gpudl_dtype dts[3] = {GPUDL_F32, GPUDL_F16, GPUDL_BF16};
+    gpudl_ctx *ctx = cpu_ctx();
+    size_t s;
+    int d, op;
+    for (d = 0; d < 3; d++)
+        for (s = 0; s < sizeof ns / sizeof ns[0]; s++)
+            for (op = 0; op < 4; op++) {
+                int64_t n = ns[s], i, bad = 0;
+                gpudl_tensor a = host_rand(dts[d], 1, n, 0, 0), b = host_rand(dts[d], 1, n, 0, 0);
+                gpudl_tensor o = make(ctx, GPUDL_DEVICE_CPU, dts[d], 1, n, 0, 0);
+                double tol = dts[d] == GPUDL_F32 ? 1e-7 : dts[d] == GPUDL_F16 ? 1e-3 : 8e-3;
+                CHECK_OK(gpudl_tensor_copy(ctx, &o, &b));
+                if (op == 0) CHECK_OK(gpudl_add(ctx, &o, &a, &b));
+                if (op == 1) CHECK_OK(gpudl_mul(ctx, &o, &a, &b));
+                if (op == 2) CHECK_OK(gpudl_scale(ctx, &o, -1.5f));
+                if (op == 3) CHECK_OK(gpudl_axpy(ctx, &o, 0.25f, &a));
+                for (i = 0; i < n; i++) {
+                    double x = ld(&a, i), y = ld(&b, i);
+                    double ref = op == 0 ? x + y : op == 1 ? x * y : op == 2 ? -1.5 * y : 0.25 * x + y;
+                    if (!(fabs(ld(&o, i) - ref) <= tol * (fabs(x) + fabs(y) + fabs(ref)))) bad++;
+                }
+                CHECKF(bad == 0, "op %d %s n=%lld: %lld wrong", op, gpudl_dtype_name(dts[d]), (long long)n, (long long)bad);
+                gpudl_tensor_free(ctx, &a); gpudl_tensor_free(ctx, &b); gpudl_tensor_free(ctx, &o);
+            }
+    {
+        gpudl_tensor a = host_rand(GPUDL_F32, 1, 7, 0, 0), b = host_rand(GPUDL_F32, 1, 8, 0, 0), h = host_rand(GPUDL_F16, 1, 7, 0, 0);
+        CHECK_ST(gpudl_add(ctx, &a, &a, &b), GPUDL_ERR_SHAPE);
+        CHECK(strstr(gpudl_ctx_last_error(ctx), "f32[7] cpu") && strstr(gpudl_ctx_last_error(ctx), "f32[8] cpu"));
+        CHECK_ST(gpudl_mul(ctx, &a, &a, &h), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_axpy(ctx, &a, 1.0f, NULL), GPUDL_ERR_INVALID_ARG);
+        gpudl_tensor_free(ctx, &a); gpudl_tensor_free(ctx, &b); gpudl_tensor_free(ctx, &h);
+    }
+}
+
+static void test_reductions(void) {
+    static const int64_t ns[] = {1, 7, 33, 1000, 100003};
+    gpudl_dtype dts[3] = {GPUDL_F32, GPUDL_F16, GPUDL_BF16};
+    gpudl_ctx *ctx = cpu_ctx();
+    gpudl_tensor out = make(ctx, GPUDL_DEVICE_CPU, GPUDL_F32, 1, 1, 0, 0);
+    size_t s;
+    int d;
+    for (d = 0; d < 3; d++)
+        for (s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+            int64_t n = ns[s], i;
+            gpudl_tensor x = host_rand(dts[d], 1, n, 0, 0);
+            double ref = 0, mag = 0, mx = -1e300;
+            float got;
+            for (i = 0; i < n; i++) { double v = ld(&x, i); ref += v; mag += fabs(v); mx = v > mx ? v : mx; }
+            CHECK_OK(gpudl_sum(ctx, &out, &x));
+            CHECK_OK(gpudl_tensor_item(ctx, &out, 0, &got));
+            CHECKF(fabs(got - ref) <= 1e-6 * mag, "sum %s n=%lld: %g want %g", gpudl_dtype_name(dts[d]), (long long)n, (double)got, ref);
+            CHECK_OK(gpudl_max(ctx, &out, &x));
+            CHECK_OK(gpudl_tensor_item(ctx, &out, 0, &got));
+            CHECKF(got == (float)mx, "max %s n=%lld: %g want %g", gpudl_dtype_name(dts[d]), (long long)n, (double)got, mx);
+            gpudl_tensor_free(ctx, &x);
+        }
+    {   /* max of negatives, and NaN propagation */
+        float v[5] = {-3, -1, -2, -7, -1.5f}, got;
+        gpudl_tensor x;
+        int64_t n5[1] = {5};
+        CHECK_OK(gpudl_tensor_wrap(&x, v, GPUDL_DEVICE_CPU, GPUDL_F32, 1, n5));
+        CHECK_OK(gpudl_max(ctx, &out, &x));
+        CHECK_OK(gpudl_tensor_item(ctx, &out, 0, &got));
+        CHECK(got == -1.0f);
+        v[3] = NAN;
+        CHECK_OK(gpudl_max(ctx, &out, &x));
+        CHECK_OK(gpudl_tensor_item(ctx, &out, 0, &got));
+        CHECK(is_nan(got));
+        CHECK_ST(gpudl_sum(ctx, &x, &x), GPUDL_ERR_SHAPE);
+    }
+    gpudl_tensor_free(ctx, &out);
+}
+
+static void test_argmax_rows(void) {
+    gpudl_ctx *ctx = cpu_ctx();
+    static const int64_t shapes[][2] = {{1, 1}, {7, 33}, {33, 7}, {1000, 10}, {3, 1000}};
+    size_t s;
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t R = shapes[s][0], C = shapes[s][1], r, c;
+        gpudl_tensor x = host_rand(GPUDL_F32, 2, R, C, 0), o = make(ctx, GPUDL_DEVICE_CPU, GPUDL_I32, 1, R, 0, 0);
+        int bad = 0;
+        CHECK_OK(gpudl_argmax_rows(ctx, &o, &x));
+        for (r = 0; r < R; r++) {
+            int64_t bi = 0;
+            for (c = 1; c < C; c++) if (ld(&x, r * C + c) > ld(&x, r * C + bi)) bi = c;
+            if (((int32_t *)o.data)[r] != bi) bad++;
+        }
+        CHECKF(bad == 0, "argmax %lldx%lld: %d rows wrong", (long long)R, (long long)C, bad);
+        gpudl_tensor_free(ctx, &x); gpudl_tensor_free(ctx, &o);
+    }
+    {
+        float v[8] = {1, 5, 5, 2, /* tie -> first */ 0, NAN, 3, NAN /* NaN wins, first NaN */};
+        int64_t sh[2] = {2, 4}, n1[1] = {2};
+        int32_t out[2];
+        gpudl_tensor x, o;
+        CHECK_OK(gpudl_tensor_wrap(&x, v, GPUDL_DEVICE_CPU, GPUDL_F32, 2, sh));
+        CHECK_OK(gpudl_tensor_wrap(&o, out, GPUDL_DEVICE_CPU, GPUDL_I32, 1, n1));
+        CHECK_OK(gpudl_argmax_rows(ctx, &o, &x));
+        CHECK(out[0] == 1 && out[1] == 1);
+        CHECK_ST(gpudl_argmax_rows(ctx, &x, &x), GPUDL_ERR_SHAPE);
+    }
+}
+
+static void test_gpu_elementwise_reductions(void) {
+    static const int64_t ns[] = {1, 7, 33, 1000, 1000003};
+    gpudl_dtype dts[3] = {GPUDL_F32, GPUDL_F16, GPUDL_BF16};
+    gpudl_ctx *c = cpu_ctx();
+    size_t s;
+    int d, op;
+    NEED_GPU(g);
+    for (d = 0; d < 3; d++)
+        for (s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+            int64_t n = ns[s];
+            double tol = dts[d] == GPUDL_F32 ? 1e-6 : dts[d] == GPUDL_F16 ? 1e-3 : 8e-3;
+            gpudl_tensor a = host_rand(dts[d], 1, n, 0, 0), b = host_rand(dts[d], 1, n, 0, 0), o = make(c, GPUDL_DEVICE_CPU, dts[d], 1, n, 0, 0);
+            gpudl_tensor da = to_dev(g, &a), db = to_dev(g, &b), dout, got, r1 = make(c, GPUDL_DEVICE_CPU, GPUDL_F32, 1, 1, 0, 0), dr;
+            float gv, cv;
+            GPUDL_CHECK(gpudl_tensor_create_on(g, &dr, GPUDL_DEVICE_CUDA, GPUDL_F32, 1, r1.shape));
+            for (op = 0; op < 4; op++) {
+                dout = to_dev(g, &b);
+                CHECK_OK(gpudl_tensor_copy(c, &o, &b));
+                if (op == 0) { CHECK_OK(gpudl_add(g, &dout, &da, &db)); CHECK_OK(gpudl_add(c, &o, &a, &b)); }
+                if (op == 1) { CHECK_OK(gpudl_mul(g, &dout, &da, &db)); CHECK_OK(gpudl_mul(c, &o, &a, &b)); }
+                if (op == 2) { CHECK_OK(gpudl_scale(g, &dout, 3.0f)); CHECK_OK(gpudl_scale(c, &o, 3.0f)); }
+                if (op == 3) { CHECK_OK(gpudl_axpy(g, &dout, -0.5f, &da)); CHECK_OK(gpudl_axpy(c, &o, -0.5f, &a)); }
+                got = to_host(g, &dout);
+                CHECKF(max_rel(&got, &o, 1.0) <= tol, "GPU op %d %s n=%lld", op, gpudl_dtype_name(dts[d]), (long long)n);
+                gpudl_tensor_free(c, &got); gpudl_tensor_free(g, &dout);
+            }
+            CHECK_OK(gpudl_sum(g, &dr, &da)); CHECK_OK(gpudl_sum(c, &r1, &a));
+            CHECK_OK(gpudl_tensor_item(g, &dr, 0, &gv)); CHECK_OK(gpudl_tensor_item(c, &r1, 0, &cv));
+            {
+                /* against the float64 sum: a float sum in any tree-like order (what a GPU reduction
+                   is: short runs per thread, then log2 levels) errs by at most about
+                   (depth) * 2^-24 * sum |x|; depth <= 2 log2 n + n / 2^16 + 8 */
+                double ref = 0, mag = 0, tol;
+                int64_t i;
+                for (i = 0; i < n; i++) { ref += ld(&a, i); mag += fabs(ld(&a, i)); }
+                tol = (2 * log2((double)n + 1) + (double)n / 65536.0 + 8) * ldexp(1.0, -24) * mag;
+                CHECKF(fabs(gv - ref) <= tol, "GPU sum %s n=%lld: %.9g vs float64 %.9g (tolerance %.3g)",
+                       gpudl_dtype_name(dts[d]), (long long)n, (double)gv, ref, tol);
+                CHECKF(fabs(cv - ref) <= tol, "CPU sum %s n=%lld: %.9g vs float64 %.9g (tolerance %.3g)",
+                       gpudl_dtype_name(dts[d]), (long long)n, (double)cv, ref, tol);
+            }
+            CHECK_OK(gpudl_max(g, &dr, &da)); CHECK_OK(gpudl_max(c, &r1, &a));
+            CHECK_OK(gpudl_tensor_item(g, &dr, 0, &gv)); CHECK_OK(gpudl_tensor_item(c, &r1, 0, &cv));
+            CHECKF(gv == cv, "GPU max %s n=%lld: %g vs %g", gpudl_dtype_name(dts[d]), (long long)n, (double)gv, (double)cv);
+            gpudl_tensor_free(c, &a); gpudl_tensor_free(c, &b); gpudl_tensor_free(c, &o); gpudl_tensor_free(c, &r1);
+            gpudl_tensor_free(g, &da); gpudl_tensor_free(g, &db); gpudl_tensor_free(g, &dr);
+        }
+}
+
+static void test_gpu_argmax(void) {
+    static const int64_t shapes[][2] = {{1, 1}, {7, 33}, {33, 7}, {1000, 10}, {3, 1000}, {4097, 129}};
+    gpudl_ctx *c = cpu_ctx();
+    size_t s;
+    NEED_GPU(g);
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        gpudl_tensor x = host_rand(GPUDL_BF16, 2, shapes[s][0], shapes[s][1], 0), o = make(c, GPUDL_DEVICE_CPU, GPUDL_I32, 1, shapes[s][0], 0, 0);
+        gpudl_tensor dx, dout, got;
+        if (s == 2) { ((uint16_t *)x.data)[5] = 0x7fc0; ((uint16_t *)x.data)[3] = 0x7fc0; }   /* NaNs */
+        if (s == 1) { ((uint16_t *)x.data)[10] = 0x4000; ((uint16_t *)x.data)[20] = 0x4000; } /* a tie */
+        dx = to_dev(g, &x);
+        GPUDL_CHECK(gpudl_tensor_create_on(g, &dout, GPUDL_DEVICE_CUDA, GPUDL_I32, 1, o.shape));
+        CHECK_OK(gpudl_argmax_rows(g, &dout, &dx));
+        CHECK_OK(gpudl_argmax_rows(c, &o, &x));
+        got = to_host(g, &dout);
+        CHECKF(memcmp(got.data, o.data, gpudl_tensor_bytes(&o)) == 0, "GPU argmax %lldx%lld differs from the CPU",
+               (long long)shapes[s][0], (long long)shapes[s][1]);
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &o); gpudl_tensor_free(c, &got);
+        gpudl_tensor_free(g, &dx); gpudl_tensor_free(g, &dout);
+    }
+}

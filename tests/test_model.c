@@ -1,0 +1,519 @@
+/* gpudl tests: model, gradcheck. The model API and its errors, gradient
+   accumulation, a short training run that must learn; in the nvcc build
+   GPU against CPU training (step by step, and with fused layer pairs) and,
+   on the emulated device, the launches and library calls of a training
+   step. Then gradient checks of every layer through small models, and
+   gradcheck's own API.
+   Part of the training suite: tests/suite_train.c #includes it (see there). */
+
+/* >>model ----------------------------------------------------------------- */
+
+static void test_model_api_errors(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    int64_t img[3] = {1, 28, 28}, xs[4] = {2, 1, 28, 28}, big[4] = {200, 1, 28, 28}, bad[4] = {2, 1, 27, 28};
+    gpudl_tensor x = rnd(4, xs, -1, 1), xb = rnd(4, big, -1, 1), xbad = rnd(4, bad, -1, 1);
+    char buf[2048];
+    CHECK_OK(gpudl_model_create(c, &m, 3, img));
+    CHECK_ST(gpudl_model_forward(m, &x, NULL), GPUDL_ERR_INVALID_ARG);                 /* used before it is built */
+    CHECK(strstr(gpudl_ctx_last_error(c), "not built") != NULL);
+    CHECK_ST(gpudl_model_add_linear(m, 784, 10), GPUDL_ERR_SHAPE);                     /* needs a flatten */
+    CHECKF(strstr(gpudl_ctx_last_error(c), "1x28x28") && strstr(gpudl_ctx_last_error(c), "flatten"), "%s", gpudl_ctx_last_error(c));
+    CHECK_ST(gpudl_model_add_conv2d(m, 3, 8, 5, NULL), GPUDL_ERR_SHAPE);               /* wrong in_channels */
+    CHECK_OK(gpudl_model_add_conv2d(m, 1, 4, 5, NULL));
+    /* a refused layer fails the build, with the first refusal's message */
+    CHECK_ST(gpudl_model_build(m, NULL), GPUDL_ERR_SHAPE);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "layer 0 was refused") && strstr(gpudl_ctx_last_error(c), "flatten"), "%s",
+           gpudl_ctx_last_error(c));
+    gpudl_model_destroy(m);
+    CHECK_OK(gpudl_model_create(c, &m, 3, img));
+    CHECK_OK(gpudl_model_add_conv2d(m, 1, 4, 5, NULL));
+    CHECK_OK(gpudl_model_add_relu(m));
+    CHECK_OK(gpudl_model_add_maxpool2d(m, 2, 2));
+    CHECK_ST(gpudl_model_build(m, NULL), GPUDL_ERR_SHAPE);                             /* softmax needs K scores */
+    CHECK_OK(gpudl_model_add_flatten(m));
+    CHECK_OK(gpudl_model_add_linear(m, 4 * 12 * 12, 10));
+    CHECK_OK(gpudl_model_build(m, NULL));
+    CHECK_ST(gpudl_model_build(m, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_add_relu(m), GPUDL_ERR_INVALID_ARG);                          /* after build */
+    CHECK_ST(gpudl_model_forward(m, &xb, NULL), GPUDL_ERR_SHAPE);                      /* batch > max_batch */
+    CHECK_ST(gpudl_model_forward(m, &xbad, NULL), GPUDL_ERR_SHAPE);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "f32[2,1,27,28]") && strstr(gpudl_ctx_last_error(c), "1x28x28"), "%s", gpudl_ctx_last_error(c));
+    CHECK_ST(gpudl_model_backward(m), GPUDL_ERR_INVALID_ARG);                          /* no loss yet */
+    CHECK_ST(gpudl_model_step(m), GPUDL_ERR_INVALID_ARG);                              /* no optimizer */
+    CHECK(gpudl_model_num_params(m) == 4 * 25 + 4 + 576 * 10 + 10);   /* the real count, without the padding */
+    gpudl_model_summary(m, buf, sizeof buf);
+    CHECKF(strstr(buf, "conv2d") && strstr(buf, "parameters: 5874"), "%s", buf);
+    gpudl_model_destroy(m);
+    gpudl_model_destroy(NULL);
+    CHECK_ST(gpudl_model_add_relu(NULL), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_forward(NULL, &x, NULL), GPUDL_ERR_INVALID_ARG);
+    gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &xb); gpudl_tensor_free(c, &xbad);
+}
+
+/* The README tour's CNN without its padding: add_linear(3136 -> 10) is
+   refused (the flatten gives 2304), and the model must not build, train
+   and save as a different network: build fails with the add's message. */
+static void test_model_refused_layer(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    int64_t img[3] = {1, 28, 28};
+    CHECK_OK(gpudl_model_create(c, &m, 3, img));
+    CHECK_OK(gpudl_model_add_conv2d(m, 1, 16, 5, NULL));
+    CHECK_OK(gpudl_model_add_relu(m));
+    CHECK_OK(gpudl_model_add_maxpool2d(m, 2, 2));
+    CHECK_OK(gpudl_model_add_flatten(m));
+    CHECK_ST(gpudl_model_add_linear(m, 3136, 10), GPUDL_ERR_SHAPE);
+    CHECK_ST(gpudl_model_add_dropout(m, 2.0f), GPUDL_ERR_INVALID_ARG);   /* a second refusal: the first is reported */
+    CHECK_ST(gpudl_model_build(m, NULL), GPUDL_ERR_SHAPE);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "layer 4 was refused") && strstr(gpudl_ctx_last_error(c), "3136") &&
+           strstr(gpudl_ctx_last_error(c), "2304"), "%s", gpudl_ctx_last_error(c));
+    CHECK_ST(gpudl_model_step(m), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_save(c, m, "build/refused.safetensors"), GPUDL_ERR_INVALID_ARG);
+    CHECK(gpudl_model_num_params(m) == 16 * 25 + 16);   /* the layers that were added */
+    gpudl_model_destroy(m);
+}
+
+/* Gradients accumulate across backward calls until zero_grad. */
+static void test_grad_accumulation(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    int64_t v[1] = {5}, xs[2] = {4, 5}, N = 4, i, n;
+    gpudl_tensor x = rnd(2, xs, -1, 1), lab = mk(c, GPUDL_I32, 1, &N), g;
+    float *once;
+    memset(&g, 0, sizeof g);
+    for (i = 0; i < N; i++) ((int32_t *)lab.data)[i] = (int32_t)(i % 3);
+    CHECK_OK(gpudl_model_create(c, &m, 1, v));
+    CHECK_OK(gpudl_model_add_linear(m, 5, 6));
+    CHECK_OK(gpudl_model_add_relu(m));
+    CHECK_OK(gpudl_model_add_linear(m, 6, 3));
+    CHECK_OK(gpudl_model_build(m, NULL));
+    CHECK_OK(gpudl_model_params(m, NULL, &g));
+    n = flat_len(m);
+    once = (float *)malloc(sizeof(float) * (size_t)n);
+    CHECK_OK(gpudl_model_zero_grad(m));
+    CHECK_OK(gpudl_model_forward(m, &x, NULL)); CHECK_OK(gpudl_model_loss(m, &lab)); CHECK_OK(gpudl_model_backward(m));
+    memcpy(once, g.data, sizeof(float) * (size_t)n);
+    CHECK_OK(gpudl_model_forward(m, &x, NULL)); CHECK_OK(gpudl_model_loss(m, &lab)); CHECK_OK(gpudl_model_backward(m));
+    for (i = 0; i < n; i++) if (fabsf(F(&g)[i] - 2.0f * once[i]) > 1e-6f * (1.0f + fabsf(once[i]))) break;
+    CHECKF(i == n, "gradient %lld did not accumulate: %g vs 2 x %g", (long long)i, (double)F(&g)[i], (double)once[i]);
+    CHECK_OK(gpudl_model_zero_grad(m));
+    for (i = 0; i < n; i++) if (F(&g)[i] != 0.0f) break;
+    CHECK(i == n);
+    free(once);
+    gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &lab);
+    gpudl_model_destroy(m);
+}
+
+/* >>model: training ------------------------------------------------------- */
+
+/* A short CPU run on the subset must reduce the loss and beat chance widely. */
+static void test_training_learns(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor xtr, ytr, xte, yte;
+    gpudl_dataset tr, te;
+    gpudl_model *m;
+    float first = 0, last = 0;
+    double acc;
+    if (!load_subset(&xtr, &ytr, &xte, &yte)) SKIP("no data under %s", data_dir());
+    CHECK_OK(gpudl_dataset_create(c, &tr, &xtr, &ytr, 64, 0.2860f, 0.3530f));
+    CHECK_OK(gpudl_dataset_create(c, &te, &xte, &yte, 64, 0.2860f, 0.3530f));
+    m = small_cnn(c, 1, GPUDL_OPTIM_ADAM);
+    train_steps(m, &tr, 0, 1, &first);
+    train_steps(m, &tr, 1, 3 * 32 - 1, &last);
+    acc = evaluate(m, &te);
+    printf("    3 epochs of 2000 images: loss %.3f -> %.3f, test accuracy %.1f%%\n", first, last, 100 * acc);
+    CHECKF(last < 0.6f * first, "loss %g -> %g did not fall", first, last);
+    CHECKF(acc > 0.65, "test accuracy %.3f is not far above chance (0.1)", acc);
+    gpudl_model_destroy(m);
+    gpudl_dataset_free(c, &tr); gpudl_dataset_free(c, &te);
+    gpudl_tensor_free(c, &xtr); gpudl_tensor_free(c, &ytr); gpudl_tensor_free(c, &xte); gpudl_tensor_free(c, &yte);
+}
+
+/* The same model, weights and batches on both backends: losses agree step by step. */
+static void test_gpu_training_parity(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor xtr, ytr, xte, yte;
+    gpudl_dataset ct, gt;
+    gpudl_model *cm, *gm;
+    int64_t s;
+    float lc = 0, lg = 0, worst = 0;
+    NEED_GPU(g);
+    if (!load_subset(&xtr, &ytr, &xte, &yte)) SKIP("no data under %s", data_dir());
+    CHECK_OK(gpudl_dataset_create(c, &ct, &xtr, &ytr, 64, 0.2860f, 0.3530f));
+    CHECK_OK(gpudl_dataset_create(g, &gt, &xtr, &ytr, 64, 0.2860f, 0.3530f));
+    cm = small_cnn(c, 3, GPUDL_OPTIM_SGD);
+    gm = small_cnn(g, 3, GPUDL_OPTIM_SGD);
+    for (s = 0; s < 20; s++) {
+        gpudl_tensor x, y;
+        CHECK_OK(gpudl_dataset_batch(c, &ct, s, &x, &y));
+        CHECK_OK(gpudl_model_zero_grad(cm)); CHECK_OK(gpudl_model_forward(cm, &x, NULL)); CHECK_OK(gpudl_model_loss(cm, &y));
+        CHECK_OK(gpudl_model_backward(cm)); CHECK_OK(gpudl_model_step(cm)); CHECK_OK(gpudl_model_loss_value(cm, &lc));
+        CHECK_OK(gpudl_dataset_batch(g, &gt, s, &x, &y));
+        CHECK_OK(gpudl_model_zero_grad(gm)); CHECK_OK(gpudl_model_forward(gm, &x, NULL)); CHECK_OK(gpudl_model_loss(gm, &y));
+        CHECK_OK(gpudl_model_backward(gm)); CHECK_OK(gpudl_model_step(gm)); CHECK_OK(gpudl_model_loss_value(gm, &lg));
+        if (fabsf(lc - lg) / (fabsf(lc) + 1e-3f) > worst) worst = fabsf(lc - lg) / (fabsf(lc) + 1e-3f);
+    }
+    printf("    20 SGD steps: worst relative loss difference GPU vs CPU %.2e\n", (double)worst);
+    CHECKF(worst < 1e-3f, "GPU and CPU training diverge (rel %g)", (double)worst);
+    gpudl_model_destroy(cm); gpudl_model_destroy(gm);
+    gpudl_dataset_free(c, &ct); gpudl_dataset_free(g, &gt);
+    gpudl_tensor_free(c, &xtr); gpudl_tensor_free(c, &ytr); gpudl_tensor_free(c, &xte); gpudl_tensor_free(c, &yte);
+}
+
+/* GPU models with linear+ReLU, conv+ReLU and linear+tanh pairs (the fused
+   bias-activation kernel, and with cuBLASLt on, the bias/ReLU epilogue):
+   the same losses and weights as the CPU, which runs them unfused, over
+   SGD steps on a batch of 17, in FP32 and FP16. */
+#ifndef GPUDL_NO_CUDA
+static gpudl_model *pair_model(gpudl_ctx *c) {
+    gpudl_model *m;
+    gpudl_model_desc md;
+    gpudl_optim_desc od;
+    gpudl_conv2d_desc cd = conv_desc(1, 1, 1);
+    int64_t img[3] = {1, 12, 12};
+    GPUDL_CHECK(gpudl_model_create(c, &m, 3, img));
+    GPUDL_CHECK(gpudl_model_add_conv2d(m, 1, 4, 3, &cd));
+    GPUDL_CHECK(gpudl_model_add_relu(m));
+    GPUDL_CHECK(gpudl_model_add_maxpool2d(m, 2, 2));
+    GPUDL_CHECK(gpudl_model_add_flatten(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 4 * 6 * 6, 33));
+    GPUDL_CHECK(gpudl_model_add_relu(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 33, 20));
+    GPUDL_CHECK(gpudl_model_add_act(m, GPUDL_ACT_TANH, 0.0f));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 20, 10));
+    memset(&md, 0, sizeof md);
+    md.max_batch = 17;
+    md.seed = 7;
+    GPUDL_CHECK(gpudl_model_build(m, &md));
+    memset(&od, 0, sizeof od);
+    od.kind = GPUDL_OPTIM_SGD;
+    od.lr = 0.05f;
+    od.momentum = 0.9f;
+    GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+    return m;
+}
+#endif
+
+static void test_gpu_fused_parity(void) {
+#ifdef GPUDL_NO_CUDA
+    SKIP("CPU-only build (GPUDL_NO_CUDA)");
+#else
+    gpudl_ctx *c = cpu_ctx();
+    int64_t xs[4] = {17, 1, 12, 12}, N = 17, i;
+    int lt, p, s;
+    NEED_GPU(g);
+    for (lt = 0; lt <= 1; lt++)
+        for (p = 0; p < 2; p++) {
+            gpudl_precision prec = p ? GPUDL_PRECISION_FP16 : GPUDL_PRECISION_FP32;
+            gpudl_model *cm = pair_model(c), *gm;
+            gpudl_tensor hx = rnd(4, xs, -1, 1), hy = mk(c, GPUDL_I32, 1, &N), x, y, cp, gp, back;
+            float lc = 0, lg = 0, worst = 0;
+            double e;
+            g->use_lt = lt;
+            gm = pair_model(g);
+            CHECK_OK(gpudl_model_set_precision(cm, prec, NULL));
+            CHECK_OK(gpudl_model_set_precision(gm, prec, NULL));
+            for (i = 0; i < N; i++) ((int32_t *)hy.data)[i] = (int32_t)((i * 3) % 10);
+            x = to_dev(g, &hx); y = to_dev(g, &hy);
+            for (s = 0; s < 6; s++) {
+                CHECK_OK(gpudl_model_zero_grad(cm)); CHECK_OK(gpudl_model_forward(cm, &hx, NULL)); CHECK_OK(gpudl_model_loss(cm, &hy));
+                CHECK_OK(gpudl_model_backward(cm)); CHECK_OK(gpudl_model_step(cm)); CHECK_OK(gpudl_model_loss_value(cm, &lc));
+                CHECK_OK(gpudl_model_zero_grad(gm)); CHECK_OK(gpudl_model_forward(gm, &x, NULL)); CHECK_OK(gpudl_model_loss(gm, &y));
+                CHECK_OK(gpudl_model_backward(gm)); CHECK_OK(gpudl_model_step(gm)); CHECK_OK(gpudl_model_loss_value(gm, &lg));
+                if (fabsf(lc - lg) / (fabsf(lc) + 1e-3f) > worst) worst = fabsf(lc - lg) / (fabsf(lc) + 1e-3f);
+            }
+            CHECK_OK(gpudl_model_params(cm, &cp, NULL));
+            CHECK_OK(gpudl_model_params(gm, &gp, NULL));
+            back = to_host(g, &gp);
+            e = max_rel(&back, &cp, 1.0);
+            printf("    cuBLASLt %s, %s: worst loss difference %.1e, weights %.1e\n", lt ? "on " : "off", p ? "fp16" : "fp32",
+                   (double)worst, e);
+            CHECKF(worst < (p ? 2e-2f : 1e-4f), "losses GPU vs CPU differ by %g (cuBLASLt %d, %s)", (double)worst, lt,
+                   p ? "fp16" : "fp32");
+            CHECKF(e < (p ? 2e-2 : 1e-4), "weights GPU vs CPU differ by %g (cuBLASLt %d, %s)", e, lt, p ? "fp16" : "fp32");
+            gpudl_tensor_free(c, &back);
+            gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy); gpudl_tensor_free(g, &x); gpudl_tensor_free(g, &y);
+            gpudl_model_destroy(cm); gpudl_model_destroy(gm);
+        }
+    g->use_lt = 0;
+#endif
+}
+
+/* >>model: a training step counted (emulated device) ---------------------- */
+#ifdef __CUEMU__
+#include <cuemu.h>
+#endif
+
+/* A training step of a model on the GPU, counted by the emulated device:
+   random images through a device dataset, zero_grad, forward, loss,
+   backward, step. After two warm-up steps (workspaces and caches fill) a
+   step must allocate nothing and wait for nothing (the host reads no
+   number); its kernel launches and library calls are deterministic, so they
+   are asserted exactly: a change that adds a launch shows up here, and
+   bench/RESULTS.md compares them with what a fused design needs. */
+typedef struct { const char *name; int cnn; gpudl_precision prec; uint64_t launches, library; } step_case;
+
+#ifdef __CUEMU__
+static gpudl_model *counted_model(gpudl_ctx *g, int cnn, gpudl_precision prec) {
+    gpudl_model *m;
+    gpudl_model_desc md;
+    gpudl_optim_desc od;
+    int64_t img[3] = {1, 28, 28};
+    if (cnn) return small_cnn(g, 7, GPUDL_OPTIM_ADAM);
+    GPUDL_CHECK(gpudl_model_create(g, &m, 3, img));
+    GPUDL_CHECK(gpudl_model_add_flatten(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 784, 64));
+    GPUDL_CHECK(gpudl_model_add_relu(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 64, 64));
+    GPUDL_CHECK(gpudl_model_add_relu(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 64, 10));
+    memset(&md, 0, sizeof md);
+    md.max_batch = 32;
+    md.seed = 7;
+    GPUDL_CHECK(gpudl_model_build(m, &md));
+    memset(&od, 0, sizeof od);
+    od.kind = GPUDL_OPTIM_SGD;
+    od.lr = 0.05f;
+    od.momentum = 0.9f;
+    GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+    (void)prec;
+    return m;
+}
+
+#endif
+
+static void test_gpu_emu_counters_training_step(void) {
+#ifndef __CUEMU__
+    SKIP("counts launches on the emulated device (tests/emu) only");
+#else
+    /* The expected counts, per step (see bench/RESULTS.md for the breakdown). */
+    static const step_case cases[] = {
+        /* MLP 784-64-64-10 (flatten first), SGD with momentum. Library calls: 3 forward GEMMs + 5
+           backward (dx and dW of the last two layers, only dW of the first). 13 launches: the
+           batch gather; bias+ReLU twice and a bias add after the GEMMs; the loss (row losses,
+           their sum) and its gradient; a bias-gradient sum per linear layer and ReLU's backward
+           twice; the optimizer; the non-finite check (a pass over the gradients) and the update
+           of its state (15). FP16: the check is the gradients' unscale, plus the input's cast
+           (16); BF16 adds the cast and the gradients' rounding (17).
+           bench/RESULTS.md sets these beside the floor of a fused design. */
+        {"MLP FP32", 0, GPUDL_PRECISION_FP32, 15, 8},
+        {"MLP FP16", 0, GPUDL_PRECISION_FP16, 16, 8},
+        {"MLP BF16", 0, GPUDL_PRECISION_BF16, 17, 8},
+        /* the test CNN: conv-bn-relu-pool-flatten-dropout-linear, Adam with clipping. Library:
+           conv forward, linear GEMM, its dx and dW, conv's filter gradient (no dx: first layer).
+           24 launches: gather, conv bias, batch norm (statistics in 2 passes, apply), ReLU, pool,
+           dropout, linear bias, loss (3); backward: bias-gradient sum, dropout, pool, ReLU,
+           batch norm (3), conv bias gradient (2); gradient clipping (2), optimizer, the non-finite
+           check (2). */
+        {"CNN FP32", 1, GPUDL_PRECISION_FP32, 26, 5},
+        {"CNN FP16", 1, GPUDL_PRECISION_FP16, 28, 5},
+        {"CNN BF16", 1, GPUDL_PRECISION_BF16, 29, 5},
+    };
+    gpudl_ctx *c = cpu_ctx();
+    int64_t xs[4] = {96, 1, 28, 28}, ys[1] = {96};
+    gpudl_tensor images = mk(c, GPUDL_U8, 4, xs), labels = mk(c, GPUDL_U8, 1, ys);
+    size_t k;
+    int64_t i;
+    NEED_GPU(g);
+    for (i = 0; i < 96 * 784; i++) ((uint8_t *)images.data)[i] = (uint8_t)((i * 37) % 251);
+    for (i = 0; i < 96; i++) ((uint8_t *)labels.data)[i] = (uint8_t)(i % 10);
+    g->use_lt = 0;   /* the counts are of the default path (GPUDL_CUBLASLT unset) */
+    for (k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const step_case *t = &cases[k];
+        gpudl_model *m = counted_model(g, t->cnn, t->prec);
+        gpudl_dataset ds;
+        gpudl_tensor x, y;
+        cuemu_counters n;
+        int step;
+        CHECK_OK(gpudl_model_set_precision(m, t->prec, NULL));
+        CHECK_OK(gpudl_dataset_create(g, &ds, &images, &labels, 32, 0.5f, 0.25f));
+        CHECK_OK(gpudl_dataset_shuffle(g, &ds, 1, 0));
+        for (step = 0; step < 3; step++) {
+            if (step == 2) {
+                CHECK_OK(gpudl_ctx_sync(g));
+                cuemu_counters_reset();
+            }
+            CHECK_OK(gpudl_dataset_batch(g, &ds, step, &x, &y));
+            CHECK_OK(gpudl_model_zero_grad(m));
+            CHECK_OK(gpudl_model_forward(m, &x, NULL));
+            CHECK_OK(gpudl_model_loss(m, &y));
+            CHECK_OK(gpudl_model_backward(m));
+            CHECK_OK(gpudl_model_step(m));
+        }
+        cuemu_counters_get(&n);
+        printf("    %-9s one step: %3llu kernel launches, %2llu library calls, %llu allocations, %llu frees, %llu host waits, "
+               "%llu bytes copied\n", t->name, (unsigned long long)n.kernel_launches, (unsigned long long)n.library_calls,
+               (unsigned long long)n.mallocs, (unsigned long long)n.frees, (unsigned long long)n.host_waits,
+               (unsigned long long)(n.h2d_bytes + n.d2h_bytes + n.d2d_bytes));
+        CHECKF(n.mallocs == 0 && n.frees == 0 && n.host_allocs == 0 && n.host_frees == 0,
+               "%s: a steady-state step allocates (%llu cudaMalloc, %llu cudaFree)", t->name,
+               (unsigned long long)n.mallocs, (unsigned long long)n.frees);
+        CHECKF(n.host_waits == 0, "%s: a steady-state step waits for the GPU %llu time(s)", t->name,
+               (unsigned long long)n.host_waits);
+        /* the loss scaler's (or the non-finite check's) state goes to pinned host memory each step, without a wait */
+        CHECKF(n.h2d_bytes == 0 && n.d2h_bytes == sizeof(gpudl_scaler_state),
+               "%s: a step copies %llu bytes to and %llu from the device", t->name, (unsigned long long)n.h2d_bytes,
+               (unsigned long long)n.d2h_bytes);
+        CHECKF(n.kernel_launches == t->launches && n.library_calls == t->library,
+                   "%s: %llu kernel launches and %llu library calls per step, expected %llu and %llu", t->name,
+                   (unsigned long long)n.kernel_launches, (unsigned long long)n.library_calls,
+                   (unsigned long long)t->launches, (unsigned long long)t->library);
+        gpudl_dataset_free(g, &ds);
+        gpudl_model_destroy(m);
+    }
+    gpudl_tensor_free(c, &images);
+    gpudl_tensor_free(c, &labels);
+#endif
+}
+
+/* >>gradcheck: every layer through a small model -------------------------- */
+
+/* Inputs whose entries are distinct and at least `gap` apart and away from
+   zero: no ReLU kink or pooling tie is crossed by a step of eps < gap/2. */
+static gpudl_tensor spaced_input(int ndim, const int64_t *shape, double gap, uint64_t seed) {
+    gpudl_tensor t = mk(cpu_ctx(), GPUDL_F32, ndim, shape);
+    int64_t n = gpudl_tensor_numel(&t), i;
+    for (i = 0; i < n; i++) F(&t)[i] = (float)(i + 1) * (float)gap;
+    for (i = n - 1; i > 0; i--) {   /* shuffle, then centre and flip signs */
+        int64_t j = (int64_t)(gpudl_rng_bits(seed, (uint64_t)i) % (uint64_t)(i + 1));
+        float v = F(&t)[i]; F(&t)[i] = F(&t)[j]; F(&t)[j] = v;
+    }
+    for (i = 0; i < n; i++) if (gpudl_rng_bits(seed + 1, (uint64_t)i) & 1) F(&t)[i] = -F(&t)[i];
+    return t;
+}
+
+typedef gpudl_status (*model_fn)(gpudl_model *m);
+
+/* eps and atol: a float32 forward makes a central difference noisy by about
+   1e-7 |loss| / eps, so smooth layers use eps 1e-2; layers with kinks or
+   ties use 1e-3 (below half the input spacing) and a larger atol. */
+static void gradcheck_model(const char *name, int ndim, const int64_t *sample, int64_t N, model_fn add, gpudl_loss loss, int K,
+                            int smooth) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    gpudl_model_desc md;
+    gpudl_gradcheck_result r;
+    int64_t xs[4], i, ls[2];
+    gpudl_tensor x, t;
+    xs[0] = N;
+    memcpy(xs + 1, sample, sizeof(int64_t) * (size_t)ndim);
+    CHECK_OK(gpudl_model_create(c, &m, ndim, sample));
+    CHECKF(add(m) == GPUDL_OK, "%s: the model does not assemble: %s", name, gpudl_ctx_last_error(c));
+    memset(&md, 0, sizeof md);
+    md.max_batch = N;
+    md.loss = loss;
+    md.seed = 7;
+    CHECK_OK(gpudl_model_build(m, &md));
+    x = spaced_input(1 + ndim, xs, 2.0 / (double)gpudl__prod(1 + ndim, xs), 3);
+    if (loss == GPUDL_LOSS_SOFTMAX_XENT) {
+        t = mk(c, GPUDL_I32, 1, &N);
+        for (i = 0; i < N; i++) ((int32_t *)t.data)[i] = (int32_t)(i % K);
+    } else {
+        ls[0] = N; ls[1] = K;
+        t = rnd(2, ls, -1, 1);
+    }
+    CHECK_OK(gpudl_gradcheck(m, &x, &t, smooth ? 1e-2 : 1e-3, smooth ? 5e-5 : 3e-4, 2e-2, 40, &r));
+    CHECKF(r.checked > 0 && r.failed == 0, "%s: %lld of %lld gradients off; worst %s (rel %.3g)", name, (long long)r.failed,
+           (long long)r.checked, r.worst, r.max_rel_err);
+    gpudl_tensor_free(c, &x);
+    gpudl_tensor_free(c, &t);
+    gpudl_model_destroy(m);
+}
+
+static gpudl_status m_linear(gpudl_model *m) { return gpudl_model_add_linear(m, 7, 5); }
+static gpudl_status m_relu(gpudl_model *m) { gpudl_model_add_relu(m); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_leaky(gpudl_model *m) { gpudl_model_add_act(m, GPUDL_ACT_LEAKY_RELU, 0.1f); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_gelu(gpudl_model *m) { gpudl_model_add_act(m, GPUDL_ACT_GELU, 0); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_tanh(gpudl_model *m) { gpudl_model_add_act(m, GPUDL_ACT_TANH, 0); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_sigmoid(gpudl_model *m) { gpudl_model_add_act(m, GPUDL_ACT_SIGMOID, 0); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_conv(gpudl_model *m) {
+    gpudl_conv2d_desc d = conv_desc(2, 1, 1);
+    gpudl_model_add_conv2d(m, 2, 3, 3, &d);
+    gpudl_model_add_flatten(m);
+    return gpudl_model_add_linear(m, 3 * 3 * 3, 4);
+}
+static gpudl_status m_conv_dil(gpudl_model *m) {
+    gpudl_conv2d_desc d = conv_desc(1, 1, 2);
+    gpudl_model_add_conv2d(m, 2, 2, 2, &d);
+    gpudl_model_add_flatten(m);
+    return gpudl_model_add_linear(m, 2 * 6 * 6, 3);
+}
+static gpudl_status m_maxpool(gpudl_model *m) { gpudl_model_add_maxpool2d(m, 2, 2); gpudl_model_add_flatten(m); return gpudl_model_add_linear(m, 2 * 3 * 3, 4); }
+static gpudl_status m_maxpool_overlap(gpudl_model *m) {
+    gpudl_pool2d_desc p;
+    memset(&p, 0, sizeof p);
+    p.kind = GPUDL_POOL_MAX; p.k_h = p.k_w = 3; p.stride_h = p.stride_w = 2; p.pad_h = p.pad_w = 1;
+    gpudl_model_add_pool2d(m, &p);
+    gpudl_model_add_flatten(m);
+    return gpudl_model_add_linear(m, 2 * 3 * 3, 4);
+}
+static gpudl_status m_avgpool(gpudl_model *m) {
+    gpudl_pool2d_desc p;
+    memset(&p, 0, sizeof p);
+    p.kind = GPUDL_POOL_AVG; p.k_h = p.k_w = 3; p.stride_h = p.stride_w = 2; p.pad_h = p.pad_w = 1;
+    gpudl_model_add_pool2d(m, &p);
+    gpudl_model_add_flatten(m);
+    return gpudl_model_add_linear(m, 2 * 3 * 3, 4);
+}
+static gpudl_status m_bn2d(gpudl_model *m) { gpudl_model_add_batchnorm2d(m, 2); gpudl_model_add_flatten(m); return gpudl_model_add_linear(m, 2 * 6 * 5, 4); }
+static gpudl_status m_bn1d(gpudl_model *m) { gpudl_model_add_batchnorm2d(m, 6); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_dropout(gpudl_model *m) { gpudl_model_add_dropout(m, 0.4f); return gpudl_model_add_linear(m, 6, 4); }
+static gpudl_status m_flatten(gpudl_model *m) { gpudl_model_add_flatten(m); return gpudl_model_add_linear(m, 2 * 6 * 5, 4); }
+static gpudl_status m_cnn(gpudl_model *m) {
+    gpudl_conv2d_desc d = conv_desc(1, 1, 1);
+    gpudl_model_add_conv2d(m, 2, 3, 3, &d);
+    gpudl_model_add_batchnorm2d(m, 3);
+    gpudl_model_add_act(m, GPUDL_ACT_TANH, 0);
+    gpudl_model_add_maxpool2d(m, 2, 2);
+    gpudl_model_add_flatten(m);
+    gpudl_model_add_linear(m, 3 * 3 * 3, 8);
+    gpudl_model_add_act(m, GPUDL_ACT_SIGMOID, 0);
+    gpudl_model_add_dropout(m, 0.25f);
+    return gpudl_model_add_linear(m, 8, 4);
+}
+
+static void test_gradcheck_layers(void) {
+    static const int64_t v7[1] = {7}, v6[1] = {6}, img[3] = {2, 6, 5}, img6[3] = {2, 6, 6};
+    gradcheck_model("linear + softmax-xent", 1, v7, 3, m_linear, GPUDL_LOSS_SOFTMAX_XENT, 5, 1);
+    gradcheck_model("linear + mse", 1, v7, 3, m_linear, GPUDL_LOSS_MSE, 5, 1);
+    gradcheck_model("relu", 1, v6, 4, m_relu, GPUDL_LOSS_SOFTMAX_XENT, 4, 0);
+    gradcheck_model("leaky relu", 1, v6, 4, m_leaky, GPUDL_LOSS_SOFTMAX_XENT, 4, 0);
+    gradcheck_model("gelu", 1, v6, 4, m_gelu, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("tanh", 1, v6, 4, m_tanh, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("sigmoid", 1, v6, 4, m_sigmoid, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("conv2d stride 2 pad 1", 3, img, 2, m_conv, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("conv2d dilation 2", 3, img6, 2, m_conv_dil, GPUDL_LOSS_SOFTMAX_XENT, 3, 1);
+    gradcheck_model("max-pool 2x2", 3, img6, 3, m_maxpool, GPUDL_LOSS_SOFTMAX_XENT, 4, 0);
+    gradcheck_model("max-pool 3x3 stride 2 pad 1", 3, img6, 3, m_maxpool_overlap, GPUDL_LOSS_SOFTMAX_XENT, 4, 0);
+    gradcheck_model("avg-pool 3x3 stride 2 pad 1", 3, img6, 3, m_avgpool, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("batch norm 2d", 3, img, 4, m_bn2d, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("batch norm 1d", 1, v6, 5, m_bn1d, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("dropout", 1, v6, 4, m_dropout, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("flatten first", 3, img, 2, m_flatten, GPUDL_LOSS_SOFTMAX_XENT, 4, 1);
+    gradcheck_model("small CNN", 3, img6, 3, m_cnn, GPUDL_LOSS_SOFTMAX_XENT, 4, 0);
+}
+
+/* gradcheck must notice a disagreement: max-pool over exact ties routes the
+   gradient to the first maximum, while a central difference splits it
+   between the tied entries (this is why the layer tests avoid ties). */
+static gpudl_status m_tiepool(gpudl_model *m) { gpudl_model_add_maxpool2d(m, 2, 2); gpudl_model_add_flatten(m); return gpudl_model_add_linear(m, 1, 3); }
+
+static void test_gradcheck_catches_errors(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    gpudl_gradcheck_result r;
+    int64_t img[3] = {1, 2, 2}, xs[4] = {2, 1, 2, 2}, N = 2, i;
+    gpudl_tensor x = mk(c, GPUDL_F32, 4, xs), t = mk(c, GPUDL_I32, 1, &N);
+    for (i = 0; i < 8; i++) F(&x)[i] = i < 4 ? 0.75f : -0.5f;   /* every window is a 4-way tie */
+    ((int32_t *)t.data)[0] = 0; ((int32_t *)t.data)[1] = 2;
+    CHECK_OK(gpudl_model_create(c, &m, 3, img));
+    CHECK_OK(m_tiepool(m));
+    CHECK_OK(gpudl_model_build(m, NULL));
+    CHECK_OK(gpudl_gradcheck(m, &x, &t, 1e-3, 1e-5, 1e-2, 0, &r));
+    CHECKF(r.failed > 0 && strstr(r.worst, "input") != NULL, "gradcheck missed the tie (%lld failed, worst %s)",
+           (long long)r.failed, r.worst);
+    gpudl_tensor_free(c, &x);
+    gpudl_tensor_free(c, &t);
+    gpudl_model_destroy(m);
+}
