@@ -7060,6 +7060,7 @@ GPUDL__DEF int gpudl_doctor(char *buf, size_t size) {
     gpudl_device_info info;
     char msg[512] = "", fix[512];
     int i;
+    (void)fix;   /* a CPU build with zlib has nothing to fix with it */
     if (!buf || !size) return -1;
     memset(&s, 0, sizeof s);
     s.buf = buf; s.size = size;
