@@ -4,8 +4,10 @@
    GPU:  nvcc -O2 -o cnn_fashion cnn_fashion.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
    CPU:  cc -O2 -fopenmp -DGPUDL_NO_CUDA -o cnn_fashion cnn_fashion.c -lm
    Run:  ./cnn_fashion [--data DIR] [--epochs N] [--batch B] [--lr LR] [--cpu] [--save FILE] [--log FILE]
+                       [--residual]
          (epochs default to 10 on a GPU, 6 on a CPU; --log writes the loss every 20
-         steps and the test accuracy after each epoch as CSV, for bench/plot.py)
+         steps and the test accuracy after each epoch as CSV, for bench/plot.py;
+         --residual adds a custom layer, below, after the dropout)
 
    The model (shapes per image):
      1x28x28 -> conv 5x5, 16 ch, pad 2 -> batch norm -> ReLU -> max-pool 2   -> 16x14x14
@@ -16,6 +18,38 @@
    convolution, which is why convolutions are bound by arithmetic. */
 #define GPUDL_IMPLEMENTATION
 #include "gpudl.h"
+
+/* A layer gpudl does not have, added with gpudl_model_add_custom: a
+   residual linear block, y = x + x W^T with W (F, F). Written with gpudl's
+   ops, it runs on the CPU and the GPU and in 16 bits; its weight is in the
+   model's flat buffers, so the optimizer, checkpoints ("<layer>.weight")
+   and gradcheck see it like any other. Backward overwrites dx and
+   accumulates the weight's gradient, as the built-in layers do. */
+static gpudl_status residual_forward(gpudl_layer_io *io) {
+    gpudl_status s = gpudl_matmul(io->ctx, &io->y, &io->x, &io->p[0], 0, 1, 1.0f, 0.0f);   /* y = x W^T */
+    return s != GPUDL_OK ? s : gpudl_add(io->ctx, &io->y, &io->y, &io->x);                /* y += x */
+}
+static gpudl_status residual_backward(gpudl_layer_io *io) {
+    gpudl_status s = GPUDL_OK;
+    if (io->dx) {   /* dx = dy W + dy */
+        s = gpudl_matmul(io->ctx, io->dx, &io->dy, &io->p[0], 0, 0, 1.0f, 0.0f);
+        if (s == GPUDL_OK) s = gpudl_add(io->ctx, io->dx, io->dx, &io->dy);
+    }
+    return s != GPUDL_OK ? s : gpudl_matmul(io->ctx, &io->g[0], &io->dy, &io->x, 1, 0, 1.0f, 1.0f);   /* dW += dy^T x */
+}
+static gpudl_status add_residual(gpudl_model *m, int64_t features) {
+    gpudl_layer_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = "residual";
+    d.forward = residual_forward;
+    d.backward = residual_backward;
+    d.nparams = 1;
+    d.param_names[0] = "weight";
+    d.param_ndim[0] = 2;
+    d.param_shape[0][0] = d.param_shape[0][1] = features;
+    d.param_init[0] = GPUDL_PARAM_FAN;
+    return gpudl_model_add_custom(m, &d);
+}
 
 /* Accuracy on the whole test set, counted on the device and read once. */
 static double evaluate(gpudl_ctx *ctx, gpudl_model *m, gpudl_dataset *test, gpudl_tensor *count) {
@@ -36,7 +70,7 @@ static double evaluate(gpudl_ctx *ctx, gpudl_model *m, gpudl_dataset *test, gpud
 
 int main(int argc, char **argv) {
     const char *data = NULL, *save = NULL, *logpath = NULL;
-    int epochs = 0, cpu = 0, i;
+    int epochs = 0, cpu = 0, residual = 0, i;
     int64_t batch = 128, img[3] = {1, 28, 28}, step, total, e, b, one = 1;
     float lr = 3e-3f, loss = 0.0f;
     double acc;
@@ -62,8 +96,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--save") && i + 1 < argc) save = argv[++i];
         else if (!strcmp(argv[i], "--log") && i + 1 < argc) logpath = argv[++i];
         else if (!strcmp(argv[i], "--cpu")) cpu = 1;
-        else { fprintf(stderr, "usage: %s [--data DIR] [--epochs N] [--batch B] [--lr LR] [--cpu] [--save FILE] [--log FILE]\n",
-                       argv[0]); return 2; }
+        else if (!strcmp(argv[i], "--residual")) residual = 1;
+        else { fprintf(stderr, "usage: %s [--data DIR] [--epochs N] [--batch B] [--lr LR] [--cpu] [--save FILE] [--log FILE] "
+                       "[--residual]\n", argv[0]); return 2; }
     }
     if (epochs < 0 || batch < 1) { fprintf(stderr, "epochs and batch must be >= 1\n"); return 2; }
     t0 = gpudl_now();
@@ -109,6 +144,7 @@ int main(int argc, char **argv) {
     GPUDL_CHECK(gpudl_model_add_linear(m, 32 * 7 * 7, 128));
     GPUDL_CHECK(gpudl_model_add_relu(m));
     GPUDL_CHECK(gpudl_model_add_dropout(m, 0.3f));
+    if (residual) GPUDL_CHECK(add_residual(m, 128));
     GPUDL_CHECK(gpudl_model_add_linear(m, 128, 10));
     memset(&md, 0, sizeof md);
     md.max_batch = batch;

@@ -95,6 +95,14 @@ example() {   # example NAME WANT_REGEX ARGS...: builds examples/NAME.c, runs it
     fi
 }
 example cnn_fashion     'test accuracy: [0-9.]+%'  --data "$DATA" --epochs 1
+# the same CNN with a custom layer (gpudl_model_add_custom) on the GPU, saved and trained
+if [ -x $B/cnn_fashion ] && $B/cnn_fashion --data "$DATA" --epochs 1 --residual --save $B/cnn_residual.safetensors \
+        >$B/ex_cnn_residual.log 2>&1 && grep -Eq '^ *12 residual ' $B/ex_cnn_residual.log \
+        && grep -Eq 'test accuracy: [0-9.]+%' $B/ex_cnn_residual.log && [ -s $B/cnn_residual.safetensors ]; then
+    ok example_cnn_fashion_residual "$(grep -E 'test accuracy' $B/ex_cnn_residual.log)"
+else
+    bad example_cnn_fashion_residual "(./cnn_fashion --residual)"; tail -8 $B/ex_cnn_residual.log | sed 's/^/        /'
+fi
 example mlp_fashion     'test accuracy: [0-9.]+%'  --data "$DATA" --epochs 1
 example mixed_precision 'BF16'                     --data "$DATA" --epochs 1
 example gradcheck       'To check your own layer'

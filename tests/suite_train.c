@@ -28,6 +28,7 @@
 #include "test_amp.c"       /* amp */
 #include "test_data.c"      /* data */
 #include "test_io.c"        /* io */
+#include "test_override.c"  /* override, custom layers */
 
 /* >>main ------------------------------------------------------------------ */
 
@@ -82,6 +83,13 @@ static const test_case tests[] = {
     {"mnist_messages", test_mnist_messages},
     {"checkpoint_not_safetensors", test_checkpoint_not_safetensors},
     {"fashion_mnist_find", test_fashion_mnist_find},
+    {"override_per_context", test_override_per_context},
+    {"override_trains_model", test_override_trains_model},
+    {"check_op", test_check_op},
+    {"custom_layer_check", test_custom_layer_check},
+    {"custom_layer_errors", test_custom_layer_errors},
+    {"custom_layer_cnn", test_custom_layer_cnn},
+    {"gpu_override_and_custom", test_gpu_override_and_custom},
 };
 
 int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }

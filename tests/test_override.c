@@ -1,0 +1,573 @@
+/* Tests of the override section (the user's ops in place of gpudl's, the
+   check API, timing) and of custom layers (model section). #included by
+   tests/suite_train.c. */
+
+/* >>override -------------------------------------------------------------- */
+
+/* A student's plain C ops, counted, for the CPU. */
+typedef struct { int gemm, act_f, act_b, xent_f, xent_b, sgd, pool_f, pool_b; } op_counts;
+
+static gpudl_status naive_gemm(void *user, void *stream, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                               const float *A, const float *B, float beta, float *C) {
+    int64_t i, j, k;
+    (void)stream;
+    ((op_counts *)user)->gemm++;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            float acc = 0;
+            for (k = 0; k < K; k++) acc += (ta ? A[k * M + i] : A[i * K + k]) * (tb ? B[j * K + k] : B[k * N + j]);
+            C[i * N + j] = alpha * acc + (beta != 0.0f ? beta * C[i * N + j] : 0.0f);
+        }
+    return GPUDL_OK;
+}
+/* ignores trans_b: a seeded bug for the check */
+static gpudl_status gemm_no_trans_b(void *user, void *stream, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                    const float *A, const float *B, float beta, float *C) {
+    (void)tb;
+    return naive_gemm(user, stream, ta, 0, M, N, K, alpha, A, B, beta, C);
+}
+static gpudl_status relu_only(void *user, void *stream, gpudl_act act, float alpha, float *y, const float *x, int64_t n) {
+    int64_t i;
+    (void)stream; (void)alpha;
+    if (act != GPUDL_ACT_RELU) return GPUDL_ERR_UNSUPPORTED;   /* gpudl does the others */
+    ((op_counts *)user)->act_f++;
+    for (i = 0; i < n; i++) y[i] = (x[i] > 0 || x[i] != x[i]) ? x[i] : 0.0f;
+    return GPUDL_OK;
+}
+static gpudl_status relu_only_bwd(void *user, void *stream, gpudl_act act, float alpha, float *dx, const float *dy,
+                                  const float *x, const float *y, int64_t n) {
+    int64_t i;
+    (void)stream; (void)alpha; (void)y;
+    if (act != GPUDL_ACT_RELU) return GPUDL_ERR_UNSUPPORTED;
+    ((op_counts *)user)->act_b++;
+    for (i = 0; i < n; i++) dx[i] = x[i] > 0 ? dy[i] : 0.0f;
+    return GPUDL_OK;
+}
+static gpudl_status relu_nan_to_zero(void *user, void *stream, gpudl_act act, float alpha, float *y, const float *x, int64_t n) {
+    int64_t i;
+    (void)user; (void)stream; (void)act; (void)alpha;
+    for (i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0.0f;   /* NaN -> 0: the nan/inf group fails */
+    return GPUDL_OK;
+}
+static gpudl_status xent_fwd(void *user, void *stream, float *loss, float *probs, const float *z, const int32_t *lab, int64_t N,
+                             int64_t K, int subtract_max) {
+    int64_t r, k;
+    double total = 0;
+    (void)stream;
+    if (user) ((op_counts *)user)->xent_f++;
+    for (r = 0; r < N; r++) {
+        float mx = z[r * K], s = 0;
+        for (k = 1; k < K && subtract_max; k++) mx = z[r * K + k] > mx ? z[r * K + k] : mx;
+        if (!subtract_max) mx = 0;
+        for (k = 0; k < K; k++) s += expf(z[r * K + k] - mx);
+        for (k = 0; k < K; k++) probs[r * K + k] = expf(z[r * K + k] - mx) / s;
+        total += mx + logf(s) - z[r * K + lab[r]];   /* not -log(p): p underflows to 0 */
+    }
+    *loss = (float)(total / (double)N);
+    return GPUDL_OK;
+}
+static gpudl_status xent_fwd_good(void *u, void *s, float *l, float *p, const float *z, const int32_t *lab, int64_t N, int64_t K) {
+    return xent_fwd(u, s, l, p, z, lab, N, K, 1);
+}
+static gpudl_status xent_fwd_nomax(void *u, void *s, float *l, float *p, const float *z, const int32_t *lab, int64_t N, int64_t K) {
+    return xent_fwd(u, s, l, p, z, lab, N, K, 0);
+}
+static gpudl_status xent_bwd(void *user, void *stream, float *dz, const float *p, const int32_t *lab, int64_t N, int64_t K,
+                             float scale) {
+    int64_t r, k;
+    (void)stream;
+    ((op_counts *)user)->xent_b++;
+    for (r = 0; r < N; r++)
+        for (k = 0; k < K; k++) dz[r * K + k] = scale * (p[r * K + k] - (k == lab[r] ? 1.0f : 0.0f)) / (float)N;
+    return GPUDL_OK;
+}
+static gpudl_status sgd_plain(void *user, void *stream, float *w, const float *g, float *v, int64_t n, float lr, float mom,
+                              float wd, int nesterov) {
+    int64_t i;
+    (void)stream;
+    ((op_counts *)user)->sgd++;
+    for (i = 0; i < n; i++) {
+        float gi = g[i] + wd * w[i];
+        if (v) { v[i] = mom * v[i] + gi; gi = nesterov ? gi + mom * v[i] : v[i]; }
+        w[i] -= lr * gi;
+    }
+    return GPUDL_OK;
+}
+/* max-pool backward as a scatter; overwrite = 1 is the seeded bug (= for +=) */
+static gpudl_status pool_bwd(const gpudl_pool_shape *s, float *dx, const float *dy, const float *x, int overwrite) {
+    int64_t p, oh, ow, i, j;
+    memset(dx, 0, sizeof(float) * (size_t)(s->NC * s->H * s->W));
+    for (p = 0; p < s->NC; p++)
+        for (oh = 0; oh < s->Ho; oh++)
+            for (ow = 0; ow < s->Wo; ow++) {
+                const float *xp = x + p * s->H * s->W;
+                int64_t arg = -1;
+                for (i = 0; i < s->k_h; i++)
+                    for (j = 0; j < s->k_w; j++) {
+                        int64_t h = oh * s->stride_h - s->pad_h + i, w = ow * s->stride_w - s->pad_w + j;
+                        if (h < 0 || h >= s->H || w < 0 || w >= s->W) continue;
+                        if (arg < 0 || xp[h * s->W + w] > xp[arg] || (xp[h * s->W + w] != xp[h * s->W + w] && xp[arg] == xp[arg]))
+                            arg = h * s->W + w;
+                    }
+                if (arg < 0) continue;
+                if (overwrite) dx[p * s->H * s->W + arg] = dy[(p * s->Ho + oh) * s->Wo + ow];
+                else dx[p * s->H * s->W + arg] += dy[(p * s->Ho + oh) * s->Wo + ow];
+            }
+    return GPUDL_OK;
+}
+static gpudl_status pool_bwd_good(void *u, void *st, float *dx, const float *dy, const float *x, const gpudl_pool_shape *s) {
+    (void)u; (void)st;
+    return pool_bwd(s, dx, dy, x, 0);
+}
+static gpudl_status pool_bwd_overwrite(void *u, void *st, float *dx, const float *dy, const float *x, const gpudl_pool_shape *s) {
+    (void)u; (void)st;
+    return pool_bwd(s, dx, dy, x, 1);
+}
+/* on the GPU: counts its calls and hands each back to gpudl (a kernel cannot live in a .c file) */
+static gpudl_status declining_gemm(void *user, void *stream, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                   const float *A, const float *B, float beta, float *C) {
+    (void)stream; (void)ta; (void)tb; (void)M; (void)N; (void)K; (void)alpha; (void)A; (void)B; (void)beta; (void)C;
+    ((op_counts *)user)->gemm++;
+    return GPUDL_ERR_UNSUPPORTED;
+}
+static gpudl_status failing_gemm(void *user, void *stream, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                 const float *A, const float *B, float beta, float *C) {
+    (void)user; (void)stream; (void)ta; (void)tb; (void)M; (void)N; (void)K; (void)alpha; (void)A; (void)B; (void)beta; (void)C;
+    return GPUDL_ERR_INVALID_ARG;
+}
+
+/* Which groups of a report failed, as "a,b," (each once, in order). */
+static const char *failed_groups(const gpudl_check_report *r) {
+    static char buf[256];
+    int i;
+    buf[0] = 0;
+    for (i = 0; i < r->ncases; i++)
+        if (!r->cases[i].passed && !strstr(buf, r->cases[i].group)) {
+            strncat(buf, r->cases[i].group, sizeof buf - strlen(buf) - 2);
+            strcat(buf, ",");
+        }
+    return buf;
+}
+
+static gpudl_ctx *own_cpu_ctx(void) {
+    gpudl_ctx_desc d;
+    gpudl_ctx *c;
+    memset(&d, 0, sizeof d);
+    d.device = GPUDL_DEVICE_CPU;
+    d.log = gpudl_log_quiet;
+    GPUDL_CHECK(gpudl_ctx_create(&d, &c));
+    return c;
+}
+
+/* Per context: one context's override is not seen by another; NULL restores. */
+static void test_override_per_context(void) {
+    gpudl_ctx *a = own_cpu_ctx(), *b = own_cpu_ctx();
+    op_counts n;
+    gpudl_ops o, back;
+    memset(&back, 0, sizeof back);
+    gpudl_tensor A = host_rand(GPUDL_F32, 2, 5, 7, 0), B = host_rand(GPUDL_F32, 2, 7, 3, 0);
+    gpudl_tensor Ca = make(a, GPUDL_DEVICE_CPU, GPUDL_F32, 2, 5, 3, 0), Cb = make(b, GPUDL_DEVICE_CPU, GPUDL_F32, 2, 5, 3, 0);
+    int64_t i;
+    memset(&n, 0, sizeof n);
+    memset(&o, 0, sizeof o);
+    o.user = &n;
+    o.gemm = naive_gemm;
+    CHECK_OK(gpudl_ctx_set_ops(a, GPUDL_DEVICE_CPU, &o));
+    CHECK_OK(gpudl_ctx_ops(a, GPUDL_DEVICE_CPU, &back));
+    CHECK(back.gemm == naive_gemm && back.user == &n && back.act_forward == NULL);
+    CHECK_OK(gpudl_matmul(a, &Ca, &A, &B, 0, 0, 1.0f, 0.0f));
+    CHECK_OK(gpudl_matmul(b, &Cb, &A, &B, 0, 0, 1.0f, 0.0f));
+    CHECK(n.gemm == 1);   /* b used gpudl's own */
+    for (i = 0; i < 15; i++) CHECK(fabsf(F(&Ca)[i] - F(&Cb)[i]) < 1e-5f);
+    o.gemm = NULL;   /* a NULL field: gpudl's own again */
+    CHECK_OK(gpudl_ctx_set_ops(a, GPUDL_DEVICE_CPU, &o));
+    CHECK_OK(gpudl_matmul(a, &Ca, &A, &B, 0, 0, 1.0f, 0.0f));
+    CHECK(n.gemm == 1);
+    o.gemm = failing_gemm;   /* a failing override: its status, and a message naming it */
+    CHECK_OK(gpudl_ctx_set_ops(a, GPUDL_DEVICE_CPU, &o));
+    CHECK_ST(gpudl_matmul(a, &Ca, &A, &B, 0, 0, 1.0f, 0.0f), GPUDL_ERR_INVALID_ARG);
+    CHECKF(strstr(gpudl_ctx_last_error(a), "gemm override"), "message: %s", gpudl_ctx_last_error(a));
+    CHECK_OK(gpudl_ctx_set_ops(a, GPUDL_DEVICE_CPU, NULL));   /* all restored */
+    CHECK_OK(gpudl_matmul(a, &Ca, &A, &B, 0, 0, 1.0f, 0.0f));
+    CHECK_ST(gpudl_ctx_set_ops(a, (gpudl_device)7, &o), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_ctx_ops(a, GPUDL_DEVICE_CPU, NULL), GPUDL_ERR_INVALID_ARG);
+    gpudl_tensor_free(cpu_ctx(), &A); gpudl_tensor_free(cpu_ctx(), &B);
+    gpudl_tensor_free(a, &Ca); gpudl_tensor_free(b, &Cb);
+    gpudl_ctx_destroy(a); gpudl_ctx_destroy(b);
+}
+
+/* A model trains through the student's ops, unchanged, to the same losses as
+   through gpudl's; an override that hands a call back (a tanh to a ReLU-only
+   override) gets gpudl's implementation. */
+static void test_override_trains_model(void) {
+    gpudl_ctx *c = own_cpu_ctx();
+    op_counts n;
+    gpudl_ops o;
+    float loss[2][6];
+    int run, s;
+    memset(&n, 0, sizeof n);
+    memset(&o, 0, sizeof o);
+    o.user = &n;
+    o.gemm = naive_gemm; o.act_forward = relu_only; o.act_backward = relu_only_bwd;
+    o.softmax_xent_forward = xent_fwd_good; o.softmax_xent_backward = xent_bwd; o.sgd_update = sgd_plain;
+    for (run = 0; run < 2; run++) {
+        gpudl_model *m;
+        gpudl_model_desc md;
+        gpudl_optim_desc od;
+        int64_t in = 20, xs[2] = {16, 20}, one = 16, i;
+        gpudl_tensor x, y;
+        CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, run ? &o : NULL));
+        CHECK_OK(gpudl_model_create(c, &m, 1, &in));
+        CHECK_OK(gpudl_model_add_linear(m, 20, 12));
+        CHECK_OK(gpudl_model_add_relu(m));
+        CHECK_OK(gpudl_model_add_linear(m, 12, 8));
+        CHECK_OK(gpudl_model_add_act(m, GPUDL_ACT_TANH, 0.0f));
+        CHECK_OK(gpudl_model_add_linear(m, 8, 5));
+        memset(&md, 0, sizeof md);
+        md.max_batch = 16; md.seed = 7;
+        CHECK_OK(gpudl_model_build(m, &md));
+        memset(&od, 0, sizeof od);
+        od.lr = 0.1f; od.momentum = 0.9f;
+        CHECK_OK(gpudl_model_set_optimizer(m, &od));
+        CHECK_OK(gpudl_tensor_create(c, &x, GPUDL_F32, 2, xs));
+        CHECK_OK(gpudl_tensor_create(c, &y, GPUDL_I32, 1, &one));
+        for (i = 0; i < 16 * 20; i++) F(&x)[i] = (float)gpudl_rng_uniform(99, (uint64_t)i) - 0.5f;
+        for (i = 0; i < 16; i++) ((int32_t *)y.data)[i] = (int32_t)(i % 5);
+        for (s = 0; s < 6; s++) {
+            CHECK_OK(gpudl_model_zero_grad(m));
+            CHECK_OK(gpudl_model_forward(m, &x, NULL));
+            CHECK_OK(gpudl_model_loss(m, &y));
+            CHECK_OK(gpudl_model_backward(m));
+            CHECK_OK(gpudl_model_step(m));
+            CHECK_OK(gpudl_model_loss_value(m, &loss[run][s]));
+        }
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y);
+        gpudl_model_destroy(m);
+    }
+    for (s = 0; s < 6; s++) CHECKF(fabsf(loss[0][s] - loss[1][s]) < 1e-4f * (1 + fabsf(loss[0][s])), "step %d: %g vs %g", s,
+                                   loss[0][s], loss[1][s]);
+    CHECK(loss[1][5] < loss[1][0]);
+    /* every op went through the user's code: 3 GEMMs forward, 5 backward (no dx for the first layer) */
+    CHECKF(n.gemm == 6 * 8 && n.act_f == 6 && n.act_b == 6 && n.xent_f == 6 && n.xent_b == 6 && n.sgd == 6,
+           "calls: gemm %d act %d/%d xent %d/%d sgd %d", n.gemm, n.act_f, n.act_b, n.xent_f, n.xent_b, n.sgd);
+    gpudl_ctx_destroy(c);
+}
+
+/* The check passes gpudl's own ops and good overrides, and each seeded bug
+   fails in the group that names it, explained in one screen. */
+static void test_check_op(void) {
+    gpudl_ctx *c = own_cpu_ctx();
+    gpudl_check_report r;
+    gpudl_ops o;
+    op_counts n;
+    char buf[8192];
+    int op, lines = 0;
+    const char *p;
+    for (op = GPUDL_OP_GEMM; op <= GPUDL_OP_ADAM_UPDATE; op++) {
+        CHECK_OK(gpudl_check_op(c, (gpudl_op)op, GPUDL_ACT_RELU, &r));
+        CHECKF(r.passed && r.ncases >= 8, "gpudl's own op %d: %s", op, gpudl_check_explain(&r, buf, sizeof buf));
+    }
+    for (op = GPUDL_ACT_RELU; op <= GPUDL_ACT_SIGMOID; op++) {
+        CHECK_OK(gpudl_check_op(c, GPUDL_OP_ACT_BACKWARD, (gpudl_act)op, &r));
+        CHECKF(r.passed, "act %d backward: %s", op, gpudl_check_explain(&r, buf, sizeof buf));
+    }
+    memset(&n, 0, sizeof n);
+    memset(&o, 0, sizeof o);
+    o.user = &n;
+    o.gemm = naive_gemm; o.act_forward = relu_only; o.act_backward = relu_only_bwd;
+    o.softmax_xent_forward = xent_fwd_good; o.softmax_xent_backward = xent_bwd; o.sgd_update = sgd_plain;
+    o.maxpool_backward = pool_bwd_good;
+    CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
+    for (op = GPUDL_OP_GEMM; op <= GPUDL_OP_SGD_UPDATE; op++) {
+        CHECK_OK(gpudl_check_op(c, (gpudl_op)op, GPUDL_ACT_RELU, &r));
+        if (!r.passed) printf("%s", gpudl_check_explain(&r, buf, sizeof buf));
+        CHECKF(r.passed, "good override of op %d", op);
+    }
+    CHECK(n.gemm > 0 && n.act_f > 0 && n.sgd > 0);
+    o.gemm = gemm_no_trans_b; o.act_forward = relu_nan_to_zero; o.softmax_xent_forward = xent_fwd_nomax;
+    o.maxpool_backward = pool_bwd_overwrite;
+    CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_GEMM, 0, &r));
+    CHECKF(!r.passed && !strcmp(failed_groups(&r), "transposes,alpha/beta,large,"), "failed: %s", failed_groups(&r));
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_ACT_FORWARD, 0, &r));
+    CHECKF(!strcmp(failed_groups(&r), "nan/inf,"), "failed: %s", failed_groups(&r));
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_XENT_FORWARD, 0, &r));
+    CHECKF(!strcmp(failed_groups(&r), "large logits,"), "failed: %s", failed_groups(&r));
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_MAXPOOL_BACKWARD, 0, &r));
+    CHECKF(!strcmp(failed_groups(&r), "overlap,finite diff,"), "failed: %s", failed_groups(&r));   /* its differences overlap too */
+    /* the explanation: which case, where, expected, got, a hint; one screen */
+    gpudl_check_explain(&r, buf, sizeof buf);
+    for (p = buf; *p; p++) lines += *p == '\n';
+    CHECKF(strstr(buf, "FAILED") && strstr(buf, "first failure: overlap") && strstr(buf, "dx[plane") &&
+           strstr(buf, "expected") && strstr(buf, "got") && strstr(buf, "+=") && lines <= 40, "explanation:\n%s", buf);
+    o.gemm = failing_gemm;   /* an override that fails: every case fails, with its message */
+    CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_GEMM, 0, &r));
+    CHECK(!r.passed && r.nfailed == r.ncases && r.index == -1 && strstr(r.status_msg, "gemm override"));
+    CHECK_ST(gpudl_check_op(c, (gpudl_op)99, 0, &r), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_check_op(c, GPUDL_OP_GEMM, 0, NULL), GPUDL_ERR_INVALID_ARG);
+    {   /* timing needs a GPU: never a made-up number */
+        gpudl_op_timing t;
+        CHECK_ST(gpudl_time_op(c, GPUDL_OP_GEMM, 64, &t), GPUDL_ERR_UNSUPPORTED);
+        CHECK(strstr(gpudl_ctx_last_error(c), "needs a GPU") && t.ms_override == 0 && t.ms_builtin == 0);
+    }
+    gpudl_ctx_destroy(c);
+}
+
+/* ---- custom layers ---- */
+
+/* y = x + x W^T, W (F, F): a residual linear block, written with gpudl ops,
+   so it runs on either device and in 16 bits. */
+static gpudl_status residual_fwd(gpudl_layer_io *io) {
+    GPUDL__TRY(gpudl_matmul(io->ctx, &io->y, &io->x, &io->p[0], 0, 1, 1.0f, 0.0f));
+    return gpudl_add(io->ctx, &io->y, &io->y, &io->x);
+}
+static gpudl_status residual_bwd(gpudl_layer_io *io) {
+    if (io->dx) {   /* dx = dy + dy W */
+        GPUDL__TRY(gpudl_matmul(io->ctx, io->dx, &io->dy, &io->p[0], 0, 0, 1.0f, 0.0f));
+        GPUDL__TRY(gpudl_add(io->ctx, io->dx, io->dx, &io->dy));
+    }
+    return gpudl_matmul(io->ctx, &io->g[0], &io->dy, &io->x, 1, 0, 1.0f, 1.0f);   /* dW += dy^T x */
+}
+/* the same with the backward's weight gradient assigned, not accumulated */
+static gpudl_status residual_bwd_assigns(gpudl_layer_io *io) {
+    if (io->dx) {
+        GPUDL__TRY(gpudl_matmul(io->ctx, io->dx, &io->dy, &io->p[0], 0, 0, 1.0f, 0.0f));
+        GPUDL__TRY(gpudl_add(io->ctx, io->dx, io->dx, &io->dy));
+    }
+    return gpudl_matmul(io->ctx, &io->g[0], &io->dy, &io->x, 1, 0, 2.0f, 0.0f);   /* and twice too large */
+}
+
+static gpudl_layer_desc residual_desc(int64_t F) {
+    gpudl_layer_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = "residual";
+    d.forward = residual_fwd;
+    d.backward = residual_bwd;
+    d.nparams = 1;
+    d.param_names[0] = "weight";
+    d.param_ndim[0] = 2;
+    d.param_shape[0][0] = d.param_shape[0][1] = F;
+    d.param_init[0] = GPUDL_PARAM_FAN;
+    return d;
+}
+
+/* A plain-C custom layer, f32 only: y = x^2 * s (s a per-feature scale, init 1). */
+static gpudl_status square_fwd(gpudl_layer_io *io) {
+    int64_t i, n = gpudl_tensor_numel(&io->x), F = gpudl_tensor_numel(&io->p[0]);
+    const float *x = (const float *)io->x.data, *s = (const float *)io->p[0].data;
+    for (i = 0; i < n; i++) ((float *)io->y.data)[i] = x[i] * x[i] * s[i % F];
+    return GPUDL_OK;
+}
+static gpudl_status square_bwd(gpudl_layer_io *io) {
+    int64_t i, n = gpudl_tensor_numel(&io->x), F = gpudl_tensor_numel(&io->p[0]);
+    const float *x = (const float *)io->x.data, *s = (const float *)io->p[0].data, *dy = (const float *)io->dy.data;
+    for (i = 0; i < n; i++) {
+        if (io->dx) ((float *)io->dx->data)[i] = 2.0f * x[i] * s[i % F] * dy[i];
+        ((float *)io->g[0].data)[i % F] += x[i] * x[i] * dy[i];
+    }
+    return GPUDL_OK;
+}
+static gpudl_status square_bwd_wrong(gpudl_layer_io *io) {   /* forgets the 2 of d(x^2)/dx */
+    int64_t i, n = gpudl_tensor_numel(&io->x), F = gpudl_tensor_numel(&io->p[0]);
+    const float *x = (const float *)io->x.data, *s = (const float *)io->p[0].data, *dy = (const float *)io->dy.data;
+    for (i = 0; i < n; i++) {
+        if (io->dx) ((float *)io->dx->data)[i] = x[i] * s[i % F] * dy[i];
+        ((float *)io->g[0].data)[i % F] += x[i] * x[i] * dy[i];
+    }
+    return GPUDL_OK;
+}
+
+static void test_custom_layer_check(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_layer_desc d = residual_desc(6);
+    gpudl_check_report r;
+    int64_t in = 6;
+    char buf[4096];
+    CHECK_OK(gpudl_check_layer(c, &d, 1, &in, &r));
+    CHECKF(r.passed && r.ncases == 2, "%s", gpudl_check_explain(&r, buf, sizeof buf));
+    d.backward = residual_bwd_assigns;
+    CHECK_OK(gpudl_check_layer(c, &d, 1, &in, &r));
+    CHECKF(!r.passed && r.first_case == 1 && strstr(r.where, "weight"), "%s", gpudl_check_explain(&r, buf, sizeof buf));
+    memset(&d, 0, sizeof d);
+    d.name = "square"; d.forward = square_fwd; d.backward = square_bwd; d.f32_only = 1;
+    d.nparams = 1; d.param_names[0] = "scale"; d.param_ndim[0] = 1; d.param_shape[0][0] = 6; d.param_init[0] = GPUDL_PARAM_ONES;
+    CHECK_OK(gpudl_check_layer(c, &d, 1, &in, &r));
+    CHECKF(r.passed, "%s", gpudl_check_explain(&r, buf, sizeof buf));
+    d.backward = square_bwd_wrong;
+    CHECK_OK(gpudl_check_layer(c, &d, 1, &in, &r));
+    CHECKF(!r.passed && strstr(gpudl_check_explain(&r, buf, sizeof buf), "finite diff"), "%s", buf);
+    d.backward = NULL;   /* no backward: the check says so */
+    CHECK_OK(gpudl_check_layer(c, &d, 1, &in, &r));
+    CHECK(!r.passed);
+}
+
+/* Bad descs are refused (then build fails); a f32-only layer refuses 16 bits. */
+static void test_custom_layer_errors(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    gpudl_layer_desc d = residual_desc(8);
+    int64_t in = 8;
+    CHECK_OK(gpudl_model_create(c, &m, 1, &in));
+    d.forward = NULL;
+    CHECK_ST(gpudl_model_add_custom(m, &d), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_build(m, NULL), GPUDL_ERR_INVALID_ARG);
+    gpudl_model_destroy(m);
+    CHECK_OK(gpudl_model_create(c, &m, 1, &in));
+    d = residual_desc(8);
+    d.nparams = 2; d.param_names[1] = "weight"; d.param_ndim[1] = 1; d.param_shape[1][0] = 8;
+    CHECK_ST(gpudl_model_add_custom(m, &d), GPUDL_ERR_INVALID_ARG);   /* two parameters of one name */
+    CHECK(strstr(gpudl_ctx_last_error(c), "named 'weight'"));
+    gpudl_model_destroy(m);
+    CHECK_OK(gpudl_model_create(c, &m, 1, &in));
+    memset(&d, 0, sizeof d);
+    d.forward = square_fwd; d.backward = square_bwd; d.f32_only = 1;
+    d.nparams = 1; d.param_ndim[0] = 1; d.param_shape[0][0] = 8; d.param_init[0] = GPUDL_PARAM_ONES;
+    CHECK_OK(gpudl_model_add_custom(m, &d));
+    CHECK_OK(gpudl_model_add_linear(m, 8, 3));
+    CHECK_OK(gpudl_model_build(m, NULL));
+    CHECK_ST(gpudl_model_set_precision(m, GPUDL_PRECISION_BF16, NULL), GPUDL_ERR_UNSUPPORTED);
+    CHECK(strstr(gpudl_ctx_last_error(c), "f32_only"));
+    CHECK_OK(gpudl_model_set_precision(m, GPUDL_PRECISION_FP32, NULL));
+    gpudl_model_destroy(m);
+}
+
+/* The demo-style CNN with a custom residual block trains on the subset, and
+   the block's weight survives a checkpoint round trip under its own name. */
+static void test_custom_layer_cnn(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_tensor xtr, ytr, xte, yte, x, y, out;
+    gpudl_dataset tr, te;
+    gpudl_model *m, *m2, *mm;
+    gpudl_model_desc md;
+    gpudl_optim_desc od;
+    gpudl_layer_desc d = residual_desc(32);
+    gpudl_conv2d_desc cd = conv_desc(1, 2, 1);
+    int64_t img[3] = {1, 28, 28}, i, n;
+    float first = 0, last = 0, *before;
+    double acc;
+    char sum[2048];
+    int k;
+    if (!load_subset(&xtr, &ytr, &xte, &yte)) SKIP("no data under %s", data_dir());
+    CHECK_OK(gpudl_dataset_create(c, &tr, &xtr, &ytr, 64, 0.2860f, 0.3530f));
+    CHECK_OK(gpudl_dataset_create(c, &te, &xte, &yte, 64, 0.2860f, 0.3530f));
+    for (k = 0; k < 2; k++) {
+        CHECK_OK(gpudl_model_create(c, k ? &m2 : &m, 3, img));
+        mm = k ? m2 : m;
+        CHECK_OK(gpudl_model_add_conv2d(mm, 1, 6, 5, &cd));
+        CHECK_OK(gpudl_model_add_relu(mm));
+        CHECK_OK(gpudl_model_add_maxpool2d(mm, 2, 2));
+        CHECK_OK(gpudl_model_add_flatten(mm));
+        CHECK_OK(gpudl_model_add_linear(mm, 6 * 14 * 14, 32));
+        CHECK_OK(gpudl_model_add_relu(mm));
+        CHECK_OK(gpudl_model_add_custom(mm, &d));
+        CHECK_OK(gpudl_model_add_linear(mm, 32, 10));
+        memset(&md, 0, sizeof md);
+        md.max_batch = 64; md.seed = 3 + (uint64_t)k;
+        CHECK_OK(gpudl_model_build(mm, &md));
+        memset(&od, 0, sizeof od);
+        od.kind = GPUDL_OPTIM_ADAM; od.lr = 2e-3f;
+        CHECK_OK(gpudl_model_set_optimizer(mm, &od));
+    }
+    gpudl_model_summary(m, sum, sizeof sum);
+    CHECKF(strstr(sum, "residual"), "summary:\n%s", sum);
+    CHECK(gpudl_model_num_params(m) == 6 * 25 + 6 + 1176 * 32 + 32 + 32 * 32 + 32 * 10 + 10);
+    train_steps(m, &tr, 0, 1, &first);
+    train_steps(m, &tr, 1, 2 * 32 - 1, &last);
+    acc = evaluate(m, &te);
+    printf("    CNN with a custom residual block, 2 epochs of 2000 images: loss %.3f -> %.3f, accuracy %.1f%%\n", first, last,
+           100 * acc);
+    CHECKF(last < 0.6f * first && acc > 0.65, "loss %g -> %g, accuracy %g", first, last, acc);
+    /* the checkpoint: saved, loaded into a fresh model, the same outputs */
+    CHECK_OK(gpudl_model_save(c, m, tmp_path("custom.safetensors")));
+    CHECK_OK(gpudl_model_load(c, m2, tmp_path("custom.safetensors")));
+    CHECK_OK(gpudl_dataset_batch(c, &te, 0, &x, &y));
+    gpudl_model_train(m, 0); gpudl_model_train(m2, 0);
+    CHECK_OK(gpudl_model_forward(m, &x, &out));
+    n = gpudl_tensor_numel(&out);
+    before = (float *)malloc(sizeof(float) * (size_t)n);
+    memcpy(before, out.data, sizeof(float) * (size_t)n);
+    CHECK_OK(gpudl_model_forward(m2, &x, &out));
+    for (i = 0; i < n; i++) CHECK(before[i] == F(&out)[i]);
+    free(before);
+    {   /* stored as "6.weight": the custom layer's own parameter name */
+        FILE *f = fopen(tmp_path("custom.safetensors"), "rb");
+        char head[4096] = {0};
+        if (f) { CHECK(fread(head, 1, sizeof head - 1, f) > 0); fclose(f); }
+        CHECK(strstr(head + 8, "\"6.weight\"") != NULL);
+    }
+    gpudl_model_destroy(m); gpudl_model_destroy(m2);
+    gpudl_dataset_free(c, &tr); gpudl_dataset_free(c, &te);
+    gpudl_tensor_free(c, &xtr); gpudl_tensor_free(c, &ytr); gpudl_tensor_free(c, &xte); gpudl_tensor_free(c, &yte);
+}
+
+/* On the GPU: gpudl's own ops pass the check, overrides stay with their
+   context, and the custom residual block trains in FP32 and BF16. */
+static void test_gpu_override_and_custom(void) {
+    NEED_GPU(g);
+    {
+        gpudl_check_report r;
+        gpudl_model *m;
+        gpudl_model_desc md;
+        gpudl_optim_desc od;
+        gpudl_layer_desc d = residual_desc(16);
+        gpudl_ops o;
+        op_counts n;
+        gpudl_tensor x, y, hx, hy;
+        int64_t in = 24, xs[2] = {32, 24}, one = 32, i;
+        float l0 = 0, l1 = 0;
+        char buf[8192];
+        int op, prec;
+        for (op = GPUDL_OP_GEMM; op <= GPUDL_OP_ADAM_UPDATE; op++) {
+            CHECK_OK(gpudl_check_op(g, (gpudl_op)op, GPUDL_ACT_RELU, &r));
+            CHECKF(r.passed, "gpudl's own op %d on the GPU: %s", op, gpudl_check_explain(&r, buf, sizeof buf));
+        }
+        {   /* timing: both paths measured (on the emulator the numbers mean nothing, but they are measured) */
+            gpudl_op_timing t;
+            CHECK_OK(gpudl_time_op(g, GPUDL_OP_GEMM, 32, &t));
+            CHECK(t.ms_builtin > 0 && t.ms_override == 0 && strstr(gpudl_op_timing_explain(&t, buf, sizeof buf), "no override"));
+        }
+        hx = make(cpu_ctx(), GPUDL_DEVICE_CPU, GPUDL_F32, 2, 32, 24, 0);
+        hy = make(cpu_ctx(), GPUDL_DEVICE_CPU, GPUDL_I32, 1, 32, 0, 0);
+        for (i = 0; i < 32 * 24; i++) F(&hx)[i] = (float)gpudl_rng_uniform(5, (uint64_t)i) - 0.5f;
+        for (i = 0; i < 32; i++) ((int32_t *)hy.data)[i] = (int32_t)(i % 4);
+        CHECK_OK(gpudl_tensor_create(g, &x, GPUDL_F32, 2, xs));
+        CHECK_OK(gpudl_tensor_create(g, &y, GPUDL_I32, 1, &one));
+        CHECK_OK(gpudl_tensor_copy(g, &x, &hx));
+        CHECK_OK(gpudl_tensor_copy(g, &y, &hy));
+        memset(&n, 0, sizeof n);
+        memset(&o, 0, sizeof o);
+        o.user = &n;
+        o.gemm = declining_gemm;   /* the GPU slot only: the CPU's and other contexts' stay gpudl's */
+        CHECK_OK(gpudl_ctx_set_ops(g, GPUDL_DEVICE_CUDA, &o));
+        for (prec = 0; prec < 2; prec++) {
+            CHECK_OK(gpudl_model_create(g, &m, 1, &in));
+            CHECK_OK(gpudl_model_add_linear(m, 24, 16));
+            CHECK_OK(gpudl_model_add_relu(m));
+            CHECK_OK(gpudl_model_add_custom(m, &d));
+            CHECK_OK(gpudl_model_add_linear(m, 16, 4));
+            memset(&md, 0, sizeof md);
+            md.max_batch = 32;
+            CHECK_OK(gpudl_model_build(m, &md));
+            if (prec) CHECK_OK(gpudl_model_set_precision(m, GPUDL_PRECISION_BF16, NULL));
+            memset(&od, 0, sizeof od);
+            od.kind = GPUDL_OPTIM_ADAM; od.lr = 1e-2f;
+            CHECK_OK(gpudl_model_set_optimizer(m, &od));
+            for (i = 0; i < 30; i++) {
+                CHECK_OK(gpudl_model_zero_grad(m));
+                CHECK_OK(gpudl_model_forward(m, &x, NULL));
+                CHECK_OK(gpudl_model_loss(m, &y));
+                CHECK_OK(gpudl_model_backward(m));
+                CHECK_OK(gpudl_model_step(m));
+                if (i == 0) CHECK_OK(gpudl_model_loss_value(m, &l0));
+            }
+            CHECK_OK(gpudl_model_loss_value(m, &l1));
+            CHECKF(l1 < 0.5f * l0, "%s: loss %g -> %g", prec ? "BF16" : "FP32", l0, l1);
+            gpudl_model_destroy(m);
+        }
+        CHECKF(n.gemm == 30 * 8, "the GPU gemm override saw %d FP32 calls, want 240 (BF16 calls are not its)", n.gemm);
+        CHECK_OK(gpudl_ctx_set_ops(g, GPUDL_DEVICE_CUDA, NULL));
+        gpudl_tensor_free(g, &x); gpudl_tensor_free(g, &y);
+        gpudl_tensor_free(cpu_ctx(), &hx); gpudl_tensor_free(cpu_ctx(), &hy);
+    }
+}
