@@ -1479,6 +1479,8 @@ typedef struct gpudl_check_report {
     gpudl_check_case cases[GPUDL_CHECK_MAX_CASES];
     /* the first failure: its case, element index and coordinates, value
        expected and got, and the inputs that produced it */
+    int64_t override_calls;              /* calls the override handled, and calls it handed back to gpudl */
+    int64_t override_declined;           /* (0 and 0: no override installed, gpudl's own was checked) */
     int     first_case;                  /* -1: none */
     int64_t index;
     double  expected, got;
@@ -1660,6 +1662,7 @@ struct gpudl_ctx {
     size_t          live_cap, live_n, live_used;
     gpudl_ops       ops[2];          /* the user's overrides: [0] CPU, [1] CUDA (gpudl_ctx_set_ops) */
     int             any_ops[2];      /* whether ops[i] has a function */
+    int64_t         ovr_calls[2];    /* calls of an override: [0] it handled, [1] it handed back (gpudl_check_op reports them) */
 #ifndef GPUDL_NO_CUDA
     int             cuda_device;
     cudaStream_t    stream;
@@ -1772,6 +1775,7 @@ static void *gpudl__stream_for(gpudl_ctx *ctx, const gpudl_tensor *t) {
 
 static gpudl_status gpudl__ovr_result(gpudl_ctx *ctx, gpudl_status s, const char *op, int *done) {
     *done = s != GPUDL_ERR_UNSUPPORTED;
+    ctx->ovr_calls[!*done]++;
     if (s == GPUDL_OK || !*done) return GPUDL_OK;
     return GPUDL__ERR(ctx, s, "the %s override (gpudl_ctx_set_ops) returned %d: %s", op, (int)s, gpudl_status_string(s));
 }
@@ -7849,7 +7853,7 @@ static gpudl_status gpudl__chk_gemm_all(gpudl__chk *c) {
     static const int64_t odd[][3] = {{1, 1, 1}, {1, 7, 3}, {7, 1, 5}, {17, 31, 13}, {33, 65, 47}, {63, 17, 129}, {15, 47, 16}};
     size_t i;
     c->r->tol = 1e-5;
-    GPUDL__TRY(gpudl__chk_gemm_case(c, "basic", 4, 4, 4, 0, 0, 1.0f, 0.0f, 0));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "basic", 16, 16, 16, 0, 0, 1.0f, 0.0f, 0));   /* one 16-wide tile: no edges */
     GPUDL__TRY(gpudl__chk_gemm_case(c, "basic", 32, 32, 32, 0, 0, 1.0f, 0.0f, 0));
     for (i = 0; i < sizeof odd / sizeof odd[0]; i++) GPUDL__TRY(gpudl__chk_gemm_case(c, "odd sizes", odd[i][0], odd[i][1], odd[i][2], 0, 0, 1.0f, 0.0f, 0));
     GPUDL__TRY(gpudl__chk_gemm_case(c, "transposes", 19, 23, 29, 1, 0, 1.0f, 0.0f, 0));
@@ -8448,6 +8452,7 @@ GPUDL__DEF gpudl_status gpudl_check_op(gpudl_ctx *ctx, gpudl_op op, gpudl_act ac
     c.seed = 0x5eedc0deull + (uint64_t)op;
     mode = ctx->math_mode;
     ctx->math_mode = GPUDL_MATH_FP32;   /* a reference to FP32's accuracy: no TF32 in gpudl's own GEMM */
+    ctx->ovr_calls[0] = ctx->ovr_calls[1] = 0;
     switch (op) {
     case GPUDL_OP_GEMM:             s = gpudl__chk_gemm_all(&c); break;
     case GPUDL_OP_ACT_FORWARD:      s = gpudl__chk_act_all(&c, 0); break;
@@ -8462,6 +8467,8 @@ GPUDL__DEF gpudl_status gpudl_check_op(gpudl_ctx *ctx, gpudl_op op, gpudl_act ac
     }
     gpudl__chk_release(&c);
     ctx->math_mode = mode;
+    r->override_calls = ctx->ovr_calls[0];
+    r->override_declined = ctx->ovr_calls[1];
     r->passed = s == GPUDL_OK && r->ncases > 0 && r->nfailed == 0;
     return s;
 }
@@ -8508,6 +8515,10 @@ GPUDL__DEF const char *gpudl_check_explain(const gpudl_check_report *r, char *bu
     GPUDL__PUT("check of %s: %s, %d of %d cases pass (tolerance %.0e relative to 1 + |expected|)\n",
                gpudl__op_name(r->op) ? gpudl__op_name(r->op) : "?", r->passed ? "PASSED" : "FAILED", r->ncases - r->nfailed,
                r->ncases, r->tol);
+    if (r->override_calls + r->override_declined == 0) GPUDL__PUT("  (no override installed: gpudl's own implementation)\n");
+    else if (r->override_declined)
+        GPUDL__PUT("  (the override ran %lld calls and handed %lld back to gpudl: those cases checked gpudl's code)\n",
+                   (long long)r->override_calls, (long long)r->override_declined);
     GPUDL__PUT("  %-16s %-44s %-10s %s\n", "group", "case", "max error", "");
     for (i = 0; i < r->ncases; i++) {
         const gpudl_check_case *k = &r->cases[i];

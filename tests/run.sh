@@ -211,6 +211,7 @@ else
     skip test_cuda "nvcc not found"
 fi
 
+run_suite bash tests/grade_test.sh   # the assignments' autograder cannot be fooled cheaply (its own == sections)
 echo "== the GPU path on the emulated CUDA device (make test-emu)"
 if command -v python3 >/dev/null && command -v g++ >/dev/null; then
     run_suite bash tests/run_emu.sh
