@@ -18,7 +18,7 @@ endif
 CUDA_LIBS  = $(CUDA_FLAGS) -lcublas -lcublasLt -lcudnn
 HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: all help demo doctor data matmul-demo grade plots test test-emu test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train clean
+.PHONY: all help demo doctor data matmul-demo grade plots test test-emu test-windows test-arm64 test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train clean
 EXAMPLES = build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck build/doctor
 all: $(EXAMPLES)
 
@@ -29,6 +29,8 @@ help:
 	@echo "make               build every example into build/"
 	@echo "make test          the test suite, on any machine (no GPU needed: see make test-emu)"
 	@echo "make test-emu      the GPU path on the emulated CUDA device"
+	@echo "make test-windows  the CPU suites and examples built by MinGW-w64, run under Wine"
+	@echo "make test-arm64    the CPU suites built for aarch64 (NEON GEMM), run under QEMU (slow; make test runs a subset)"
 	@echo "make test-gpu      the GPU suites and compute-sanitizer, on a GPU machine"
 	@echo "make test-sanitize the CPU suites under ASan/UBSan"
 	@echo "make fuzz          libFuzzer on the IDX and checkpoint loaders (clang)"
@@ -118,6 +120,13 @@ test:
 # in a short mode and the device profiles. make test runs it too.
 test-emu:
 	bash tests/run_emu.sh
+
+# The students' other machines, cross-built and emulated (tests/run_cross.sh):
+# Windows through MinGW-w64 and Wine, aarch64 through QEMU user mode.
+test-windows:
+	bash tests/run_cross.sh windows
+test-arm64:
+	bash tests/run_cross.sh arm64
 
 # On a GPU machine: the GPU suites (FP16/BF16 accuracy on the full
 # Fashion-MNIST when make data finds it), then compute-sanitizer's memcheck (with

@@ -7,6 +7,17 @@
 
 #include <float.h>
 #include <stdarg.h>
+#if defined(_WIN32)
+#  include <io.h>        /* dup, dup2, close */
+#  include <process.h>   /* _getpid */
+#  include <direct.h>    /* _mkdir */
+#  define getpid _getpid
+#  define make_dir(path) _mkdir(path)
+#else
+#  include <unistd.h>
+#  include <sys/stat.h>
+#  define make_dir(path) mkdir((path), 0755)
+#endif
 
 #if defined(__GNUC__)
 #  define HARNESS_MAYBE_UNUSED __attribute__((unused))
@@ -149,18 +160,21 @@ HARNESS_MAYBE_UNUSED static double max_rel(const gpudl_tensor *x, const gpudl_te
 
 /* Does a --skip=NAME argument name this test? */
 static int skipped_by_args(const char *name, int argc, char **argv) {
-    int a;
-    for (a = 1; a < argc; a++)
+    int a, only = 0, listed = 0;
+    for (a = 1; a < argc; a++) {
         if (!strncmp(argv[a], "--skip=", 7) && !strcmp(argv[a] + 7, name)) return 1;
-    return 0;
+        if (!strncmp(argv[a], "--only=", 7)) { only = 1; listed |= !strcmp(argv[a] + 7, name); }
+    }
+    return only && !listed;
 }
 
 /* argv[1]: --cpu-only, --gpu-only or a substring of the names to run;
-   further --skip=NAME arguments leave those tests out (not counted). */
+   further --skip=NAME arguments leave those tests out, and --only=NAME
+   arguments (any number) run just those (neither is counted). */
 static int run_tests(const test_case *tests, size_t count, int argc, char **argv) {
     int passed = 0, failed = 0, skipped = 0;
     size_t i;
-    const char *filter = argc > 1 && strncmp(argv[1], "--skip=", 7) ? argv[1] : NULL;
+    const char *filter = argc > 1 && strncmp(argv[1], "--skip=", 7) && strncmp(argv[1], "--only=", 7) ? argv[1] : NULL;
     g_verbose = getenv("GPUDL_TEST_VERBOSE") != NULL;
     for (i = 0; i < count; i++) {
         double t0;

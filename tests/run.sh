@@ -212,6 +212,8 @@ else
 fi
 
 run_suite bash tests/grade_test.sh   # the assignments' autograder cannot be fooled cheaply (its own == sections)
+run_suite bash tests/run_cross.sh windows        # make test-windows
+run_suite bash tests/run_cross.sh arm64 --quick  # a subset of make test-arm64 (QEMU is slow)
 echo "== the GPU path on the emulated CUDA device (make test-emu)"
 if command -v python3 >/dev/null && command -v g++ >/dev/null; then
     run_suite bash tests/run_emu.sh

@@ -83,6 +83,7 @@ static const test_case tests[] = {
     {"mnist_messages", test_mnist_messages},
     {"checkpoint_not_safetensors", test_checkpoint_not_safetensors},
     {"fashion_mnist_find", test_fashion_mnist_find},
+    {"checkpoint_save_twice", test_checkpoint_save_twice},
     {"override_per_context", test_override_per_context},
     {"override_trains_model", test_override_trains_model},
     {"check_op", test_check_op},

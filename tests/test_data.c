@@ -166,7 +166,7 @@ static void test_mnist_messages(void) {
     e = gpudl_ctx_last_error(c);
     CHECKF(strstr(e, "neither build/test/no-such-dir/train-images-idx3-ubyte nor") &&
            strstr(e, "train-images-idx3-ubyte.gz"), "%s", e);
-    (void)mkdir("build/test/tmp_mnist", 0755);
+    (void)make_dir("build/test/tmp_mnist");
     write_bytes("build/test/tmp_mnist/train-images-idx3-ubyte", b, idx_bytes(b, 0x08, 3, d3, 12));
     write_bytes("build/test/tmp_mnist/train-labels-idx1-ubyte", b, idx_bytes(b, 0x08, 1, d1, 2));
     CHECK_ST(gpudl_mnist_load(c, "build/test/tmp_mnist", 1, &im, &lab), GPUDL_ERR_FORMAT);

@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 /* >>injection: the library's allocator ------------------------------------ */
-static long g_alloc_calls, g_fail_at = -1, g_live;
+static long long g_alloc_calls, g_fail_at = -1, g_live;   /* long is 32 bits on Windows */
 static void *t_malloc(size_t n) {
     void *p;
     if (g_fail_at >= 0 && g_alloc_calls++ == g_fail_at) return NULL;
@@ -106,36 +106,36 @@ done:
 }
 
 static void test_alloc_failure_at_every_point(void) {
-    long n, points;
+    long long n, points;
     const char *ckpt = "build/test/tmp_faults.safetensors";
     g_fail_at = -1;
     g_alloc_calls = 0;
     g_live = 0;
     CHECK_OK(scenario(ckpt));
-    CHECKF(g_live == 0, "the successful scenario leaks %ld allocations", g_live);
+    CHECKF(g_live == 0, "the successful scenario leaks %lld allocations", g_live);
     /* count the allocation points, then fail each in turn */
-    g_fail_at = 1L << 40;
+    g_fail_at = 1LL << 40;
     g_alloc_calls = 0;
     CHECK_OK(scenario(ckpt));
     points = g_alloc_calls;
-    CHECKF(points > 20, "only %ld allocation points?", points);
+    CHECKF(points > 20, "only %lld allocation points?", points);
     for (n = 0; n < points; n++) {
         gpudl_status s;
         g_fail_at = n;
         g_alloc_calls = 0;
         g_live = 0;
         s = scenario(ckpt);
-        CHECKF(s == GPUDL_ERR_OOM, "allocation %ld of %ld failed: status %d (%s), want out of memory", n, points, (int)s,
+        CHECKF(s == GPUDL_ERR_OOM, "allocation %lld of %lld failed: status %d (%s), want out of memory", n, points, (int)s,
                s == (gpudl_status)-1000 ? "an error without a message" : gpudl_status_string(s));
-        CHECKF(g_live == 0, "allocation %ld of %ld failed: %ld allocations leaked", n, points, g_live);
+        CHECKF(g_live == 0, "allocation %lld of %lld failed: %lld allocations leaked", n, points, g_live);
     }
     g_fail_at = -1;
-    printf("    %ld allocation points, each failed once: a clear status and no leak\n", points);
+    printf("    %lld allocation points, each failed once: a clear status and no leak\n", points);
 }
 
 /* >>atomic save ----------------------------------------------------------- */
 
-static gpudl_model *tiny_model(gpudl_ctx *c, uint64_t seed) {
+HARNESS_MAYBE_UNUSED static gpudl_model *tiny_model(gpudl_ctx *c, uint64_t seed) {   /* the POSIX test only */
     gpudl_model *m;
     gpudl_model_desc md;
     int64_t v[1] = {64};
@@ -187,6 +187,81 @@ static void test_failed_save_keeps_previous(void) {
     gpudl_model_destroy(a);
     gpudl_model_destroy(b);
 #endif
+}
+
+/* A save killed midway (the process dies while it writes the temporary
+   file) leaves the previous checkpoint whole at the path: a child saves a
+   large model there, and is killed as soon as its temporary file exists.
+   On Windows the child is this program again (--child-save PATH). */
+static gpudl_model *big_model(gpudl_ctx *c, uint64_t seed) {   /* 64 MB of parameters: its save takes a while */
+    gpudl_model *m;
+    gpudl_model_desc md;
+    int64_t v[1] = {4096};
+    GPUDL_CHECK(gpudl_model_create(c, &m, 1, v));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 4096, 4096));
+    memset(&md, 0, sizeof md);
+    md.seed = seed;
+    md.max_batch = 1;
+    GPUDL_CHECK(gpudl_model_build(m, &md));
+    return m;
+}
+
+static int child_save(const char *path) {   /* saves over and over until killed */
+    gpudl_model *b = big_model(cpu_ctx(), 2);
+    for (;;) if (gpudl_model_save(cpu_ctx(), b, path) != GPUDL_OK) return 1;
+}
+
+static void test_killed_save_keeps_previous(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *a = big_model(c, 1), *b = big_model(c, 3);
+    const char *path = "build/test/tmp_killed.safetensors";
+    gpudl_tensor pa, pb;
+    char tmp[600];
+    FILE *f = NULL;
+    double t0;
+    long pid;
+    CHECK_OK(gpudl_model_save(c, a, path));
+    fflush(NULL);
+#if defined(_WIN32)
+    {
+        char self[MAX_PATH];
+        intptr_t h;
+        GetModuleFileNameA(NULL, self, sizeof self);
+        h = _spawnl(_P_NOWAIT, self, self, "--child-save", path, NULL);
+        CHECK(h != -1);
+        if (h == -1) return;
+        pid = (long)GetProcessId((HANDLE)h);
+        snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, pid);
+        for (t0 = gpudl_now(); !f && gpudl_now() - t0 < 60; ) f = fopen(tmp, "rb");
+        TerminateProcess((HANDLE)h, 9);
+        WaitForSingleObject((HANDLE)h, INFINITE);
+        CloseHandle((HANDLE)h);
+    }
+#else
+    {
+        pid_t p = fork();
+        if (p == 0) _exit(child_save(path));
+        CHECK(p > 0);
+        if (p <= 0) return;
+        pid = (long)p;
+        snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, pid);
+        for (t0 = gpudl_now(); !f && gpudl_now() - t0 < 60; ) f = fopen(tmp, "rb");
+        kill(p, SIGKILL);
+        waitpid(p, NULL, 0);
+    }
+#endif
+    CHECKF(f != NULL, "the child's temporary file %s never appeared", tmp);
+    if (f) fclose(f);
+    remove(tmp);   /* what a killed process leaves behind: the caller's to clean up */
+    memset(&pa, 0, sizeof pa); memset(&pb, 0, sizeof pb);
+    CHECK_OK(gpudl_model_load(c, b, path));   /* whole: model a's, or (had the child finished one) model 2's */
+    CHECK_OK(gpudl_model_params(a, &pa, NULL));
+    CHECK_OK(gpudl_model_params(b, &pb, NULL));
+    printf("    killed while writing %s: the checkpoint at the path loads (%s)\n", tmp,
+           memcmp(pa.data, pb.data, gpudl_tensor_bytes(&pa)) == 0 ? "the previous one" : "a complete newer one");
+    gpudl_model_destroy(a);
+    gpudl_model_destroy(b);
+    remove(path);
 }
 
 /* >>API misuse ------------------------------------------------------------ */
@@ -421,9 +496,13 @@ static void test_logger(void) {
 static const test_case tests[] = {
     {"alloc_failure_at_every_point", test_alloc_failure_at_every_point},
     {"failed_save_keeps_previous", test_failed_save_keeps_previous},
+    {"killed_save_keeps_previous", test_killed_save_keeps_previous},
     {"null_arguments", test_null_arguments},
     {"misuse_messages", test_misuse_messages},
     {"logger", test_logger},
 };
 
-int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--child-save")) return child_save(argv[2]);
+    return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+}

@@ -210,3 +210,36 @@ static void test_checkpoint_not_safetensors(void) {
     CHECKF(strstr(gpudl_ctx_last_error(c), "is not a safetensors file") != NULL, "%s", gpudl_ctx_last_error(c));
     gpudl_model_destroy(m);
 }
+
+/* Saving twice to one path replaces the file (the C runtime's rename() does
+   not on Windows: make test-windows runs this there), and no temporary file
+   is left behind. */
+static void test_checkpoint_save_twice(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m[3];
+    gpudl_model_desc md;
+    gpudl_tensor p[3];
+    int64_t in = 9;
+    const char *path = tmp_path("twice.safetensors");
+    char tmp[600];
+    FILE *f;
+    int k;
+    for (k = 0; k < 3; k++) {
+        CHECK_OK(gpudl_model_create(c, &m[k], 1, &in));
+        CHECK_OK(gpudl_model_add_linear(m[k], 9, 4));
+        memset(&md, 0, sizeof md);
+        md.seed = 10 + (uint64_t)k;
+        CHECK_OK(gpudl_model_build(m[k], &md));
+        CHECK_OK(gpudl_model_params(m[k], &p[k], NULL));
+    }
+    CHECK_OK(gpudl_model_save(c, m[0], path));
+    CHECK_OK(gpudl_model_save(c, m[1], path));   /* over the first */
+    CHECK_OK(gpudl_model_load(c, m[2], path));
+    CHECK(memcmp(p[1].data, p[2].data, gpudl_tensor_bytes(&p[1])) == 0);
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    f = fopen(tmp, "rb");
+    CHECK(f == NULL);
+    if (f) fclose(f);
+    for (k = 0; k < 3; k++) gpudl_model_destroy(m[k]);
+    remove(path);
+}

@@ -70,16 +70,16 @@ static void test_matmul_f32(void) { matmul_suite(); }
 
 /* The same suite through each CPU micro-kernel this machine can run. */
 static void test_matmul_f32_each_kernel(void) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
+#if (defined(__x86_64__) || defined(__aarch64__)) && defined(__GNUC__)
     gpudl_ctx *c = cpu_ctx();
     gpudl_cpu_gemm keep = c->cpu_gemm, k;
-    for (k = GPUDL_CPU_GEMM_C; k <= GPUDL_CPU_GEMM_AVX512; k = (gpudl_cpu_gemm)(k + 1)) {
-        c->cpu_gemm = k;   /* what desc.cpu_gemm sets */
+    for (k = GPUDL_CPU_GEMM_C; k <= GPUDL_CPU_GEMM_NEON; k = (gpudl_cpu_gemm)(k + 1)) {
+        c->cpu_gemm = k;   /* what desc.cpu_gemm sets (a kernel this CPU lacks: the best it has) */
         matmul_suite();
     }
     c->cpu_gemm = keep;
 #else
-    SKIP("micro-kernel selection is x86-64 only");
+    SKIP("micro-kernel selection is for x86-64 and aarch64 with gcc or clang");
 #endif
 }
 

@@ -293,7 +293,7 @@ static void test_ctx_auto_fallback(void) {
 /* gpudl_cpu_flush_denormals: a threaded product of subnormal inputs is 0
    with the flush on (denormals-are-zero) and not 0 with it off. */
 static void test_cpu_flush_denormals(void) {
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(__x86_64__) || defined(_M_X64) || (defined(__aarch64__) && defined(__GNUC__))
     gpudl_ctx *ctx = cpu_ctx();
     gpudl_tensor A = make(ctx, GPUDL_DEVICE_CPU, GPUDL_F32, 2, 100, 100, 0), B = make(ctx, GPUDL_DEVICE_CPU, GPUDL_F32, 2, 100, 100, 0);
     gpudl_tensor C = make(ctx, GPUDL_DEVICE_CPU, GPUDL_F32, 2, 100, 100, 0);
@@ -310,7 +310,7 @@ static void test_cpu_flush_denormals(void) {
     CHECK_ST(gpudl_cpu_flush_denormals(NULL, 1), GPUDL_ERR_INVALID_ARG);
     gpudl_tensor_free(ctx, &A); gpudl_tensor_free(ctx, &B); gpudl_tensor_free(ctx, &C);
 #else
-    SKIP("flush-to-zero control is x86-64 only");
+    SKIP("flush-to-zero control is known for x86-64 and aarch64 only");
 #endif
 }
 
