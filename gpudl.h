@@ -8885,7 +8885,7 @@ GPUDL__DEF gpudl_status gpudl_time_op(gpudl_ctx *ctx, gpudl_op op, int64_t size,
         r->gflops_override = bo.gflops; r->gflops_builtin = bb.gflops;
         r->gbs_override = bo.gbs; r->gbs_builtin = bb.gbs;
         if (gpudl_device_info_get(ctx, &info) == GPUDL_OK) {
-            snprintf(r->device, sizeof r->device, "%s", info.name);
+            snprintf(r->device, sizeof r->device, "%.63s", info.name);
             if (info.peak_fp32_tflops > 0) r->frac_peak_flops = bo.gflops / (info.peak_fp32_tflops * 1e3);
             if (info.peak_mem_gbs > 0) r->frac_peak_bw = bo.gbs / info.peak_mem_gbs;
         }
