@@ -16,9 +16,21 @@ export LD_LIBRARY_PATH := $(CUDA_LIBDIRS)$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_P
 endif
 endif
 CUDA_LIBS  = $(CUDA_FLAGS) -lcublas -lcublasLt -lcudnn
+# Data parallel (gpudl_dist): the examples take --dist when MPI (and, in nvcc
+# builds, NCCL) are there: -DGPUDL_MPI with mpicc's flags, -DGPUDL_NCCL -lnccl.
+HAVE_MPI := $(shell command -v mpicc >/dev/null 2>&1 && echo yes)
+ifdef HAVE_MPI
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS := $(shell mpicc --showme:link 2>/dev/null)
+DIST_FLAGS = -DGPUDL_MPI $(MPI_CFLAGS)
+DIST_LIBS = $(MPI_LIBS)
+endif
+ifdef HAVE_NVCC
+HAVE_NCCL := $(shell printf '\043include <nccl.h>\n' | $(NVCC) $(CUDA_FLAGS) -x cu -E - >/dev/null 2>&1 && echo yes)
+endif
 HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: all help demo doctor data matmul-demo grade plots test test-emu test-windows test-arm64 test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train clean
+.PHONY: all help demo doctor data matmul-demo grade plots test test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist clean
 EXAMPLES = build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck build/doctor
 all: $(EXAMPLES)
 
@@ -31,10 +43,12 @@ help:
 	@echo "make test-emu      the GPU path on the emulated CUDA device"
 	@echo "make test-windows  the CPU suites and examples built by MinGW-w64, run under Wine"
 	@echo "make test-arm64    the CPU suites built for aarch64 (NEON GEMM), run under QEMU (slow; make test runs a subset)"
+	@echo "make test-dist     data parallel: 2 MPI ranks on the CPU, 2 NCCL ranks on the emulated GPU"
 	@echo "make test-gpu      the GPU suites and compute-sanitizer, on a GPU machine"
 	@echo "make test-sanitize the CPU suites under ASan/UBSan"
 	@echo "make fuzz          libFuzzer on the IDX and checkpoint loaders (clang)"
 	@echo "make bench         benchmarks: tables, CSV and pictures (bench/*.png) under bench/"
+	@echo "make bench-dist    data parallel on the CPU cores: 1 rank x 2 threads against 2 ranks x 1"
 	@echo "make plots         redraw the pictures; with build/demo.csv from make demo DEMO_ARGS=\"--log build/demo.csv\""
 	@echo "make data          find or fetch Fashion-MNIST into build/data"
 	@echo "make grade A=relu_xent|sgemm|maxpool [SRC=file] [GRADE_ARGS=--no-train]"
@@ -44,10 +58,11 @@ help:
 # Examples run on the GPU when there is one (nvcc build), else on the CPU.
 ifdef HAVE_NVCC
 build/%: examples/%.c gpudl.h gpudl_kernels.cu | build
-	$(NVCC) $(CFLAGS) $(CUDA_ARCH) -Xcompiler -fopenmp -I. -o $@ $< gpudl_kernels.cu $(CUDA_LIBS) -lgomp
+	$(NVCC) $(CFLAGS) $(CUDA_ARCH) -Xcompiler -fopenmp -I. $(DIST_FLAGS) $(if $(HAVE_NCCL),-DGPUDL_NCCL) -o $@ $< \
+	    gpudl_kernels.cu $(CUDA_LIBS) $(if $(HAVE_NCCL),-lnccl) $(DIST_LIBS) -lgomp
 else
 build/%: examples/%.c gpudl.h | build
-	$(CC) $(CFLAGS) -fopenmp -DGPUDL_NO_CUDA -I. -o $@ $< -lm
+	$(CC) $(CFLAGS) -fopenmp -DGPUDL_NO_CUDA -I. $(DIST_FLAGS) -o $@ $< -lm $(DIST_LIBS)
 endif
 
 # A self-check of the build on this machine: what is there, what to fix.
@@ -127,6 +142,10 @@ test-windows:
 	bash tests/run_cross.sh windows
 test-arm64:
 	bash tests/run_cross.sh arm64
+
+# Data parallel with two processes under mpirun (tests/run_dist.sh).
+test-dist:
+	bash tests/run_dist.sh
 
 # On a GPU machine: the GPU suites (FP16/BF16 accuracy on the full
 # Fashion-MNIST when make data finds it), then compute-sanitizer's memcheck (with
@@ -236,6 +255,9 @@ bench-matmul: build/bench_matmul
 	@if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then \
 	    python3 bench/torch_matmul.py; \
 	else echo "torch_matmul.py SKIPPED: no PyTorch with a GPU here"; fi
+# Data parallel on this machine's cores: 1 rank x 2 threads against 2 ranks x 1 (bench/dist.csv).
+bench-dist:
+	bash bench/bench_dist.sh $(BENCH_ROUNDS)
 bench-train: build/bench_train
 	./build/bench_train $(BENCH_ARGS)
 	@if python3 -c 'import torch' 2>/dev/null; then python3 bench/torch_train.py $(BENCH_ARGS); \

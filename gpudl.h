@@ -149,6 +149,7 @@
          progress    the progress bar                                D I
          doctor      the self-check of a build on a machine          D I
          override    the user's ops in place of gpudl's; check, time D I
+         dist        data parallel over ranks: MPI, NCCL             D I
 
    FEATURES    CPU (OpenMP threads)        GPU                       dtypes
        matmul      AVX2/AVX-512 GEMM, CBLAS    cuBLAS (+TF32 mode)       f32 f16 bf16
@@ -230,7 +231,8 @@ typedef enum gpudl_status {
     GPUDL_ERR_IO              =  -9,  /* open/read/write/rename failed         */
     GPUDL_ERR_FORMAT          = -10,  /* a file is malformed                   */
     GPUDL_ERR_NONFINITE       = -11,  /* NaN or Inf where a number was needed  */
-    GPUDL_ERR_UNSUPPORTED     = -12   /* not built in, or not on this device   */
+    GPUDL_ERR_UNSUPPORTED     = -12,  /* not built in, or not on this device   */
+    GPUDL_ERR_DIST            = -13   /* another rank failed, or did not answer */
 } gpudl_status;
 
 /* A short, constant description of a status ("invalid argument", ...).
@@ -1241,6 +1243,7 @@ typedef struct gpudl_dataset {
     gpudl_tensor xb, yb;           /* (batch,C,H,W), (batch) batch buffers */
     int64_t n, batch;
     uint64_t seed;
+    int shard_rank, shard_size;    /* gpudl_dataset_shard; 0, 0: the whole batch */
 } gpudl_dataset;
 
 /* images: U8 (N,H,W) or (N,C,H,W) host tensor; labels: U8 or I32 (N). */
@@ -1531,6 +1534,72 @@ typedef struct gpudl_op_timing {
 GPUDL_API gpudl_status gpudl_time_op(gpudl_ctx *ctx, gpudl_op op, int64_t size, gpudl_op_timing *t);
 GPUDL_API const char *gpudl_op_timing_explain(const gpudl_op_timing *t, char *buf, size_t size);
 
+/* >>dist ------------------------------------------------------------------ */
+/* Data-parallel training: N processes (ranks), each with a replica of the
+   model and its share of every batch. After each backward the gradients
+   are averaged across the ranks: the flat gradient buffer, all-reduced in
+   buckets (on the GPU on a stream of their own, overlapping the rest of
+   backward). Behind build switches, so the two-file build needs neither:
+     GPUDL_MPI    MPI: CPU ranks' gradients, and start-up (build with mpicc,
+                  or pass mpicc --showme's flags to nvcc)
+     GPUDL_NCCL   NCCL: GPU ranks' gradients (link -lnccl)
+   Start-up: under mpirun or srun, MPI gives each rank its number; without
+   MPI, torchrun-style variables RANK, WORLD_SIZE and LOCAL_RANK do (the
+   launcher's protocol: the one place gpudl reads the environment), and the
+   NCCL unique id goes through desc.id_file on a shared file system. Without
+   either, a lone process gets a dist of one rank, which does nothing.
+   What a model with a dist does:
+     - gpudl_model_set_dist: checks that every rank built the same model
+       (layers and shapes; a mismatch names both), then copies rank 0's
+       parameters and buffers to all (identical initial weights);
+     - backward averages the gradients (a mean, so loss scaling, clipping
+       and gradient accumulation work unchanged); the FP16 scaler's skip
+       decision is then the same on every rank: an Inf or NaN on any rank
+       reaches every rank's averaged gradients;
+     - dropout draws a different mask on each rank; batch norm keeps its
+       statistics per rank (each normalises its own shard of the batch);
+     - gpudl_model_save writes on rank 0 only (others return GPUDL_OK),
+       and every rank loads;
+     - a rank that dies or stops answering makes the others return
+       GPUDL_ERR_DIST within timeout_ms (each step waits, on the host, for
+       its gradients' all-reduce: the price of never hanging).
+   gpudl_dataset_shard(ds, rank, size) gives rank r rows [r B, (r+1) B) of
+   each global batch of size B (the dataset's batch), shuffled alike on all
+   ranks, so N ranks with batch B/N train like one with batch B. */
+typedef struct gpudl_dist gpudl_dist;   /* opaque */
+
+typedef struct gpudl_dist_desc {
+    int          timeout_ms;      /* 0 = 60000: a collective that takes longer fails with GPUDL_ERR_DIST */
+    const char  *id_file;         /* NCCL without MPI: where rank 0 writes the unique id */
+    int64_t      bucket_floats;   /* gradients all-reduced per bucket (0 = 1M floats, 4 MiB) */
+    gpudl_log_fn log;             /* messages of gpudl_dist_create (NULL: stderr) */
+    void        *log_user;
+} gpudl_dist_desc;
+
+/* Finds this process's rank, the number of ranks and the local rank (the
+   GPU to use: pass it as gpudl_ctx_desc.cuda_device), starting MPI when
+   built with it and not yet started. Returns GPUDL_OK, or
+     GPUDL_ERR_INVALID_ARG  out is NULL, or the launcher's variables are malformed
+     GPUDL_ERR_UNSUPPORTED  several ranks asked for, and no GPUDL_MPI / GPUDL_NCCL built in
+     GPUDL_ERR_DIST         MPI failed to start */
+GPUDL_API gpudl_status gpudl_dist_create(const gpudl_dist_desc *desc, gpudl_dist **out);
+/* Frees the communicators (and finalizes MPI if gpudl_dist_create started it). */
+GPUDL_API void gpudl_dist_destroy(gpudl_dist *d);
+GPUDL_API int gpudl_dist_rank(const gpudl_dist *d);
+GPUDL_API int gpudl_dist_size(const gpudl_dist *d);
+GPUDL_API int gpudl_dist_local_rank(const gpudl_dist *d);
+/* In place across ranks, for an F32 tensor on ctx's device: the sum (or
+   the mean) of every rank's t; t from root on every rank. Each rank gets
+   the same bits. */
+GPUDL_API gpudl_status gpudl_dist_allreduce(gpudl_dist *d, gpudl_ctx *ctx, gpudl_tensor *t, int average);
+GPUDL_API gpudl_status gpudl_dist_broadcast(gpudl_dist *d, gpudl_ctx *ctx, gpudl_tensor *t, int root);
+/* Makes m data-parallel over d (see above); d must outlive m. Call after
+   gpudl_model_build and before training. */
+GPUDL_API gpudl_status gpudl_model_set_dist(gpudl_model *m, gpudl_dist *d);
+/* Rank's share of every batch (see above): the batch (B) must be a
+   multiple of size; num_batches stays the global count. */
+GPUDL_API gpudl_status gpudl_dataset_shard(gpudl_ctx *ctx, gpudl_dataset *ds, int rank, int size);
+
 #ifdef __cplusplus
 }
 #endif
@@ -1618,6 +1687,19 @@ GPUDL_API const char *gpudl_op_timing_explain(const gpudl_op_timing *t, char *bu
 
 #ifdef GPUDL_CBLAS
 #  include <cblas.h>
+#endif
+#ifdef GPUDL_MPI
+#  ifndef OMPI_SKIP_MPICXX
+#    define OMPI_SKIP_MPICXX 1   /* the C API only: not Open MPI's / MPICH's deprecated C++ bindings */
+#  endif
+#  ifndef MPICH_SKIP_MPICXX
+#    define MPICH_SKIP_MPICXX 1
+#  endif
+#  include <mpi.h>
+#endif
+#if defined(GPUDL_NCCL) && !defined(GPUDL_NO_CUDA)
+#  include <nccl.h>
+#  define GPUDL__HAVE_NCCL 1
 #endif
 #ifdef GPUDL_ZLIB
 #  include <zlib.h>
@@ -1718,6 +1800,7 @@ GPUDL__DEF const char *gpudl_status_string(gpudl_status s) {
     case GPUDL_ERR_FORMAT:      return "malformed file";
     case GPUDL_ERR_NONFINITE:   return "non-finite value";
     case GPUDL_ERR_UNSUPPORTED: return "unsupported";
+    case GPUDL_ERR_DIST:        return "distributed training failed (another rank died, timed out or disagrees)";
     }
     return "unknown gpudl status";
 }
@@ -5111,6 +5194,7 @@ struct gpudl_model {
     gpudl_tensor preds, dinput, input;   /* (max_batch) i32, (max_batch, sample), view of the last x */
     gpudl_optim_desc opt;
     int has_opt;
+    gpudl_dist *dist;                    /* data parallel (gpudl_model_set_dist), or NULL */
     uint64_t seed, rng_offset;           /* dropout stream */
     gpudl_precision precision;           /* FP16/BF16: the mixed-precision recipe below */
     gpudl_dtype act_dtype;               /* the activations' dtype: f32, or f16/bf16 under mixed precision */
@@ -5401,20 +5485,25 @@ static const gpudl__kind gpudl__kind_batchnorm = {"batchnorm", {"weight", "bias"
                                                   gpudl__bn_fwd, gpudl__bn_bwd};
 
 #define GPUDL__DROPOUT_STREAM 0xd20b0d20b0d2ull   /* xor'ed into the model's seed for the dropout masks */
+/* The dropout masks' seed: another stream on each rank of a data-parallel model. */
+static uint64_t gpudl__dropout_seed(const gpudl_model *m) {
+    int rank = gpudl_dist_rank(m->dist);
+    return m->seed ^ GPUDL__DROPOUT_STREAM ^ (rank ? gpudl__mix64((uint64_t)rank) : 0);
+}
 static gpudl_status gpudl__dropout_fwd(gpudl__pass *p) {
     gpudl_model *m = p->m;
     gpudl__layer *l = p->l;
     if (!m->training || l->u.dropout.p == 0.0f) return gpudl__copy_same(m->ctx, &p->y, &p->x);
     l->u.dropout.offset = m->rng_offset;
     m->rng_offset += (uint64_t)gpudl_tensor_numel(&p->x);
-    return gpudl_dropout_forward(m->ctx, &p->y, &p->x, l->u.dropout.p, m->seed ^ GPUDL__DROPOUT_STREAM, l->u.dropout.offset);
+    return gpudl_dropout_forward(m->ctx, &p->y, &p->x, l->u.dropout.p, gpudl__dropout_seed(m), l->u.dropout.offset);
 }
 static gpudl_status gpudl__dropout_bwd(gpudl__pass *p) {
     gpudl_model *m = p->m;
     const gpudl__layer *l = p->l;
     if (!p->dx) return GPUDL_OK;
     if (!m->training || l->u.dropout.p == 0.0f) return gpudl__copy_same(m->ctx, p->dx, &p->dy);
-    return gpudl_dropout_backward(m->ctx, p->dx, &p->dy, l->u.dropout.p, m->seed ^ GPUDL__DROPOUT_STREAM, l->u.dropout.offset);
+    return gpudl_dropout_backward(m->ctx, p->dx, &p->dy, l->u.dropout.p, gpudl__dropout_seed(m), l->u.dropout.offset);
 }
 static const gpudl__kind gpudl__kind_dropout = {"dropout", {NULL}, {NULL}, GPUDL__KIND_SEE_THROUGH, NULL, gpudl__dropout_fwd,
                                                 gpudl__dropout_bwd};
@@ -5919,14 +6008,19 @@ GPUDL__DEF gpudl_status gpudl_model_loss_value(gpudl_model *m, float *loss) {
     return gpudl_tensor_item(m->ctx, &m->loss, 0, loss);
 }
 
+static gpudl_status gpudl__dist_grads(gpudl_model *m, int i, int last, int64_t *hi);
+static gpudl_status gpudl__dist_step(gpudl_model *m);
+
 GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
     int i, j, first_param;
+    int64_t unreduced;
     GPUDL__TRY(gpudl__check_built(m, "model_backward"));
     if (!m->have_loss) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_backward: call gpudl_model_loss after forward first");
     /* Input gradients are needed only above the first layer with parameters
        (a flatten before the first linear layer needs none: its GEMM would be
        wasted), unless the caller asked for the input's gradient. */
     for (first_param = 0; first_param < m->nlayers && m->layers[first_param].np == 0; first_param++) {}
+    unreduced = m->nparams;
     for (i = m->nlayers - 1; i >= 0; i--) {
         gpudl__layer *l = &m->layers[i];
         gpudl__pass p;
@@ -5948,6 +6042,8 @@ GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
         } else if (l->kind->backward) {
             GPUDL__TRY(l->kind->backward(&p));
         }
+        /* data parallel: the gradients all-reduced as they become ready */
+        if (gpudl_dist_size(m->dist) > 1 && i >= first_param) GPUDL__TRY(gpudl__dist_grads(m, i, i == first_param, &unreduced));
     }
     return GPUDL_OK;
 }
@@ -6151,6 +6247,7 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
     GPUDL__TRY(gpudl__check_built(m, "model_step"));
     if (!m->has_opt) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_step: no optimizer (call gpudl_model_set_optimizer)");
     GPUDL__TRY(gpudl__amp_check(m));
+    GPUDL__TRY(gpudl__dist_step(m));
     h = gpudl__hparams(m);
     n = m->nparams;
     fp16 = m->precision == GPUDL_PRECISION_FP16;
@@ -6742,6 +6839,7 @@ GPUDL__DEF gpudl_status gpudl_dataset_shuffle(gpudl_ctx *ctx, gpudl_dataset *ds,
 }
 
 GPUDL__DEF int64_t gpudl_dataset_num_batches(const gpudl_dataset *ds) {
+    if (ds && ds->batch && ds->shard_size > 1) return ds->n / ds->batch;   /* sharded: whole batches only, equal shares */
     return ds && ds->batch ? (ds->n + ds->batch - 1) / ds->batch : 0;
 }
 
@@ -6754,6 +6852,10 @@ GPUDL__DEF gpudl_status gpudl_dataset_batch(gpudl_ctx *ctx, gpudl_dataset *ds, i
                           (long long)gpudl_dataset_num_batches(ds));
     start = b * ds->batch;
     count = GPUDL__MIN(ds->batch, ds->n - start);
+    if (ds->shard_size > 1) {   /* this rank's rows of the global batch */
+        count = ds->batch / ds->shard_size;
+        start += (int64_t)ds->shard_rank * count;
+    }
     sample = gpudl_tensor_numel(&ds->images) / ds->n;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(&ds->images)) {
@@ -7033,6 +7135,7 @@ GPUDL__DEF gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const c
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_built(m, "model_save"));
     if (!path || !path[0]) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_save: path is NULL or empty");
+    if (gpudl_dist_rank(m->dist) != 0) return GPUDL_OK;   /* data parallel: rank 0 writes for all (the replicas agree) */
     items = (gpudl__ck_item *)GPUDL_MALLOC(sizeof *items * GPUDL__CK_MAX_ITEMS);
     tmp = (char *)GPUDL_MALLOC(strlen(path) + 32);
     if (!items || !tmp) { GPUDL_FREE(items); GPUDL_FREE(tmp); return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model_save: no host memory"); }
@@ -8918,6 +9021,491 @@ GPUDL__DEF const char *gpudl_op_timing_explain(const gpudl_op_timing *t, char *b
              100.0 * t->frac_peak_flops, 100.0 * t->frac_peak_bw, t->ms_builtin, t->gflops_builtin, t->gbs_builtin,
              t->ms_builtin > 0 ? t->ms_override / t->ms_builtin : 0.0, bound);
     return buf;
+}
+
+/* >>dist ------------------------------------------------------------------ */
+struct gpudl_dist {
+    int rank, size, local_rank, started_mpi, timeout_ms;
+    int64_t bucket;
+    char id_file[512];
+#ifdef GPUDL_MPI
+    MPI_Comm comm;                  /* a duplicate of MPI_COMM_WORLD that returns its errors */
+#endif
+#ifdef GPUDL__HAVE_NCCL
+    ncclComm_t nccl;                /* created on first use on a GPU (gpudl__dist_nccl) */
+    int nccl_device;
+    cudaStream_t stream;            /* the gradients' all-reduce, beside the context's stream */
+    cudaEvent_t ready, done;        /* gradients ready on the context's stream; all-reduced */
+    int pending;                    /* a backward's all-reduce the host has not yet waited for */
+#endif
+};
+
+#if defined(GPUDL_MPI) || defined(GPUDL__HAVE_NCCL)
+/* While waiting for other ranks: spin for the first 20 ms (MPI moves data
+   only inside its calls: a sleep between them made a 1 MB all-reduce 20x
+   slower), then short sleeps (a rank that is gone should not eat a core). */
+static void gpudl__nap_since(double t0) {
+#if defined(_WIN32)
+    if (gpudl_now() - t0 >= 0.02) Sleep(0);
+#else
+    struct timespec ts;
+    ts.tv_sec = 0;
+    ts.tv_nsec = 50000;
+    if (gpudl_now() - t0 >= 0.02) nanosleep(&ts, NULL);
+#endif
+}
+#endif
+
+static int gpudl__env_int(const char *name, int *v) {   /* 1: set and a number, 0: unset, -1: malformed */
+    const char *s = getenv(name);
+    char *end;
+    long x;
+    if (!s || !*s) return 0;
+    x = strtol(s, &end, 10);
+    if (*end || x < 0 || x > 1 << 20) return -1;
+    *v = (int)x;
+    return 1;
+}
+
+GPUDL__DEF gpudl_status gpudl_dist_create(const gpudl_dist_desc *desc, gpudl_dist **out) {
+    gpudl_dist_desc dd;
+    gpudl_dist *d;
+    gpudl_log_fn log;
+    char msg[512];
+    int r = 0, n = 1, lr = 0, er, en, el;
+    if (!out) return GPUDL_ERR_INVALID_ARG;
+    *out = NULL;
+    memset(&dd, 0, sizeof dd);
+    if (desc) dd = *desc;
+    log = dd.log ? dd.log : gpudl_log_stderr;
+#define GPUDL__DIST_FAIL(status, ...) do { snprintf(msg, sizeof msg, __VA_ARGS__); log(dd.log_user, GPUDL_LOG_ERROR, msg); \
+    return (status); } while (0)
+    if (dd.timeout_ms < 0 || dd.bucket_floats < 0)
+        GPUDL__DIST_FAIL(GPUDL_ERR_INVALID_ARG, "gpudl_dist_create: timeout_ms and bucket_floats must be >= 0");
+    er = gpudl__env_int("RANK", &r);
+    en = gpudl__env_int("WORLD_SIZE", &n);
+    el = gpudl__env_int("LOCAL_RANK", &lr);
+    if (er < 0 || en < 0 || el < 0 || (en > 0 && (n < 1 || r >= n)))
+        GPUDL__DIST_FAIL(GPUDL_ERR_INVALID_ARG, "gpudl_dist_create: RANK=%s WORLD_SIZE=%s LOCAL_RANK=%s: need 0 <= RANK < "
+                         "WORLD_SIZE (numbers)", getenv("RANK") ? getenv("RANK") : "", getenv("WORLD_SIZE") ?
+                         getenv("WORLD_SIZE") : "", getenv("LOCAL_RANK") ? getenv("LOCAL_RANK") : "");
+    if (el == 0) lr = r;
+    d = (gpudl_dist *)GPUDL_MALLOC(sizeof *d);
+    if (!d) GPUDL__DIST_FAIL(GPUDL_ERR_OOM, "gpudl_dist_create: no host memory");
+    memset(d, 0, sizeof *d);
+    d->rank = r; d->size = n; d->local_rank = lr;
+    d->timeout_ms = dd.timeout_ms ? dd.timeout_ms : 60000;
+    d->bucket = dd.bucket_floats ? dd.bucket_floats : (int64_t)1 << 20;
+    if (dd.id_file) snprintf(d->id_file, sizeof d->id_file, "%s", dd.id_file);
+#ifdef GPUDL_MPI
+    {
+        int inited = 0;
+        MPI_Comm shm;
+        MPI_Initialized(&inited);
+        if (!inited) {
+            if (MPI_Init(NULL, NULL) != MPI_SUCCESS) { GPUDL_FREE(d); GPUDL__DIST_FAIL(GPUDL_ERR_DIST, "gpudl_dist_create: MPI_Init failed"); }
+            d->started_mpi = 1;
+        }
+        MPI_Comm_dup(MPI_COMM_WORLD, &d->comm);
+        MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);   /* a status, not an abort */
+        MPI_Comm_rank(d->comm, &d->rank);
+        MPI_Comm_size(d->comm, &d->size);
+        /* the local rank: this rank's place among the ranks on its machine */
+        if (MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &shm) == MPI_SUCCESS) {
+            MPI_Comm_rank(shm, &d->local_rank);
+            MPI_Comm_free(&shm);
+        }
+    }
+#else
+    if (d->size > 1) {
+        int nccl = 0;
+#  ifdef GPUDL__HAVE_NCCL
+        nccl = d->id_file[0] != 0;
+#  endif
+        if (!nccl) {
+            GPUDL_FREE(d);
+            GPUDL__DIST_FAIL(GPUDL_ERR_UNSUPPORTED, "gpudl_dist_create: WORLD_SIZE=%d, but this build has no way to reach the "
+                             "other ranks: build with -DGPUDL_MPI (mpicc) for CPU ranks, or -DGPUDL_NCCL (-lnccl) with "
+                             "desc.id_file on a shared file system for GPU ranks", n);
+        }
+    }
+#endif
+#undef GPUDL__DIST_FAIL
+    *out = d;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF int gpudl_dist_rank(const gpudl_dist *d) { return d ? d->rank : 0; }
+GPUDL__DEF int gpudl_dist_size(const gpudl_dist *d) { return d ? d->size : 1; }
+GPUDL__DEF int gpudl_dist_local_rank(const gpudl_dist *d) { return d ? d->local_rank : 0; }
+
+GPUDL__DEF void gpudl_dist_destroy(gpudl_dist *d) {
+    if (!d) return;
+#ifdef GPUDL__HAVE_NCCL
+    if (d->nccl) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        cudaSetDevice(d->nccl_device);
+        if (d->pending) ncclCommAbort(d->nccl);   /* work no one waited for: do not block on it */
+        else ncclCommDestroy(d->nccl);
+        cudaStreamDestroy(d->stream);
+        cudaEventDestroy(d->ready);
+        cudaEventDestroy(d->done);
+        cudaSetDevice(dev);
+    }
+#endif
+#ifdef GPUDL_MPI
+    MPI_Comm_free(&d->comm);
+    if (d->started_mpi) {
+        int fin = 0;
+        MPI_Finalized(&fin);
+        if (!fin) MPI_Finalize();
+    }
+#endif
+    GPUDL_FREE(d);
+}
+
+#ifdef GPUDL_MPI
+/* Waits for a non-blocking MPI call, at most timeout_ms. */
+static gpudl_status gpudl__mpi_wait(gpudl_ctx *ctx, gpudl_dist *d, MPI_Request *req, const char *what) {
+    double t0 = gpudl_now();
+    int done = 0;
+    for (;;) {
+        if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return GPUDL__ERR(ctx, GPUDL_ERR_DIST, "%s: MPI failed on rank %d of %d (another rank died?)", what, d->rank, d->size);
+        if (done) return GPUDL_OK;
+        if ((gpudl_now() - t0) * 1000.0 > d->timeout_ms)
+            return GPUDL__ERR(ctx, GPUDL_ERR_DIST, "%s: rank %d of %d heard nothing from the other ranks for %d ms: a rank died, "
+                              "hangs, or runs a different program (gpudl_dist_desc.timeout_ms)", what, d->rank, d->size,
+                              d->timeout_ms);
+        gpudl__nap_since(t0);
+    }
+}
+
+/* In place on host floats: the sum (or mean) over the ranks, the same bits
+   on every rank (reduced in one place, in MPI's fixed order, then sent out). */
+static gpudl_status gpudl__mpi_allreduce(gpudl_ctx *ctx, gpudl_dist *d, float *x, int64_t n, int average, const char *what) {
+    MPI_Request req;
+    int64_t off, i;
+    for (off = 0; off < n; off += (int64_t)1 << 28) {   /* MPI counts are ints */
+        int c = (int)GPUDL__MIN(n - off, (int64_t)1 << 28);
+        if (MPI_Ireduce(d->rank == 0 ? MPI_IN_PLACE : x + off, x + off, c, MPI_FLOAT, MPI_SUM, 0, d->comm, &req) != MPI_SUCCESS)
+            return GPUDL__ERR(ctx, GPUDL_ERR_DIST, "%s: MPI_Ireduce failed on rank %d", what, d->rank);
+        GPUDL__TRY(gpudl__mpi_wait(ctx, d, &req, what));
+        if (MPI_Ibcast(x + off, c, MPI_FLOAT, 0, d->comm, &req) != MPI_SUCCESS)
+            return GPUDL__ERR(ctx, GPUDL_ERR_DIST, "%s: MPI_Ibcast failed on rank %d", what, d->rank);
+        GPUDL__TRY(gpudl__mpi_wait(ctx, d, &req, what));
+    }
+    if (average) {
+        float inv = 1.0f / (float)d->size;
+        for (i = 0; i < n; i++) x[i] *= inv;
+    }
+    return GPUDL_OK;
+}
+
+static gpudl_status gpudl__mpi_bcast(gpudl_ctx *ctx, gpudl_dist *d, void *x, int64_t bytes, int root, const char *what) {
+    MPI_Request req;
+    int64_t off;
+    for (off = 0; off < bytes; off += (int64_t)1 << 30) {
+        int c = (int)GPUDL__MIN(bytes - off, (int64_t)1 << 30);
+        if (MPI_Ibcast((char *)x + off, c, MPI_BYTE, root, d->comm, &req) != MPI_SUCCESS)
+            return GPUDL__ERR(ctx, GPUDL_ERR_DIST, "%s: MPI_Ibcast failed on rank %d", what, d->rank);
+        GPUDL__TRY(gpudl__mpi_wait(ctx, d, &req, what));
+    }
+    return GPUDL_OK;
+}
+#endif
+
+#ifdef GPUDL__HAVE_NCCL
+/* After a call on a non-blocking communicator: waits until it is issued. */
+static gpudl_status gpudl__nccl_check(gpudl_ctx *ctx, gpudl_dist *d, ncclResult_t r, const char *what) {
+    double t0 = gpudl_now();
+    while (r == ncclInProgress) {
+        if ((gpudl_now() - t0) * 1000.0 > d->timeout_ms) break;
+        gpudl__nap_since(t0);
+        ncclCommGetAsyncError(d->nccl, &r);
+    }
+    if (r == ncclSuccess) return GPUDL_OK;
+    {
+        const char *last = d->nccl ? ncclGetLastError(d->nccl) : "";
+        gpudl_status s = GPUDL__ERR(ctx, GPUDL_ERR_DIST, "%s on rank %d of %d: %s%s%s", what, d->rank, d->size,
+                                    r == ncclInProgress ? "no answer within timeout_ms" : ncclGetErrorString(r),
+                                    last && last[0] ? ": " : "", last ? last : "");
+        if (d->nccl) ncclCommAbort(d->nccl);
+        d->nccl = NULL;
+        d->pending = 0;
+        return s;
+    }
+}
+
+/* Waits (on the host) for ev, at most timeout_ms, watching NCCL's errors. */
+static gpudl_status gpudl__nccl_wait(gpudl_ctx *ctx, gpudl_dist *d, cudaEvent_t ev, const char *what) {
+    double t0 = gpudl_now();
+    for (;;) {
+        cudaError_t e = cudaEventQuery(ev);
+        ncclResult_t r = ncclSuccess;
+        if (e == cudaSuccess) return GPUDL_OK;
+        if (e != cudaErrorNotReady) return gpudl__cuda_fail(ctx, e, what, __FILE__, __LINE__);
+        (void)cudaGetLastError();   /* the runtime records NotReady as the last error: the next launch would report it */
+        ncclCommGetAsyncError(d->nccl, &r);
+        if (r != ncclSuccess && r != ncclInProgress) return gpudl__nccl_check(ctx, d, r, what);
+        if ((gpudl_now() - t0) * 1000.0 > d->timeout_ms) return gpudl__nccl_check(ctx, d, ncclInProgress, what);
+        gpudl__nap_since(t0);
+    }
+}
+
+/* The communicator, made on first use on ctx's GPU: the unique id from rank
+   0 through MPI or the id file, a non-blocking init that a timeout can end. */
+static gpudl_status gpudl__dist_nccl(gpudl_dist *d, gpudl_ctx *ctx) {
+    ncclUniqueId id;
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    ncclResult_t r;
+    if (d->nccl) {
+        if (d->nccl_device != ctx->cuda_device)
+            return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dist: this rank's communicator is on GPU %d, the context on GPU %d",
+                              d->nccl_device, ctx->cuda_device);
+        return GPUDL_OK;
+    }
+    memset(&id, 0, sizeof id);
+    if (d->rank == 0 && (r = ncclGetUniqueId(&id)) != ncclSuccess)
+        return GPUDL__ERR(ctx, GPUDL_ERR_DIST, "dist: ncclGetUniqueId failed: %s", ncclGetErrorString(r));
+#  ifdef GPUDL_MPI
+    GPUDL__TRY(gpudl__mpi_bcast(ctx, d, &id, sizeof id, 0, "dist: sharing the NCCL id"));
+#  else
+    if (d->rank == 0) {   /* written whole, then renamed: the others never read half an id */
+        char tmp[600];
+        FILE *f;
+        snprintf(tmp, sizeof tmp, "%s.tmp", d->id_file);
+        f = fopen(tmp, "wb");
+        if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0 || rename(tmp, d->id_file) != 0)
+            return GPUDL__ERR(ctx, GPUDL_ERR_IO, "dist: cannot write the NCCL id to '%s': %s", d->id_file, strerror(errno));
+    } else {
+        double t0 = gpudl_now();
+        for (;;) {
+            FILE *f = fopen(d->id_file, "rb");
+            size_t got = f ? fread(&id, 1, sizeof id, f) : 0;
+            if (f) fclose(f);
+            if (got == sizeof id) break;
+            if ((gpudl_now() - t0) * 1000.0 > d->timeout_ms)
+                return GPUDL__ERR(ctx, GPUDL_ERR_DIST, "dist: rank %d found no NCCL id in '%s' after %d ms (is rank 0 up, "
+                                  "and the file on a file system all ranks share?)", d->rank, d->id_file, d->timeout_ms);
+            gpudl__nap_since(t0);
+        }
+    }
+#  endif
+    cfg.blocking = 0;   /* a rank that never joins must not hang the others: the init is polled, with a timeout */
+    r = ncclCommInitRankConfig(&d->nccl, d->size, id, d->rank, &cfg);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        d->nccl = NULL;
+        return GPUDL__ERR(ctx, GPUDL_ERR_DIST, "dist: ncclCommInitRankConfig on rank %d of %d: %s", d->rank, d->size,
+                          ncclGetErrorString(r));
+    }
+    if (r == ncclInProgress) ncclCommGetAsyncError(d->nccl, &r);
+    GPUDL__TRY(gpudl__nccl_check(ctx, d, r, "dist: joining the other ranks (ncclCommInitRankConfig)"));
+    d->nccl_device = ctx->cuda_device;
+    GPUDL__CUDA(ctx, cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
+    GPUDL__CUDA(ctx, cudaEventCreateWithFlags(&d->ready, cudaEventDisableTiming));
+    GPUDL__CUDA(ctx, cudaEventCreateWithFlags(&d->done, cudaEventDisableTiming));
+    return GPUDL_OK;
+}
+#endif
+
+GPUDL__DEF gpudl_status gpudl_dist_allreduce(gpudl_dist *d, gpudl_ctx *ctx, gpudl_tensor *t, int average) {
+    GPUDL__ENTER(ctx);
+    if (!d) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dist_allreduce: d is NULL");
+    GPUDL__TRY(gpudl__check_f32(ctx, t, "t"));
+    if (d->size == 1) return GPUDL_OK;
+#ifdef GPUDL__HAVE_NCCL
+    if (GPUDL__ON_GPU(t)) {
+        GPUDL__TRY(gpudl__dist_nccl(d, ctx));
+        GPUDL__TRY(gpudl__nccl_check(ctx, d, ncclAllReduce(t->data, t->data, (size_t)gpudl_tensor_numel(t), ncclFloat,
+                                                           average ? ncclAvg : ncclSum, d->nccl, ctx->stream), "ncclAllReduce"));
+        GPUDL__CUDA(ctx, cudaEventRecord(d->done, ctx->stream));
+        return gpudl__nccl_wait(ctx, d, d->done, "dist_allreduce");
+    }
+#endif
+#ifdef GPUDL_MPI
+    if (!GPUDL__ON_GPU(t)) return gpudl__mpi_allreduce(ctx, d, (float *)t->data, gpudl_tensor_numel(t), average, "dist_allreduce");
+#endif
+    (void)average;
+    return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "dist_allreduce: a %s tensor across %d ranks needs %s", GPUDL__ON_GPU(t) ? "GPU" : "CPU",
+                      d->size, GPUDL__ON_GPU(t) ? "a build with -DGPUDL_NCCL" : "a build with -DGPUDL_MPI");
+}
+
+GPUDL__DEF gpudl_status gpudl_dist_broadcast(gpudl_dist *d, gpudl_ctx *ctx, gpudl_tensor *t, int root) {
+    GPUDL__ENTER(ctx);
+    if (!d || !t || !t->data) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dist_broadcast: d or t is NULL");
+    if (root < 0 || root >= d->size)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dist_broadcast: root %d is not a rank (0 to %d)", root, d->size - 1);
+    if (d->size == 1) return GPUDL_OK;
+#ifdef GPUDL__HAVE_NCCL
+    if (GPUDL__ON_GPU(t)) {
+        GPUDL__TRY(gpudl__dist_nccl(d, ctx));
+        GPUDL__TRY(gpudl__nccl_check(ctx, d, ncclBroadcast(t->data, t->data, gpudl_tensor_bytes(t), ncclUint8, root, d->nccl,
+                                                           ctx->stream), "ncclBroadcast"));
+        GPUDL__CUDA(ctx, cudaEventRecord(d->done, ctx->stream));
+        return gpudl__nccl_wait(ctx, d, d->done, "dist_broadcast");
+    }
+#endif
+#ifdef GPUDL_MPI
+    if (!GPUDL__ON_GPU(t)) return gpudl__mpi_bcast(ctx, d, t->data, (int64_t)gpudl_tensor_bytes(t), root, "dist_broadcast");
+#endif
+    return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "dist_broadcast: a %s tensor across %d ranks needs %s", GPUDL__ON_GPU(t) ? "GPU" : "CPU",
+                      d->size, GPUDL__ON_GPU(t) ? "a build with -DGPUDL_NCCL" : "a build with -DGPUDL_MPI");
+}
+
+/* A fingerprint of the model's layers and shapes (FNV-1a), to compare across ranks. */
+static uint64_t gpudl__model_print(const gpudl_model *m) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    int i, j;
+#define GPUDL__FNV(v) do { uint64_t v_ = (uint64_t)(v); int b_; for (b_ = 0; b_ < 8; b_++) { h ^= (v_ >> (8 * b_)) & 0xff; \
+    h *= 0x100000001b3ull; } } while (0)
+    GPUDL__FNV(m->nlayers); GPUDL__FNV(m->nparams); GPUDL__FNV(m->nbuffers);
+    for (i = 0; i < m->nlayers; i++) {
+        const gpudl__layer *l = &m->layers[i];
+        const char *nm = gpudl__lname(l);
+        while (*nm) GPUDL__FNV(*nm++);
+        for (j = 0; j < 3; j++) { GPUDL__FNV(l->in_shape[j]); GPUDL__FNV(l->out_shape[j]); }
+        for (j = 0; j < l->np; j++) GPUDL__FNV(l->poff[j]);
+    }
+#undef GPUDL__FNV
+    return h;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_set_dist(gpudl_model *m, gpudl_dist *d) {
+    gpudl_ctx *ctx;
+    uint64_t mine[2], lo[2], hi[2];
+    int k;
+    GPUDL__TRY(gpudl__check_built(m, "model_set_dist"));
+    ctx = m->ctx;
+    if (!d) { m->dist = NULL; return GPUDL_OK; }
+    m->dist = d;
+    if (d->size == 1) return GPUDL_OK;
+    /* every rank built the same model: the smallest and largest fingerprint agree */
+    mine[0] = gpudl__model_print(m);
+    mine[1] = (uint64_t)m->nparams;
+#ifdef GPUDL__HAVE_NCCL
+    if (GPUDL__ON_GPU(&m->params)) {
+        gpudl_tensor t;
+        int64_t four = 4;
+        uint64_t host[4];
+        gpudl_status s;
+        GPUDL__TRY(gpudl__dist_nccl(d, ctx));
+        GPUDL__TRY(gpudl_tensor_create(ctx, &t, GPUDL_I32, 1, &four));   /* 16 bytes: lo, hi of the fingerprint */
+        memcpy(host, mine, sizeof mine);
+        memcpy(host + 2, mine, sizeof mine);
+        s = gpudl_tensor_upload(ctx, &t, host, sizeof(uint64_t) * 2);
+        if (s == GPUDL_OK) s = gpudl__nccl_check(ctx, d, ncclAllReduce(t.data, t.data, 2, ncclUint64, ncclMin, d->nccl, ctx->stream),
+                                                 "ncclAllReduce (model check)");
+        if (s == GPUDL_OK) s = gpudl_tensor_download(ctx, &t, host, sizeof(uint64_t) * 2);
+        memcpy(lo, host, sizeof lo);
+        if (s == GPUDL_OK) s = gpudl_tensor_upload(ctx, &t, mine, sizeof mine);
+        if (s == GPUDL_OK) s = gpudl__nccl_check(ctx, d, ncclAllReduce(t.data, t.data, 2, ncclUint64, ncclMax, d->nccl, ctx->stream),
+                                                 "ncclAllReduce (model check)");
+        if (s == GPUDL_OK) s = gpudl_tensor_download(ctx, &t, host, sizeof(uint64_t) * 2);
+        memcpy(hi, host, sizeof hi);
+        gpudl_tensor_free(ctx, &t);
+        GPUDL__TRY(s);
+    } else
+#endif
+    {
+#ifdef GPUDL_MPI
+        uint64_t *all = (uint64_t *)GPUDL_MALLOC(sizeof(uint64_t) * 2 * (size_t)d->size);
+        MPI_Request req;
+        gpudl_status s;
+        if (!all) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model_set_dist: no host memory");
+        s = MPI_Iallgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, d->comm, &req) == MPI_SUCCESS
+          ? gpudl__mpi_wait(ctx, d, &req, "model_set_dist") : GPUDL__ERR(ctx, GPUDL_ERR_DIST, "model_set_dist: MPI_Iallgather failed");
+        for (k = 0; s == GPUDL_OK && k < d->size; k++)
+            if (all[2 * k] != mine[0] || all[2 * k + 1] != mine[1])
+                s = GPUDL__ERR(ctx, GPUDL_ERR_DIST, "model_set_dist: rank %d built a different model from rank %d's: %lld "
+                               "parameters (layers %016llx) against %lld (layers %016llx); every rank must build the same",
+                               k, d->rank, (long long)all[2 * k + 1], (unsigned long long)all[2 * k], (long long)mine[1],
+                               (unsigned long long)mine[0]);
+        GPUDL_FREE(all);
+        if (s != GPUDL_OK) { m->dist = NULL; return s; }
+        lo[0] = hi[0] = mine[0]; lo[1] = hi[1] = mine[1];
+#else
+        m->dist = NULL;
+        return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "model_set_dist: a CPU model across %d ranks needs a build with -DGPUDL_MPI",
+                          d->size);
+#endif
+    }
+    if (lo[0] != hi[0] || lo[1] != hi[1]) {
+        m->dist = NULL;
+        return GPUDL__ERR(ctx, GPUDL_ERR_DIST, "model_set_dist: the ranks built different models: parameters from %lld to %lld, "
+                          "layer fingerprints %016llx to %016llx (rank %d has %lld, %016llx); every rank must build the same",
+                          (long long)lo[1], (long long)hi[1], (unsigned long long)lo[0], (unsigned long long)hi[0], d->rank,
+                          (long long)mine[1], (unsigned long long)mine[0]);
+    }
+    /* rank 0's weights and buffers everywhere */
+    GPUDL__TRY(gpudl_dist_broadcast(d, ctx, &m->params, 0));
+    if (m->nbuffers) GPUDL__TRY(gpudl_dist_broadcast(d, ctx, &m->buffers, 0));
+    (void)k;
+    return gpudl__refresh_params16(m);
+}
+
+/* Backward's part: the gradients of layers [i, end) are ready on the
+   context's stream. On the GPU, a bucket is all-reduced once it holds
+   bucket floats (or when last is set) on the dist's stream; on the CPU the
+   whole buffer at the end. *hi: the end of what is not yet reduced. */
+static gpudl_status gpudl__dist_grads(gpudl_model *m, int i, int last, int64_t *hi) {
+    gpudl_dist *d = m->dist;
+    gpudl_ctx *ctx = m->ctx;
+    int64_t lo = *hi;
+    if (m->layers[i].np > 0) lo = m->layers[i].poff[0];
+    if (!last && (*hi - lo < d->bucket || !GPUDL__ON_GPU(&m->grads))) return GPUDL_OK;
+    if (last) lo = 0;
+    if (lo >= *hi) return GPUDL_OK;
+#ifdef GPUDL__HAVE_NCCL
+    if (GPUDL__ON_GPU(&m->grads)) {
+        GPUDL__CUDA(ctx, cudaEventRecord(d->ready, ctx->stream));
+        GPUDL__CUDA(ctx, cudaStreamWaitEvent(d->stream, d->ready, 0));
+        GPUDL__TRY(gpudl__nccl_check(ctx, d, ncclAllReduce((float *)m->grads.data + lo, (float *)m->grads.data + lo,
+                                                           (size_t)(*hi - lo), ncclFloat, ncclAvg, d->nccl, d->stream),
+                                     "model_backward: ncclAllReduce of the gradients"));
+        *hi = lo;
+        if (last) {   /* the context's stream (the step) waits for the last bucket; the host waits in model_step */
+            GPUDL__CUDA(ctx, cudaEventRecord(d->done, d->stream));
+            GPUDL__CUDA(ctx, cudaStreamWaitEvent(ctx->stream, d->done, 0));
+            d->pending = 1;
+        }
+        return GPUDL_OK;
+    }
+#endif
+#ifdef GPUDL_MPI
+    if (!GPUDL__ON_GPU(&m->grads)) {   /* MPI is synchronous here: one call for the whole buffer, at the end */
+        GPUDL__TRY(gpudl__mpi_allreduce(ctx, d, (float *)m->grads.data + lo, *hi - lo, 1, "model_backward: the gradients"));
+        *hi = lo;
+        return GPUDL_OK;
+    }
+#endif
+    return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "model_backward: no way to all-reduce %s gradients in this build",
+                      GPUDL__ON_GPU(&m->grads) ? "GPU" : "CPU");
+}
+
+/* model_step's part: waits (on the host, at most timeout_ms) for the last backward's all-reduce. */
+static gpudl_status gpudl__dist_step(gpudl_model *m) {
+#ifdef GPUDL__HAVE_NCCL
+    gpudl_dist *d = m->dist;
+    if (d && d->pending && d->nccl) {
+        d->pending = 0;
+        return gpudl__nccl_wait(m->ctx, d, d->done, "model_step: waiting for the gradients' all-reduce");
+    }
+#endif
+    (void)m;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_dataset_shard(gpudl_ctx *ctx, gpudl_dataset *ds, int rank, int size) {
+    GPUDL__ENTER(ctx);
+    if (!ds || !ds->xb.data) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_shard: NULL or uncreated dataset");
+    if (size < 1 || rank < 0 || rank >= size || ds->batch % size != 0)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_shard: rank %d of %d with batch %lld: need 0 <= rank < size and "
+                          "a batch that size divides", rank, size, (long long)ds->batch);
+    ds->shard_rank = rank;
+    ds->shard_size = size;
+    return GPUDL_OK;
 }
 
 #endif /* GPUDL__IMPLEMENTED */

@@ -4,10 +4,11 @@
    GPU:  nvcc -O2 -o cnn_fashion cnn_fashion.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
    CPU:  cc -O2 -fopenmp -DGPUDL_NO_CUDA -o cnn_fashion cnn_fashion.c -lm
    Run:  ./cnn_fashion [--data DIR] [--epochs N] [--batch B] [--lr LR] [--cpu] [--save FILE] [--log FILE]
-                       [--residual]
+                       [--residual] [--dist]
          (epochs default to 10 on a GPU, 6 on a CPU; --log writes the loss every 20
          steps and the test accuracy after each epoch as CSV, for bench/plot.py;
-         --residual adds a custom layer, below, after the dropout)
+         --residual adds a custom layer, below, after the dropout; --dist trains
+         data-parallel over the ranks mpirun starts, as mlp_fashion.c explains)
 
    The model (shapes per image):
      1x28x28 -> conv 5x5, 16 ch, pad 2 -> batch norm -> ReLU -> max-pool 2   -> 16x14x14
@@ -51,7 +52,10 @@ static gpudl_status add_residual(gpudl_model *m, int64_t features) {
     return gpudl_model_add_custom(m, &d);
 }
 
-/* Accuracy on the whole test set, counted on the device and read once. */
+static gpudl_dist *g_dist;   /* --dist: data parallel, or NULL */
+
+/* Accuracy on the whole test set, counted on the device and read once
+   (data parallel: each rank counts its share, and the counts are summed). */
 static double evaluate(gpudl_ctx *ctx, gpudl_model *m, gpudl_dataset *test, gpudl_tensor *count) {
     gpudl_tensor x, y;
     float correct = 0.0f;
@@ -63,14 +67,15 @@ static double evaluate(gpudl_ctx *ctx, gpudl_model *m, gpudl_dataset *test, gpud
         GPUDL_CHECK(gpudl_model_forward(m, &x, NULL));
         GPUDL_CHECK(gpudl_model_count_correct(m, &y, count));
     }
+    if (g_dist) GPUDL_CHECK(gpudl_dist_allreduce(g_dist, ctx, count, 0));
     GPUDL_CHECK(gpudl_tensor_item(ctx, count, 0, &correct));
     gpudl_model_train(m, 1);
-    return correct / (double)test->n;
+    return correct / (double)(test->shard_size > 1 ? gpudl_dataset_num_batches(test) * test->batch : test->n);
 }
 
 int main(int argc, char **argv) {
     const char *data = NULL, *save = NULL, *logpath = NULL;
-    int epochs = 0, cpu = 0, residual = 0, i;
+    int epochs = 0, cpu = 0, residual = 0, use_dist = 0, rank = 0, ranks = 1, i;
     int64_t batch = 128, img[3] = {1, 28, 28}, step, total, e, b, one = 1;
     float lr = 3e-3f, loss = 0.0f;
     double acc;
@@ -97,14 +102,23 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--log") && i + 1 < argc) logpath = argv[++i];
         else if (!strcmp(argv[i], "--cpu")) cpu = 1;
         else if (!strcmp(argv[i], "--residual")) residual = 1;
+        else if (!strcmp(argv[i], "--dist")) use_dist = 1;
         else { fprintf(stderr, "usage: %s [--data DIR] [--epochs N] [--batch B] [--lr LR] [--cpu] [--save FILE] [--log FILE] "
-                       "[--residual]\n", argv[0]); return 2; }
+                       "[--residual] [--dist]\n", argv[0]); return 2; }
     }
     if (epochs < 0 || batch < 1) { fprintf(stderr, "epochs and batch must be >= 1\n"); return 2; }
     t0 = gpudl_now();
+    if (use_dist) {   /* before the context: the rank says which GPU */
+        if (gpudl_dist_create(NULL, &g_dist) != GPUDL_OK) return 1;   /* it said why */
+        rank = gpudl_dist_rank(g_dist);
+        ranks = gpudl_dist_size(g_dist);
+        if (batch % ranks) { fprintf(stderr, "--batch %lld is not a multiple of %d ranks\n", (long long)batch, ranks); return 2; }
+        if (rank != 0 && !freopen("/dev/null", "w", stdout)) return 1;   /* rank 0 speaks for all */
+    }
 
     memset(&cd, 0, sizeof cd);
     cd.device = cpu ? GPUDL_DEVICE_CPU : GPUDL_DEVICE_AUTO;
+    cd.cuda_device = gpudl_dist_local_rank(g_dist);
     cd.log = gpudl_log_stderr;              /* says why when it falls back to the CPU */
     GPUDL_CHECK(gpudl_ctx_create(&cd, &ctx));
     GPUDL_CHECK(gpudl_device_info_get(ctx, &info));
@@ -151,6 +165,12 @@ int main(int argc, char **argv) {
     md.seed = 1;
     GPUDL_CHECK(gpudl_model_build(m, &md));
     printf("%s", gpudl_model_summary(m, summary, sizeof summary));
+    if (g_dist) {   /* rank 0's weights everywhere; each rank its share of every batch (batch norm: per rank) */
+        GPUDL_CHECK(gpudl_model_set_dist(m, g_dist));
+        GPUDL_CHECK(gpudl_dataset_shard(ctx, &train, rank, ranks));
+        GPUDL_CHECK(gpudl_dataset_shard(ctx, &test, rank, ranks));
+        printf("data parallel: %d ranks, %lld rows each per batch of %lld\n", ranks, (long long)(batch / ranks), (long long)batch);
+    }
 
     total = epochs * gpudl_dataset_num_batches(&train);
     memset(&od, 0, sizeof od);
@@ -198,7 +218,7 @@ int main(int argc, char **argv) {
         fprintf(log, "%lld,%lld,%.5f,%.4f,%.2f\n", (long long)epochs, (long long)step, loss, acc, gpudl_now() - t0);
         fclose(log);
     }
-    if (save) {
+    if (save) {   /* data parallel: rank 0 writes */
         GPUDL_CHECK(gpudl_model_save(ctx, m, save));
         printf("saved %s\n", save);
     }
@@ -212,5 +232,6 @@ int main(int argc, char **argv) {
     gpudl_dataset_free(ctx, &test);
     gpudl_tensor_free(ctx, &xtr); gpudl_tensor_free(ctx, &ytr); gpudl_tensor_free(ctx, &xte); gpudl_tensor_free(ctx, &yte);
     gpudl_ctx_destroy(ctx);
+    gpudl_dist_destroy(g_dist);
     return 0;
 }

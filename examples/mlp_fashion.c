@@ -3,7 +3,14 @@
 
    GPU:  nvcc -O2 -o mlp mlp_fashion.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
    CPU:  cc -O2 -DGPUDL_NO_CUDA -o mlp mlp_fashion.c -lm      (add -fopenmp for threads)
-   Run:  ./mlp [--data DIR] [--epochs N] [--batch B] [--cpu]
+   Run:  ./mlp [--data DIR] [--epochs N] [--batch B] [--cpu] [--dist]
+
+   --dist: data parallel over the ranks mpirun starts (mpirun -np 2 ./mlp
+   --dist): each rank takes B / ranks rows of every batch of B, and the
+   gradients are averaged, so N ranks train like one process with batch B.
+   Build with the switches: mpicc -O2 -fopenmp -DGPUDL_NO_CUDA -DGPUDL_MPI
+   (CPU ranks), or nvcc ... -DGPUDL_MPI -DGPUDL_NCCL -lnccl with mpicc
+   --showme's flags (one GPU per rank).
 
    Every step is three matrix products forward (x W1^T, h1 W2^T, h2 W3^T)
    and six backward: a small MLP is a handful of GEMMs of a few hundred
@@ -14,7 +21,7 @@
 
 int main(int argc, char **argv) {
     const char *data = NULL;
-    int epochs = 8, cpu = 0, i;
+    int epochs = 8, cpu = 0, use_dist = 0, rank = 0, ranks = 1, i;
     int64_t batch = 128, sample[1] = {784}, e, b, one = 1;
     float loss = 0.0f, correct = 0.0f;
     gpudl_ctx_desc cd;
@@ -25,6 +32,7 @@ int main(int argc, char **argv) {
     gpudl_model_desc md;
     gpudl_optim_desc od;
     gpudl_progress pr;
+    gpudl_dist *dist = NULL;
     double t0 = gpudl_now(), train_s = 0;
 
     for (i = 1; i < argc; i++) {
@@ -32,11 +40,20 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) epochs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cpu")) cpu = 1;
-        else { fprintf(stderr, "usage: %s [--data DIR] [--epochs N] [--batch B] [--cpu]\n", argv[0]); return 2; }
+        else if (!strcmp(argv[i], "--dist")) use_dist = 1;
+        else { fprintf(stderr, "usage: %s [--data DIR] [--epochs N] [--batch B] [--cpu] [--dist]\n", argv[0]); return 2; }
     }
     if (epochs < 1 || batch < 1) { fprintf(stderr, "epochs and batch must be >= 1\n"); return 2; }
+    if (use_dist) {   /* before the context: the rank says which GPU */
+        if (gpudl_dist_create(NULL, &dist) != GPUDL_OK) return 1;   /* it said why */
+        rank = gpudl_dist_rank(dist);
+        ranks = gpudl_dist_size(dist);
+        if (batch % ranks) { fprintf(stderr, "--batch %lld is not a multiple of %d ranks\n", (long long)batch, ranks); return 2; }
+        if (rank != 0 && !freopen("/dev/null", "w", stdout)) return 1;   /* rank 0 speaks for all */
+    }
     memset(&cd, 0, sizeof cd);
     cd.device = cpu ? GPUDL_DEVICE_CPU : GPUDL_DEVICE_AUTO;
+    cd.cuda_device = gpudl_dist_local_rank(dist);
     cd.log = gpudl_log_stderr;
     GPUDL_CHECK(gpudl_ctx_create(&cd, &ctx));
     /* on a CPU, subnormal gradients and moments are slow: flush them to zero */
@@ -56,6 +73,12 @@ int main(int argc, char **argv) {
     md.max_batch = batch;
     md.seed = 1;
     GPUDL_CHECK(gpudl_model_build(m, &md));
+    if (dist) {   /* rank 0's weights everywhere; each rank its share of every batch */
+        GPUDL_CHECK(gpudl_model_set_dist(m, dist));
+        GPUDL_CHECK(gpudl_dataset_shard(ctx, &train, rank, ranks));
+        GPUDL_CHECK(gpudl_dataset_shard(ctx, &test, rank, ranks));
+        printf("data parallel: %d ranks, %lld rows each per batch of %lld\n", ranks, (long long)(batch / ranks), (long long)batch);
+    }
     memset(&od, 0, sizeof od);
     od.kind = GPUDL_OPTIM_ADAM;
     od.lr = 1e-3f;
@@ -96,13 +119,16 @@ int main(int argc, char **argv) {
         GPUDL_CHECK(gpudl_model_forward(m, &flat, NULL));
         GPUDL_CHECK(gpudl_model_count_correct(m, &y, &count));
     }
+    if (dist) GPUDL_CHECK(gpudl_dist_allreduce(dist, ctx, &count, 0));   /* every rank's share counted */
     GPUDL_CHECK(gpudl_tensor_item(ctx, &count, 0, &correct));
-    printf("test accuracy: %.2f%%\n", 100.0 * correct / (double)test.n);
+    printf("test accuracy: %.2f%%\n", 100.0 * correct /   /* sharded, the test set's last partial batch is left out */
+           (double)(test.shard_size > 1 ? gpudl_dataset_num_batches(&test) * batch : test.n));
     printf("wall time: %.1f s (training %.1f s), %.0f images/s\n", gpudl_now() - t0, train_s, (double)(epochs * train.n) / train_s);
     gpudl_tensor_free(ctx, &count);
     gpudl_model_destroy(m);
     gpudl_dataset_free(ctx, &train); gpudl_dataset_free(ctx, &test);
     gpudl_tensor_free(ctx, &xtr); gpudl_tensor_free(ctx, &ytr); gpudl_tensor_free(ctx, &xte); gpudl_tensor_free(ctx, &yte);
     gpudl_ctx_destroy(ctx);
+    gpudl_dist_destroy(dist);
     return 0;
 }

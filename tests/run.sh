@@ -71,6 +71,17 @@ if [ -f "$CUDA_INC/cuda_runtime.h" ] && [ -f "$CUDA_INC/cudnn.h" ]; then
 else
     skip impl_with_cuda_headers "no CUDA/cuDNN headers under $CUDA_INC"
 fi
+if command -v mpicc >/dev/null; then   # the data-parallel switches (C API of MPI; NCCL with the CUDA headers)
+    check impl_c99_mpi            mpicc -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_MPI -c $T/impl.c -o $B/impl_mpi.o
+    if [ -f "$CUDA_INC/nccl.h" ]; then
+        check impl_cxx_mpi_nccl   mpicxx -Wall -Wextra -Werror -DGPUDL_MPI -DGPUDL_NCCL -I"$CUDA_INC" -x c++ -c $T/impl.c -o $B/impl_nccl.o
+        check impl_c_nccl_no_mpi  $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NCCL -I"$CUDA_INC" -c $T/impl.c -o $B/impl_nccl_c.o
+    else
+        skip impl_nccl "no nccl.h under $CUDA_INC"
+    fi
+else
+    skip impl_c99_mpi "no mpicc (apt-get install openmpi-bin libopenmpi-dev)"
+fi
 # Every example builds in a folder of its own with just the two files, as
 # the README says (cc's line, with -fopenmp); the benchmarks in place.
 dropin() {   # dropin NAME: a fresh folder with gpudl.h, gpudl_kernels.cu and examples/NAME.c
@@ -214,6 +225,7 @@ fi
 run_suite bash tests/grade_test.sh   # the assignments' autograder cannot be fooled cheaply (its own == sections)
 run_suite bash tests/run_cross.sh windows        # make test-windows
 run_suite bash tests/run_cross.sh arm64 --quick  # a subset of make test-arm64 (QEMU is slow)
+run_suite bash tests/run_dist.sh                 # make test-dist: 2 ranks under mpirun (MPI on CPUs, NCCL on the emulated GPU)
 echo "== the GPU path on the emulated CUDA device (make test-emu)"
 if command -v python3 >/dev/null && command -v g++ >/dev/null; then
     run_suite bash tests/run_emu.sh

@@ -412,6 +412,44 @@ static void test_null_arguments(void) {
     gpudl_progress_begin(NULL, "x", 1, 1);
     gpudl_progress_update(NULL, 1, 0);
     gpudl_progress_end(NULL, 0);
+    /* override, check, custom layers */
+    {
+        gpudl_ops ops;
+        gpudl_check_report rep;
+        gpudl_op_timing ot;
+        gpudl_layer_desc ld;
+        gpudl_dist *d = NULL;
+        int64_t one = 1;
+        memset(&ld, 0, sizeof ld);
+        CHECK_ST(gpudl_ctx_set_ops(none, GPUDL_DEVICE_CPU, NULL), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_ctx_ops(none, GPUDL_DEVICE_CPU, &ops), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_ctx_ops(c, GPUDL_DEVICE_CPU, NULL), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_check_op(none, GPUDL_OP_GEMM, 0, &rep), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_check_op(c, GPUDL_OP_GEMM, 0, NULL), GPUDL_ERR_INVALID_ARG);
+        CHECK(gpudl_check_explain(NULL, buf, sizeof buf) != NULL && gpudl_check_explain(&rep, NULL, 0) != NULL);
+        CHECK_ST(gpudl_check_layer(c, NULL, 1, &one, &rep), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_check_layer(c, &ld, 1, NULL, &rep), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_check_layer(c, &ld, 1, &one, NULL), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_time_op(none, GPUDL_OP_GEMM, 0, &ot), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_time_op(c, GPUDL_OP_GEMM, 0, NULL), GPUDL_ERR_INVALID_ARG);
+        CHECK(gpudl_op_timing_explain(NULL, buf, sizeof buf) != NULL && gpudl_op_timing_explain(&ot, NULL, 0) != NULL);
+        CHECK_ST(gpudl_model_add_custom(NULL, &ld), GPUDL_ERR_INVALID_ARG);
+        /* dist */
+        CHECK_ST(gpudl_dist_create(NULL, NULL), GPUDL_ERR_INVALID_ARG);
+        gpudl_dist_destroy(NULL);
+        CHECK(gpudl_dist_rank(NULL) == 0 && gpudl_dist_size(NULL) == 1 && gpudl_dist_local_rank(NULL) == 0);
+        CHECK_ST(gpudl_dist_allreduce(NULL, c, &t, 0), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_dist_broadcast(NULL, c, &t, 0), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_model_set_dist(NULL, NULL), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_dataset_shard(c, NULL, 0, 1), GPUDL_ERR_INVALID_ARG);
+        CHECK_OK(gpudl_dist_create(NULL, &d));   /* no launcher: one rank, which does nothing */
+        CHECK(d && gpudl_dist_size(d) == 1);
+        CHECK_ST(gpudl_dist_allreduce(d, none, &t, 0), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_dist_allreduce(d, c, NULL, 0), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_dist_broadcast(d, c, NULL, 0), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_dist_broadcast(d, c, &t, 1), GPUDL_ERR_INVALID_ARG);   /* no rank 1 */
+        gpudl_dist_destroy(d);
+    }
     gpudl_tensor_free(c, &t);
 }
 
