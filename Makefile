@@ -255,13 +255,17 @@ bench-matmul: build/bench_matmul
 	@if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then \
 	    python3 bench/torch_matmul.py; \
 	else echo "torch_matmul.py SKIPPED: no PyTorch with a GPU here"; fi
+# The anchors' Python (PyTorch, JAX): BENCH_PY=venv/bin/python make bench (bench/README.md)
+BENCH_PY ?= python3
 # Data parallel on this machine's cores: 1 rank x 2 threads against 2 ranks x 1 (bench/dist.csv).
 bench-dist:
 	bash bench/bench_dist.sh $(BENCH_ROUNDS)
 bench-train: build/bench_train
 	./build/bench_train $(BENCH_ARGS)
-	@if python3 -c 'import torch' 2>/dev/null; then python3 bench/torch_train.py $(BENCH_ARGS); \
-	else echo "torch_train.py SKIPPED: no PyTorch here"; fi
+	@if $(BENCH_PY) -c 'import torch' 2>/dev/null; then $(BENCH_PY) bench/torch_train.py $(BENCH_ARGS); \
+	else echo "torch_train.py SKIPPED: no PyTorch for $(BENCH_PY) (bench/README.md)"; fi
+	@if $(BENCH_PY) -c 'import jax' 2>/dev/null; then $(BENCH_PY) bench/jax_train.py $(BENCH_ARGS); \
+	else echo "jax_train.py SKIPPED: no JAX for $(BENCH_PY) (bench/README.md)"; fi
 
 build:
 	mkdir -p build

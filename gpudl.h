@@ -1044,6 +1044,14 @@ typedef struct gpudl_memory_report {
 
 GPUDL_API gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_memory_report *r);
 
+/* Where a step's time goes: with profiling on, each layer's forward and
+   backward, the loss, zero_grad and the optimizer step are timed (on the
+   GPU the step then waits for the device around each layer: a measuring
+   mode, slower than a normal step). on = 1 starts (and resets) it, 0 stops.
+   The report: milliseconds per step and share of each part, one per line. */
+GPUDL_API gpudl_status gpudl_model_profile(gpudl_model *m, int on);
+GPUDL_API const char *gpudl_model_profile_report(const gpudl_model *m, char *buf, size_t size);
+
 int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n);
 
 /* >>optim ----------------------------------------------------------------- */
@@ -5195,6 +5203,9 @@ struct gpudl_model {
     gpudl_optim_desc opt;
     int has_opt;
     gpudl_dist *dist;                    /* data parallel (gpudl_model_set_dist), or NULL */
+    double *prof;                        /* gpudl_model_profile: seconds per layer forward (nlayers), backward
+                                            (nlayers), then loss, step, zero_grad; NULL: off */
+    int64_t prof_steps;
     uint64_t seed, rng_offset;           /* dropout stream */
     gpudl_precision precision;           /* FP16/BF16: the mixed-precision recipe below */
     gpudl_dtype act_dtype;               /* the activations' dtype: f32, or f16/bf16 under mixed precision */
@@ -5346,6 +5357,7 @@ GPUDL__DEF void gpudl_model_destroy(gpudl_model *m) {
     gpudl_tensor_free(ctx, &m->probs); gpudl_tensor_free(ctx, &m->loss); gpudl_tensor_free(ctx, &m->clip);
     gpudl_tensor_free(ctx, &m->preds); gpudl_tensor_free(ctx, &m->dinput);
     gpudl__amp_release(m);
+    GPUDL_FREE(m->prof);
     GPUDL_FREE(m->layers);
     GPUDL_FREE(m);
 }
@@ -5429,6 +5441,19 @@ static gpudl_tensor gpudl__layer_input(const gpudl_model *m, int i) {
 static gpudl_tensor gpudl__layer_output(const gpudl_model *m, int i, int grad) {
     const gpudl__layer *l = &m->layers[i];
     return gpudl__view(grad ? &l->dout : &l->out, 0, m->batch, l->out_ndim, l->out_shape);
+}
+
+/* Profiling (gpudl_model_profile): the clock, after the device has caught up. */
+enum { GPUDL__PROF_LOSS = 0, GPUDL__PROF_STEP = 1, GPUDL__PROF_ZERO = 2 };
+static double gpudl__prof_now(gpudl_model *m) {
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(&m->params)) (void)cudaStreamSynchronize(m->ctx->stream);
+#endif
+    (void)m;
+    return gpudl_now();
+}
+static void gpudl__prof_add(gpudl_model *m, int slot, double t0) {
+    if (m->prof) m->prof[slot] += gpudl__prof_now(m) - t0;
 }
 
 static gpudl_status gpudl__copy_same(gpudl_ctx *ctx, gpudl_tensor *dst, const gpudl_tensor *src) {
@@ -5957,10 +5982,12 @@ GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *
     for (i = 0; i < m->nlayers; i++) {
         gpudl__layer *l = &m->layers[i];
         gpudl__pass p;
+        double t0;
         if (l->kind->flags & GPUDL__KIND_VIEW) {   /* the input's memory */
             l->out.data = i == 0 ? m->input.data : m->layers[i - 1].out.data;
             continue;
         }
+        t0 = m->prof ? gpudl__prof_now(m) : 0.0;
         gpudl__pass_begin(m, i, gpudl__wsrc(m, l), &p);
         p.x = gpudl__layer_input(m, i);
         p.y = gpudl__layer_output(m, i, 0);
@@ -5968,10 +5995,11 @@ GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *
         if (GPUDL__ON_GPU(&p.x)) {
             int done;
             GPUDL__TRY(gpudl__forward_fused(&p, &done));
-            if (done) { i++; continue; }
+            if (done) { gpudl__prof_add(m, i, t0); i++; continue; }   /* the activation's share is in this layer's */
         }
 #endif
         if (l->kind->forward) GPUDL__TRY(l->kind->forward(&p));
+        gpudl__prof_add(m, i, t0);
     }
     if (out) *out = gpudl__layer_output(m, m->nlayers - 1, 0);
     return GPUDL_OK;
@@ -5982,7 +6010,9 @@ static gpudl_scaler_state *gpudl__scaler(gpudl_model *m);
 GPUDL__DEF gpudl_status gpudl_model_loss(gpudl_model *m, const gpudl_tensor *target) {
     gpudl_tensor out, dout;
     const float *dscale;
+    double t0;
     GPUDL__TRY(gpudl__check_built(m, "model_loss"));
+    t0 = m->prof ? gpudl__prof_now(m) : 0.0;
     if (m->batch == 0) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_loss: call gpudl_model_forward first");
     if (!target) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_loss: target is NULL");
     out = gpudl__layer_output(m, m->nlayers - 1, 0);
@@ -5999,6 +6029,7 @@ GPUDL__DEF gpudl_status gpudl_model_loss(gpudl_model *m, const gpudl_tensor *tar
         GPUDL__TRY(gpudl__mse_backward(m->ctx, &dout, &out, target, 1.0f, dscale));
     }
     m->have_loss = 1;
+    gpudl__prof_add(m, 2 * m->nlayers + GPUDL__PROF_LOSS, t0);
     return GPUDL_OK;
 }
 
@@ -6025,6 +6056,7 @@ GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
         gpudl__layer *l = &m->layers[i];
         gpudl__pass p;
         gpudl_tensor dx;
+        double t0 = m->prof ? gpudl__prof_now(m) : 0.0;
         gpudl__pass_begin(m, i, gpudl__wsrc(m, l), &p);
         for (j = 0; j < l->np; j++) p.g[j] = gpudl__param(l, j, &m->grads);
         p.x = gpudl__layer_input(m, i);
@@ -6044,20 +6076,68 @@ GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
         }
         /* data parallel: the gradients all-reduced as they become ready */
         if (gpudl_dist_size(m->dist) > 1 && i >= first_param) GPUDL__TRY(gpudl__dist_grads(m, i, i == first_param, &unreduced));
+        gpudl__prof_add(m, m->nlayers + i, t0);
     }
     return GPUDL_OK;
 }
 
 GPUDL__DEF gpudl_status gpudl_model_zero_grad(gpudl_model *m) {
+    double t0;
     GPUDL__TRY(gpudl__check_built(m, "model_zero_grad"));
+    t0 = m->prof ? gpudl__prof_now(m) : 0.0;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(&m->grads)) {
         GPUDL__CUDA(m->ctx, cudaMemsetAsync(m->grads.data, 0, gpudl_tensor_bytes(&m->grads), m->ctx->stream));
+        gpudl__prof_add(m, 2 * m->nlayers + GPUDL__PROF_ZERO, t0);
         return GPUDL_OK;
     }
 #endif
     memset(m->grads.data, 0, gpudl_tensor_bytes(&m->grads));   /* one memset: the flat buffer */
+    gpudl__prof_add(m, 2 * m->nlayers + GPUDL__PROF_ZERO, t0);
     return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_profile(gpudl_model *m, int on) {
+    GPUDL__TRY(gpudl__check_built(m, "model_profile"));
+    GPUDL_FREE(m->prof);
+    m->prof = NULL;
+    m->prof_steps = 0;
+    if (!on) return GPUDL_OK;
+    m->prof = (double *)GPUDL_MALLOC(sizeof(double) * (size_t)(2 * m->nlayers + 3));
+    if (!m->prof) return GPUDL__ERR(m->ctx, GPUDL_ERR_OOM, "model_profile: no host memory");
+    memset(m->prof, 0, sizeof(double) * (size_t)(2 * m->nlayers + 3));
+    return GPUDL_OK;
+}
+
+GPUDL__DEF const char *gpudl_model_profile_report(const gpudl_model *m, char *buf, size_t size) {
+    size_t n = 0;
+    double total = 0, per;
+    int i, k;
+    char a[64], b[64];
+    static const char *extra[3] = {"loss (forward + gradient)", "optimizer step", "zero_grad"};
+    if (!buf || !size) return buf;
+    buf[0] = 0;
+    if (!m || !m->prof || m->prof_steps == 0) {
+        snprintf(buf, size, "no profile (gpudl_model_profile(m, 1), then a step)\n");
+        return buf;
+    }
+    for (i = 0; i < 2 * m->nlayers + 3; i++) total += m->prof[i];
+    per = 1e3 / (double)m->prof_steps;
+#define GPUDL__PUT(...) do { if (n < size) { int k_ = snprintf(buf + n, size - n, __VA_ARGS__); if (k_ > 0) n += (size_t)k_; } } while (0)
+    GPUDL__PUT("profile of %lld steps: %.3f ms per step\n", (long long)m->prof_steps, total * per);
+    GPUDL__PUT("%3s %-9s %12s -> %-12s %10s %10s %7s\n", "", "layer", "in", "out", "fwd ms", "bwd ms", "share");
+    for (i = 0; i < m->nlayers; i++) {
+        const gpudl__layer *l = &m->layers[i];
+        double f = m->prof[i], g = m->prof[m->nlayers + i];
+        GPUDL__PUT("%3d %-9s %12s -> %-12s %10.3f %10.3f %6.1f%%\n", i, gpudl__lname(l),
+                   gpudl__shape_str(l->in_ndim, l->in_shape, a, sizeof a), gpudl__shape_str(l->out_ndim, l->out_shape, b, sizeof b),
+                   f * per, g * per, total > 0 ? 100.0 * (f + g) / total : 0.0);
+    }
+    for (k = 0; k < 3; k++)
+        GPUDL__PUT("    %-40s %10.3f %17.1f%%\n", extra[k], m->prof[2 * m->nlayers + k] * per,
+                   total > 0 ? 100.0 * m->prof[2 * m->nlayers + k] / total : 0.0);
+#undef GPUDL__PUT
+    return buf;
 }
 
 GPUDL__DEF int64_t gpudl_model_num_params(const gpudl_model *m) { return m ? gpudl__count_params(m) : 0; }
@@ -6246,6 +6326,17 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
     int fp16, check, skip = 0, user_done = 0;
     GPUDL__TRY(gpudl__check_built(m, "model_step"));
     if (!m->has_opt) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_step: no optimizer (call gpudl_model_set_optimizer)");
+    if (m->prof) {   /* timed as a whole: the same step, its clock around it */
+        double t0 = gpudl__prof_now(m);
+        gpudl_status s;
+        double *keep = m->prof;
+        m->prof = NULL;
+        s = gpudl_model_step(m);
+        m->prof = keep;
+        gpudl__prof_add(m, 2 * m->nlayers + GPUDL__PROF_STEP, t0);
+        m->prof_steps++;
+        return s;
+    }
     GPUDL__TRY(gpudl__amp_check(m));
     GPUDL__TRY(gpudl__dist_step(m));
     h = gpudl__hparams(m);

@@ -5,7 +5,9 @@
 
    GPU:  nvcc -O2 -arch=sm_90 -o bench_train bench/bench_train.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
    CPU:  cc -O2 -fopenmp -DGPUDL_NO_CUDA -o bench_train bench/bench_train.c -lm
-   Run:  ./bench_train [--cpu] [--quick] [--amp] [--csv PATH]
+   Run:  ./bench_train [--cpu] [--quick] [--amp] [--profile] [--csv PATH]
+         (--profile: after each timing, 20 more steps with gpudl_model_profile
+         on, and where their time went, per layer)
 
    Precisions: FP32 (TF32 off) everywhere; FP16 (dynamic loss scaling) and
    BF16 mixed precision on the GPU, and on the CPU with --amp (there they
@@ -91,14 +93,15 @@ int main(int argc, char **argv) {
     gpudl_device_info info;
     const char *csv = "bench/train.csv";
     FILE *f;
-    int cpu = 0, quick = 0, amp = 0, i, np, lt;
+    int cpu = 0, quick = 0, amp = 0, profile = 0, i, np, lt;
     size_t r, q;
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cpu")) cpu = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--amp")) amp = 1;
+        else if (!strcmp(argv[i], "--profile")) profile = 1;
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
-        else { fprintf(stderr, "usage: %s [--cpu] [--quick] [--amp] [--csv PATH]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [--cpu] [--quick] [--amp] [--profile] [--csv PATH]\n", argv[0]); return 2; }
     }
     memset(&cd, 0, sizeof cd);
     cd.device = cpu ? GPUDL_DEVICE_CPU : GPUDL_DEVICE_AUTO;
@@ -157,6 +160,13 @@ int main(int argc, char **argv) {
 #ifndef GPUDL_NO_CUDA
         ctx->use_lt = 0;
 #endif
+        if (profile) {   /* where the step's time goes (timed apart: the profiler waits around each layer) */
+            static char rep[8192];
+            GPUDL_CHECK(gpudl_model_profile(a.m, 1));
+            for (k = 0; k < 20; k++) GPUDL_CHECK(train_step(ctx, &a));
+            printf("%s", gpudl_model_profile_report(a.m, rep, sizeof rep));
+            GPUDL_CHECK(gpudl_model_profile(a.m, 0));
+        }
         gpudl_tensor_free(ctx, &a.x);
         gpudl_tensor_free(ctx, &a.y);
         gpudl_model_destroy(a.m);

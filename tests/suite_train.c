@@ -91,6 +91,7 @@ static const test_case tests[] = {
     {"custom_layer_errors", test_custom_layer_errors},
     {"custom_layer_cnn", test_custom_layer_cnn},
     {"gpu_override_and_custom", test_gpu_override_and_custom},
+    {"model_profile", test_model_profile},
 };
 
 int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }

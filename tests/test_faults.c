@@ -434,6 +434,8 @@ static void test_null_arguments(void) {
         CHECK_ST(gpudl_time_op(c, GPUDL_OP_GEMM, 0, NULL), GPUDL_ERR_INVALID_ARG);
         CHECK(gpudl_op_timing_explain(NULL, buf, sizeof buf) != NULL && gpudl_op_timing_explain(&ot, NULL, 0) != NULL);
         CHECK_ST(gpudl_model_add_custom(NULL, &ld), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_model_profile(NULL, 1), GPUDL_ERR_INVALID_ARG);
+        CHECK(gpudl_model_profile_report(NULL, buf, sizeof buf) == buf && gpudl_model_profile_report(NULL, NULL, 0) == NULL);
         /* dist */
         CHECK_ST(gpudl_dist_create(NULL, NULL), GPUDL_ERR_INVALID_ARG);
         gpudl_dist_destroy(NULL);

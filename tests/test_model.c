@@ -517,3 +517,48 @@ static void test_gradcheck_catches_errors(void) {
     gpudl_tensor_free(c, &t);
     gpudl_model_destroy(m);
 }
+
+/* gpudl_model_profile: each layer's forward and backward, the loss, the
+   step and zero_grad are timed; the shares add up to the whole. */
+static void test_model_profile(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    gpudl_optim_desc od;
+    gpudl_tensor x, y;
+    int64_t in = 30, xs[2] = {16, 30}, n16 = 16, i;
+    char rep[4096];
+    const char *p;
+    double share = 0;
+    CHECK_OK(gpudl_model_create(c, &m, 1, &in));
+    CHECK_OK(gpudl_model_add_linear(m, 30, 20));
+    CHECK_OK(gpudl_model_add_relu(m));
+    CHECK_OK(gpudl_model_add_linear(m, 20, 5));
+    CHECK_OK(gpudl_model_build(m, NULL));
+    memset(&od, 0, sizeof od);
+    CHECK_OK(gpudl_model_set_optimizer(m, &od));
+    x = rnd(2, xs, -1, 1);
+    y = mk(c, GPUDL_I32, 1, &n16);
+    for (i = 0; i < 16; i++) ((int32_t *)y.data)[i] = (int32_t)(i % 5);
+    CHECK(strstr(gpudl_model_profile_report(m, rep, sizeof rep), "no profile") != NULL);
+    CHECK_OK(gpudl_model_profile(m, 1));
+    for (i = 0; i < 3; i++) {
+        CHECK_OK(gpudl_model_zero_grad(m));
+        CHECK_OK(gpudl_model_forward(m, &x, NULL));
+        CHECK_OK(gpudl_model_loss(m, &y));
+        CHECK_OK(gpudl_model_backward(m));
+        CHECK_OK(gpudl_model_step(m));
+    }
+    gpudl_model_profile_report(m, rep, sizeof rep);
+    CHECKF(strstr(rep, "profile of 3 steps") && strstr(rep, "linear") && strstr(rep, "optimizer step") &&
+           strstr(rep, "zero_grad"), "%s", rep);
+    for (p = rep; (p = strchr(p, '%')) != NULL; p++) {   /* the shares: the number before each '%' */
+        const char *q = p;
+        while (q > rep && (q[-1] == '.' || (q[-1] >= '0' && q[-1] <= '9'))) q--;
+        share += atof(q);
+    }
+    CHECKF(fabs(share - 100.0) < 1.0, "the shares add up to %.1f%%:\n%s", share, rep);
+    CHECK_OK(gpudl_model_profile(m, 0));
+    CHECK(strstr(gpudl_model_profile_report(m, rep, sizeof rep), "no profile") != NULL);
+    gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y);
+    gpudl_model_destroy(m);
+}
