@@ -50,6 +50,10 @@ DEVICE_REAL_PRELUDE = ['ext/type_traits.h', 'utility', 'cstring', 'nv/target', '
                        'crt/math_functions.h', 'crt/device_functions.h', 'crt/device_double_functions.h',
                        'device_atomic_functions.h', 'sm_20_atomic_functions.h', 'sm_32_atomic_functions.h',
                        'sm_60_atomic_functions.h', 'sm_20_intrinsics.h', 'sm_30_intrinsics.h', 'sm_32_intrinsics.h']
+# Macros that expand to a braced initializer (not an expression): probed by
+# initialising a static object of the named type with them and printing its
+# bytes (static storage: the padding is zero in both builds).
+INITIALIZER_MACROS = {'NCCL_CONFIG_INITIALIZER': 'ncclConfig_t'}
 # Real headers that must come before others (in this order) when present.
 FIRST = ['cuda_runtime_api.h', 'cuda_runtime.h', 'driver_types.h', 'vector_types.h', 'library_types.h',
          'cuda_fp16.h', 'cuda_bf16.h', 'cublas_api.h', 'cublas_v2.h', 'cudnn_version.h', 'cudnn_graph.h']
@@ -626,6 +630,10 @@ def make_probes(header, decls, macros, undefs, start):
         if fnlike or nm in undefs or emu_only(nm) or nm in seen:
             continue
         seen.add(nm)
+        if nm in INITIALIZER_MACROS:
+            add(nm, 'initializer', 'static const %s cuemu_v = %s; cuemu_abi_value("@ID", cuemu_v);'
+                % (INITIALIZER_MACROS[nm], nm))
+            continue
         if body == '':
             add(nm, 'macro-defined', '#ifndef %s\n#error missing\n#endif\n' % nm)
             continue

@@ -38,7 +38,7 @@ program() {   # program NAME BINARY [env...]: a self-test program; its own count
 }
 
 echo "== emulator headers"
-for h in cuda_runtime_api.h cuda_runtime.h cuda_fp16.h cuda_bf16.h cublas_v2.h cublasLt.h cudnn.h cuemu.h library_types.h; do
+for h in cuda_runtime_api.h cuda_runtime.h cuda_fp16.h cuda_bf16.h cublas_v2.h cublasLt.h cudnn.h nccl.h cuemu.h library_types.h; do
     if [ -f "$EMU/include/$h" ]; then
         check "header_c99_${h%.h}" gcc -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -I"$EMU/include" -x c "$EMU/include/$h"
         check "header_cxx_${h%.h}" g++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only -I"$EMU/include" -x c++ "$EMU/include/$h"
@@ -84,7 +84,7 @@ arch_case gpudl_build_refused_on_7.0     "-gencode arch=compute_80,code=sm_80 -g
 echo "== self-test programs"
 build_and_run() {   # build_and_run NAME SRC FLAGS...
     local name=$1 src=$2; shift 2
-    if "$NVCC_EMU" "$@" -I"$HERE" -o "$OUT/$name" "$src" -lcublas -lcublasLt -lcudnn >"$OUT/$name.build.log" 2>&1; then
+    if "$NVCC_EMU" "$@" -I"$HERE" -o "$OUT/$name" "$src" -lcublas -lcublasLt -lcudnn -lnccl >"$OUT/$name.build.log" 2>&1; then
         program "$name" "$OUT/$name"
     else
         bad "$name" "(build failed)"; grep -E 'error|fatal' "$OUT/$name.build.log" | head -10 | sed 's/^/        /'
