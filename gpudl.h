@@ -9335,7 +9335,10 @@ static gpudl_status gpudl__nccl_wait(gpudl_ctx *ctx, gpudl_dist *d, cudaEvent_t 
     for (;;) {
         cudaError_t e = cudaEventQuery(ev);
         ncclResult_t r = ncclSuccess;
-        if (e == cudaSuccess) return GPUDL_OK;
+        if (e == cudaSuccess) {   /* done: but a collective that failed may also count as done */
+            ncclCommGetAsyncError(d->nccl, &r);
+            return r == ncclSuccess || r == ncclInProgress ? GPUDL_OK : gpudl__nccl_check(ctx, d, r, what);
+        }
         if (e != cudaErrorNotReady) return gpudl__cuda_fail(ctx, e, what, __FILE__, __LINE__);
         (void)cudaGetLastError();   /* the runtime records NotReady as the last error: the next launch would report it */
         ncclCommGetAsyncError(d->nccl, &r);
