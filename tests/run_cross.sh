@@ -69,6 +69,15 @@ windows)
             build "ex_$ex" $CC -std=c99 -O2 -Wall -Wextra -Werror -fopenmp -static -DGPUDL_NO_CUDA -I. -o $B/$ex.exe examples/$ex.c -lm \
                 && ok "win_build_$ex"
         done
+        # the C assignment's autograder, as a student on Windows builds it (no child processes there)
+        for src in solution starter; do
+            if build "grade_maxpool_$src" $CC -std=c99 -O2 -DGPUDL_NO_CUDA -I. -o $B/grade_$src.exe \
+                    assignments/grade.c assignments/maxpool/$src.c -lm; then
+                score=$("$WINE" $B/grade_$src.exe maxpool --no-train 2>/dev/null | tr -d '\r' | sed -n 's/^score: //p')
+                want=$([ $src = solution ] && echo 15/15 || echo 0/15)
+                if [ "$score" = "$want" ]; then ok "win_grade_maxpool_$src" "$score"; else bad "win_grade_maxpool_$src" "score '$score', want $want"; fi
+            fi
+        done
         if [ -x $B/cnn_fashion.exe ]; then   # the demo, trained and saved twice to one path (a replace on Windows)
             "$WINE" $B/cnn_fashion.exe --cpu --data build/test/data --epochs 2 --save $B/cnn.safetensors >$B/cnn.log 2>&1
             "$WINE" $B/cnn_fashion.exe --cpu --data build/test/data --epochs 1 --save $B/cnn.safetensors >>$B/cnn.log 2>&1
