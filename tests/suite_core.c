@@ -76,6 +76,7 @@ static const test_case tests[] = {
     {"gpu_sticky_error_is_fatal", test_gpu_sticky_error_is_fatal},
     {"emu_profile", test_emu_profile},
     {"cublas_cudnn_status_names", test_gpu_library_status_names},
+    {"threads_bound", test_threads_bound},
 };
 
 /* Besides the tests, the child processes of gpu_sticky_error_is_fatal and

@@ -746,3 +746,35 @@ static void test_gpu_fill_integer_tensors(void) {
             gpudl_tensor_free(c, &back); gpudl_tensor_free(c, &h); gpudl_tensor_free(g, &d);
         }
 }
+
+/* gpudl_ctx_desc.bind_threads: in a CPU-only OpenMP build on Linux, with no
+   placement in the environment, the first context bound its threads one per
+   core (the harness's CPU context was that first one). */
+static void test_threads_bound(void) {
+#ifdef GPUDL__CAN_BIND
+    int n = gpudl__num_threads(cpu_ctx()), single = 0, distinct = 1;
+    int cpu_of[64];
+    if (getenv("OMP_PROC_BIND") || getenv("OMP_PLACES") || getenv("GOMP_CPU_AFFINITY") || getenv("KMP_AFFINITY"))
+        SKIP("the environment places OpenMP's threads");
+    if (n < 2 || n > 64) SKIP("%d OpenMP threads", n);
+#pragma omp parallel num_threads(n) reduction(+:single)
+    {
+        unsigned long m[16];
+        int b, k = 0, c = -1;
+        memset(m, 0, sizeof m);
+        (void)syscall(SYS_sched_getaffinity, 0, sizeof m, m);
+        for (b = 0; b < 1024; b++)
+            if (m[b / (8 * (int)sizeof(unsigned long))] >> (b % (8 * (int)sizeof(unsigned long))) & 1ul) { k++; c = b; }
+        single += k == 1;
+        cpu_of[omp_get_thread_num()] = c;
+    }
+    {
+        int a, b;
+        for (a = 0; a < n; a++)
+            for (b = 0; b < a; b++) distinct &= cpu_of[a] != cpu_of[b];
+    }
+    CHECKF(single == n && distinct, "%d of %d threads bound to one core each (distinct: %d)", single, n, distinct);
+#else
+    SKIP("threads are bound only in CPU-only OpenMP builds on Linux");
+#endif
+}
