@@ -1914,6 +1914,17 @@ static gpudl_status gpudl__activate(gpudl_ctx *ctx);
 #define GPUDL__ENTER(ctx) do { if (!(ctx)) { return GPUDL_ERR_INVALID_ARG; } \
     if ((ctx)->fatal != GPUDL_OK) { return (ctx)->fatal; } GPUDL__ACTIVATE(ctx); } while (0)
 
+/* printf onto the end of buf (size bytes, *n used so far), never past it: the text reports. */
+static void gpudl__appendf(char *buf, size_t size, size_t *n, const char *fmt, ...) {
+    va_list ap;
+    int k;
+    if (*n >= size) return;
+    va_start(ap, fmt);
+    k = vsnprintf(buf + *n, size - *n, fmt, ap);
+    va_end(ap);
+    if (k > 0) *n += (size_t)k;
+}
+
 /* The last error without its "file:line: ". */
 static const char *gpudl__message(const gpudl_ctx *ctx) {
     const char *p = strstr(ctx->last_error, ": ");
@@ -1937,6 +1948,15 @@ static int gpudl__cuda_sticky(cudaError_t e) {
     default:
         return 0;
     }
+}
+
+/* cudaEventQuery, minus its side effect: the runtime records cudaErrorNotReady
+   as the thread's last error, and the next launcher's cudaGetLastError()
+   would report it as a failed launch. */
+static cudaError_t gpudl__event_query(cudaEvent_t ev) {
+    cudaError_t e = cudaEventQuery(ev);
+    if (e == cudaErrorNotReady) (void)cudaGetLastError();
+    return e;
 }
 
 static gpudl_status gpudl__cuda_fail(gpudl_ctx *ctx, cudaError_t e, const char *what, const char *file, int line) {
@@ -6176,20 +6196,18 @@ GPUDL__DEF const char *gpudl_model_profile_report(const gpudl_model *m, char *bu
     }
     for (i = 0; i < 2 * m->nlayers + 3; i++) total += m->prof[i];
     per = 1e3 / (double)m->prof_steps;
-#define GPUDL__PUT(...) do { if (n < size) { int k_ = snprintf(buf + n, size - n, __VA_ARGS__); if (k_ > 0) n += (size_t)k_; } } while (0)
-    GPUDL__PUT("profile of %lld steps: %.3f ms per step\n", (long long)m->prof_steps, total * per);
-    GPUDL__PUT("%3s %-9s %12s -> %-12s %10s %10s %7s\n", "", "layer", "in", "out", "fwd ms", "bwd ms", "share");
+    gpudl__appendf(buf, size, &n, "profile of %lld steps: %.3f ms per step\n", (long long)m->prof_steps, total * per);
+    gpudl__appendf(buf, size, &n, "%3s %-9s %12s -> %-12s %10s %10s %7s\n", "", "layer", "in", "out", "fwd ms", "bwd ms", "share");
     for (i = 0; i < m->nlayers; i++) {
         const gpudl__layer *l = &m->layers[i];
         double f = m->prof[i], g = m->prof[m->nlayers + i];
-        GPUDL__PUT("%3d %-9s %12s -> %-12s %10.3f %10.3f %6.1f%%\n", i, gpudl__lname(l),
+        gpudl__appendf(buf, size, &n, "%3d %-9s %12s -> %-12s %10.3f %10.3f %6.1f%%\n", i, gpudl__lname(l),
                    gpudl__shape_str(l->in_ndim, l->in_shape, a, sizeof a), gpudl__shape_str(l->out_ndim, l->out_shape, b, sizeof b),
                    f * per, g * per, total > 0 ? 100.0 * (f + g) / total : 0.0);
     }
     for (k = 0; k < 3; k++)
-        GPUDL__PUT("    %-40s %10.3f %17.1f%%\n", extra[k], m->prof[2 * m->nlayers + k] * per,
+        gpudl__appendf(buf, size, &n, "    %-40s %10.3f %17.1f%%\n", extra[k], m->prof[2 * m->nlayers + k] * per,
                    total > 0 ? 100.0 * m->prof[2 * m->nlayers + k] / total : 0.0);
-#undef GPUDL__PUT
     return buf;
 }
 
@@ -6618,14 +6636,8 @@ static gpudl_status gpudl__amp_check(gpudl_model *m) {
     if (GPUDL__ON_GPU(&m->params)) {
         cudaError_t e;
         if (!m->scaler_ev_pending) return GPUDL_OK;
-        e = cudaEventQuery(m->scaler_ev);
-        if (e == cudaErrorNotReady) {
-            /* Not landed yet: look next step. The runtime also recorded
-               cudaErrorNotReady as the thread's last error; clear it, or the
-               next launcher's cudaGetLastError() reports it as a failed launch. */
-            (void)cudaGetLastError();
-            return GPUDL_OK;
-        }
+        e = gpudl__event_query(m->scaler_ev);
+        if (e == cudaErrorNotReady) return GPUDL_OK;   /* not landed yet: look next step */
         if (e != cudaSuccess) return gpudl__cuda_fail(m->ctx, e, "cudaEventQuery (loss scaler)", __FILE__, __LINE__);
         m->scaler_ev_pending = 0;
     }
@@ -8844,32 +8856,30 @@ GPUDL__DEF const char *gpudl_check_explain(const gpudl_check_report *r, char *bu
     int i;
     if (!buf || size == 0) return "";
     buf[0] = 0;
-#define GPUDL__PUT(...) do { if (n < size) { int k_ = snprintf(buf + n, size - n, __VA_ARGS__); if (k_ > 0) n += (size_t)k_; } } while (0)
-    if (!r) { GPUDL__PUT("no report"); return buf; }
-    GPUDL__PUT("check of %s: %s, %d of %d cases pass (tolerance %.0e relative to 1 + |expected|)\n",
+    if (!r) { gpudl__appendf(buf, size, &n, "no report"); return buf; }
+    gpudl__appendf(buf, size, &n, "check of %s: %s, %d of %d cases pass (tolerance %.0e relative to 1 + |expected|)\n",
                gpudl__op_name(r->op) ? gpudl__op_name(r->op) : "?", r->passed ? "PASSED" : "FAILED", r->ncases - r->nfailed,
                r->ncases, r->tol);
-    if (r->override_calls + r->override_declined == 0) GPUDL__PUT("  (no override installed: gpudl's own implementation)\n");
+    if (r->override_calls + r->override_declined == 0) gpudl__appendf(buf, size, &n, "  (no override installed: gpudl's own implementation)\n");
     else if (r->override_declined)
-        GPUDL__PUT("  (the override ran %lld calls and handed %lld back to gpudl: those cases checked gpudl's code)\n",
+        gpudl__appendf(buf, size, &n, "  (the override ran %lld calls and handed %lld back to gpudl: those cases checked gpudl's code)\n",
                    (long long)r->override_calls, (long long)r->override_declined);
-    GPUDL__PUT("  %-16s %-44s %-10s %s\n", "group", "case", "max error", "");
+    gpudl__appendf(buf, size, &n, "  %-16s %-44s %-10s %s\n", "group", "case", "max error", "");
     for (i = 0; i < r->ncases; i++) {
         const gpudl_check_case *k = &r->cases[i];
-        GPUDL__PUT("  %-16s %-44s %-10.2g %s\n", k->group, k->shape, k->max_abs_err, k->passed ? "ok" : "FAIL");
+        gpudl__appendf(buf, size, &n, "  %-16s %-44s %-10.2g %s\n", k->group, k->shape, k->max_abs_err, k->passed ? "ok" : "FAIL");
     }
     if (r->first_case >= 0 && r->first_case < r->ncases) {
         const gpudl_check_case *k = &r->cases[r->first_case];
-        GPUDL__PUT("first failure: %s, %s\n", k->group, k->shape);
-        if (r->index < 0) GPUDL__PUT("  the call failed: %s\n", r->status_msg);
+        gpudl__appendf(buf, size, &n, "first failure: %s, %s\n", k->group, k->shape);
+        if (r->index < 0) gpudl__appendf(buf, size, &n, "  the call failed: %s\n", r->status_msg);
         else {
-            GPUDL__PUT("  at       %s\n", r->where);
-            GPUDL__PUT("  expected %.9g\n  got      %.9g\n", r->expected, r->got);
-            GPUDL__PUT("  inputs   %s\n", r->inputs);
+            gpudl__appendf(buf, size, &n, "  at       %s\n", r->where);
+            gpudl__appendf(buf, size, &n, "  expected %.9g\n  got      %.9g\n", r->expected, r->got);
+            gpudl__appendf(buf, size, &n, "  inputs   %s\n", r->inputs);
         }
-        GPUDL__PUT("  hint     %s\n", gpudl__check_hint(r->op, k->group));
+        gpudl__appendf(buf, size, &n, "  hint     %s\n", gpudl__check_hint(r->op, k->group));
     }
-#undef GPUDL__PUT
     return buf;
 }
 
@@ -9386,14 +9396,13 @@ static gpudl_status gpudl__nccl_check(gpudl_ctx *ctx, gpudl_dist *d, ncclResult_
 static gpudl_status gpudl__nccl_wait(gpudl_ctx *ctx, gpudl_dist *d, cudaEvent_t ev, const char *what) {
     double t0 = gpudl_now();
     for (;;) {
-        cudaError_t e = cudaEventQuery(ev);
+        cudaError_t e = gpudl__event_query(ev);
         ncclResult_t r = ncclSuccess;
         if (e == cudaSuccess) {   /* done: but a collective that failed may also count as done */
             ncclCommGetAsyncError(d->nccl, &r);
             return r == ncclSuccess || r == ncclInProgress ? GPUDL_OK : gpudl__nccl_check(ctx, d, r, what);
         }
         if (e != cudaErrorNotReady) return gpudl__cuda_fail(ctx, e, what, __FILE__, __LINE__);
-        (void)cudaGetLastError();   /* the runtime records NotReady as the last error: the next launch would report it */
         ncclCommGetAsyncError(d->nccl, &r);
         if (r != ncclSuccess && r != ncclInProgress) return gpudl__nccl_check(ctx, d, r, what);
         if ((gpudl_now() - t0) * 1000.0 > d->timeout_ms) return gpudl__nccl_check(ctx, d, ncclInProgress, what);
@@ -9457,6 +9466,13 @@ static gpudl_status gpudl__dist_nccl(gpudl_dist *d, gpudl_ctx *ctx) {
 }
 #endif
 
+/* A collective on t that this build has no engine for. */
+static gpudl_status gpudl__dist_unbuilt(gpudl_ctx *ctx, const gpudl_dist *d, const gpudl_tensor *t, const char *what) {
+    (void)t;   /* a CPU-only build: GPUDL__ON_GPU is 0 */
+    return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "%s: a %s tensor across %d ranks needs a build with %s", what,
+                      GPUDL__ON_GPU(t) ? "GPU" : "CPU", d->size, GPUDL__ON_GPU(t) ? "-DGPUDL_NCCL" : "-DGPUDL_MPI");
+}
+
 GPUDL__DEF gpudl_status gpudl_dist_allreduce(gpudl_dist *d, gpudl_ctx *ctx, gpudl_tensor *t, int average) {
     GPUDL__ENTER(ctx);
     if (!d) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dist_allreduce: d is NULL");
@@ -9475,8 +9491,7 @@ GPUDL__DEF gpudl_status gpudl_dist_allreduce(gpudl_dist *d, gpudl_ctx *ctx, gpud
     if (!GPUDL__ON_GPU(t)) return gpudl__mpi_allreduce(ctx, d, (float *)t->data, gpudl_tensor_numel(t), average, "dist_allreduce");
 #endif
     (void)average;
-    return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "dist_allreduce: a %s tensor across %d ranks needs %s", GPUDL__ON_GPU(t) ? "GPU" : "CPU",
-                      d->size, GPUDL__ON_GPU(t) ? "a build with -DGPUDL_NCCL" : "a build with -DGPUDL_MPI");
+    return gpudl__dist_unbuilt(ctx, d, t, "dist_allreduce");
 }
 
 GPUDL__DEF gpudl_status gpudl_dist_broadcast(gpudl_dist *d, gpudl_ctx *ctx, gpudl_tensor *t, int root) {
@@ -9497,8 +9512,7 @@ GPUDL__DEF gpudl_status gpudl_dist_broadcast(gpudl_dist *d, gpudl_ctx *ctx, gpud
 #ifdef GPUDL_MPI
     if (!GPUDL__ON_GPU(t)) return gpudl__mpi_bcast(ctx, d, t->data, (int64_t)gpudl_tensor_bytes(t), root, "dist_broadcast");
 #endif
-    return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "dist_broadcast: a %s tensor across %d ranks needs %s", GPUDL__ON_GPU(t) ? "GPU" : "CPU",
-                      d->size, GPUDL__ON_GPU(t) ? "a build with -DGPUDL_NCCL" : "a build with -DGPUDL_MPI");
+    return gpudl__dist_unbuilt(ctx, d, t, "dist_broadcast");
 }
 
 /* A fingerprint of the model's layers and shapes (FNV-1a), to compare across ranks. */
