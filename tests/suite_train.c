@@ -48,6 +48,7 @@ static const test_case tests[] = {
     {"model_refused_layer", test_model_refused_layer},
     {"grad_accumulation", test_grad_accumulation},
     {"optimizers", test_optimizers},
+    {"optimizers_vectorised", test_optimizers_vectorised},
     {"lr_schedules", test_lr_schedules},
     {"idx_loader_faults", test_idx_loader},
     {"idx_gzip", test_idx_gzip},
