@@ -388,6 +388,8 @@ static const conv_case conv_cases[] = {
     {1, 4, 6, 6, 3, 5, 5, 1, 1, 2, 2, 1, 1},
     {2, 2, 7, 9, 3, 2, 3, 2, 1, 1, 0, 1, 2},
     {4, 1, 28, 28, 8, 5, 5, 1, 1, 2, 2, 1, 1},
+    {3, 2, 9, 7, 5, 3, 2, 1, 1, 1, 0, 2, 1},   /* stride 1, uneven kernel and dilation: the wide columns */
+    {2, 3, 6, 5, 2, 3, 5, 1, 1, 0, 0, 1, 1},   /* stride 1 but 5 wide for 1 output column: im2col */
 };
 
 static void conv_ref(const conv_case *q, const float *x, const float *w, const float *b, const float *dy, int64_t Ho, int64_t Wo,
