@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """plot.py - draws the benchmarks' CSVs (make bench runs it last).
 
-  bench/train.csv (+ bench/torch_train.csv)   -> bench/train.png: the step
-      time and GFLOP/s per model and batch, gpudl beside PyTorch, one row of
-      panels per device and precision
+  bench/train.csv (+ bench/torch_train.csv, bench/jax_train.csv)
+                                              -> bench/train.png: the step
+      time and GFLOP/s per model and batch, gpudl beside PyTorch and JAX, one
+      row of panels per device and precision
   bench/matmul.csv (+ bench/torch_matmul.csv) -> bench/matmul.png: GFLOP/s
       against the matrix size, per implementation and precision
   build/demo.csv (cnn_fashion --log)          -> bench/demo.png: the training
@@ -28,7 +29,8 @@ def rows(path):
 
 
 def plot_train(plt, d, out):
-    gp, tp = rows(os.path.join(d, "train.csv")), rows(os.path.join(d, "torch_train.csv"))
+    gp = rows(os.path.join(d, "train.csv"))
+    tp = rows(os.path.join(d, "torch_train.csv")) + rows(os.path.join(d, "jax_train.csv"))   # the anchors
     if not gp:
         print("plot: no %s/train.csv (make bench-train writes it): train.png passed over" % d)
         return
