@@ -3193,6 +3193,45 @@ static void gpudl__fit_ukernel(gpudl__ukernel *k, int64_t M) {
 #endif
 }
 
+/* dst[k * ld + i] = src[i * rs + k] for i < m <= ld <= 16 and k < kc, zero
+   for m <= i < ld: the transpose that packing a row-major A is. With AVX,
+   8 x 8 blocks in registers: element by element it took 3-4 cycles each,
+   and a product with few columns (a classifier layer: N = 10) packs its
+   whole A for one panel of B (that layer at batch 1024: 0.75 -> 0.69 ms). */
+#ifdef GPUDL__X86_SIMD
+__attribute__((target("avx")))
+static int64_t gpudl__pack_t_avx(int m, int64_t kc, const float *src, int64_t rs, float *dst, int ld) {
+    static const int32_t ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t k0;
+    for (k0 = 0; k0 + 8 <= kc; k0 += 8) {
+        int i0;
+        for (i0 = 0; i0 < ld; i0 += 8) {   /* rows past m are the zero padding */
+            __m256 r[8], t[8], u[8], o[8];
+            __m256i mask = _mm256_loadu_si256((const __m256i *)(ones + 8 - GPUDL__MIN(8, ld - i0)));   /* lanes < ld - i0 */
+            int j;
+            for (j = 0; j < 8; j++) r[j] = i0 + j < m ? _mm256_loadu_ps(src + (i0 + j) * rs + k0) : _mm256_setzero_ps();
+            for (j = 0; j < 8; j += 2) {
+                t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+                t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+            }
+            for (j = 0; j < 8; j += 4) {
+                u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
+                u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xEE);
+                u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
+                u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xEE);
+            }
+            for (j = 0; j < 4; j++) {   /* o[j]: column k0 + j of the 8 rows */
+                o[j] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x20);
+                o[j + 4] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x31);
+            }
+            if (ld - i0 >= 8) for (j = 0; j < 8; j++) _mm256_storeu_ps(dst + (k0 + j) * ld + i0, o[j]);
+            else for (j = 0; j < 8; j++) _mm256_maskstore_ps(dst + (k0 + j) * ld + i0, mask, o[j]);
+        }
+    }
+    return k0;
+}
+#endif
+
 /* Packs op(A)[0:mc, 0:kc] into panels of mr rows, zero-padded: panel p holds
    k-major runs of mr values. */
 static void gpudl__pack_a(int64_t mc, int64_t kc, const float *A, int64_t rs, int64_t cs, int mr, float *buf) {
@@ -3201,7 +3240,14 @@ static void gpudl__pack_a(int64_t mc, int64_t kc, const float *A, int64_t rs, in
     for (ir = 0; ir < mc; ir += mr) {
         int mm = (int)GPUDL__MIN((int64_t)mr, mc - ir);
         const float *src = A + ir * rs;
-        for (k = 0; k < kc; k++, buf += mr) {
+        k = 0;
+#ifdef GPUDL__X86_SIMD
+        if (cs == 1 && mr <= 16 && __builtin_cpu_supports("avx")) {   /* A row-major: a transpose */
+            k = gpudl__pack_t_avx(mm, kc, src, rs, buf, mr);
+            buf += k * mr;
+        }
+#endif
+        for (; k < kc; k++, buf += mr) {
             for (i = 0; i < mm; i++) buf[i] = src[i * rs + k * cs];
             for (; i < mr; i++) buf[i] = 0.0f;
         }
@@ -3368,6 +3414,63 @@ static void gpudl__sgemm_block(const gpudl__ukernel *uk, int64_t M, int64_t N, i
     }
 }
 
+#ifdef GPUDL__X86_SIMD
+/* Few columns (N <= 16), op(A) row-major and op(B) stored as N rows of K
+   (a classifier layer's forward: x @ w^T with 10 outputs): each element
+   of C is one dot product of two contiguous rows, four columns at a time
+   in AVX-512 registers. The packed GEMM pads N to 32 columns and packs all
+   of A for that one panel: MLP batch 1024, 1024 -> 10, 0.75 -> 0.28 ms. */
+__attribute__((target("avx512f")))
+static void gpudl__dots_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, float alpha, const float *A, int64_t ars,
+                             const float *B, int64_t bcs, float beta, float *C, int64_t ldc, const float *bias) {
+    int64_t i;
+    for (i = i0; i < i1; i++) {
+        const float *a = A + i * ars;
+        int64_t n0, n, k;
+        for (n0 = 0; n0 < N; n0 += 4) {   /* four columns (the last group repeats a row it then drops) */
+            const float *b0 = B + n0 * bcs, *b1 = B + GPUDL__MIN(n0 + 1, N - 1) * bcs;
+            const float *b2 = B + GPUDL__MIN(n0 + 2, N - 1) * bcs, *b3 = B + GPUDL__MIN(n0 + 3, N - 1) * bcs;
+            __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, av;
+            float d[4];
+            int nb = (int)GPUDL__MIN((int64_t)4, N - n0), q;
+            for (k = 0; k + 16 <= K; k += 16) {
+                av = _mm512_loadu_ps(a + k);
+                c0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b0 + k), c0);
+                c1 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b1 + k), c1);
+                c2 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b2 + k), c2);
+                c3 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b3 + k), c3);
+            }
+            if (k < K) {
+                __mmask16 mk = (__mmask16)((1u << (K - k)) - 1u);
+                av = _mm512_maskz_loadu_ps(mk, a + k);
+                c0 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b0 + k), c0);
+                c1 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b1 + k), c1);
+                c2 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b2 + k), c2);
+                c3 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b3 + k), c3);
+            }
+            d[0] = _mm512_reduce_add_ps(c0); d[1] = _mm512_reduce_add_ps(c1);
+            d[2] = _mm512_reduce_add_ps(c2); d[3] = _mm512_reduce_add_ps(c3);
+            for (q = 0; q < nb; q++) {
+                float *c = C + i * ldc + n0 + q;
+                n = n0 + q;
+                *c = (beta == 0.0f ? 0.0f : beta * *c) + (bias ? bias[n] : 0.0f) + alpha * d[q];   /* beta 0: NaN in C does not leak */
+            }
+        }
+    }
+}
+
+/* the threads' shares of rows (outside the AVX-512 function: clang's
+   OpenMP regions do not inherit its target) */
+static void gpudl__sgemm_dots(int nt, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t ars, const float *B,
+                              int64_t bcs, float beta, float *C, int64_t ldc, const float *bias) {
+    int t;
+    if (M * N * K <= 65536) nt = 1;
+    GPUDL__OMP(omp parallel for schedule(static) num_threads(nt) if (nt > 1))
+    for (t = 0; t < nt; t++)
+        gpudl__dots_rows(M * t / nt, M * (t + 1) / nt, N, K, alpha, A, ars, B, bcs, beta, C, ldc, bias);
+}
+#endif
+
 /* The same as gpudl__sgemm, plus bias (N) added to every row when not NULL:
    it is folded into the pass that prepares C, so a linear layer's bias
    costs nothing.
@@ -3410,6 +3513,13 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
                         (int)K, alpha, A, lda, B, ldb, beta, C, (int)ldc);
             return GPUDL_OK;
         }
+    }
+#endif
+#ifdef GPUDL__X86_SIMD
+    if (N <= 16 && acs == 1 && brs == 1 && K >= 64 && alpha != 0.0f &&
+        gpudl__pick_ukernel(ctx ? ctx->cpu_gemm : GPUDL_CPU_GEMM_AUTO).fn == gpudl__uk_avx512) {
+        gpudl__sgemm_dots(nt, M, N, K, alpha, A, ars, B, bcs, beta, C, ldc, bias);
+        return GPUDL_OK;
     }
 #endif
     if (M * N * K <= 32 * 32 * 32 || alpha == 0.0f) {   /* tiny: packing would cost more than it saves */
@@ -6289,7 +6399,13 @@ GPUDL__DEF gpudl_status gpudl_model_zero_grad(gpudl_model *m) {
         return GPUDL_OK;
     }
 #endif
-    memset(m->grads.data, 0, gpudl_tensor_bytes(&m->grads));   /* one memset: the flat buffer */
+    {   /* the flat buffer, one share per thread: one core's memset ran at 4 GB/s (1.7 ms at MLP batch 1024) */
+        int64_t i, nb = gpudl_tensor_numel(&m->grads), parts = nb > 65536 ? gpudl__num_threads(m->ctx) : 1;
+        float *g = (float *)m->grads.data;
+        GPUDL__OMP(omp parallel for num_threads((int)parts) if (parts > 1))
+        for (i = 0; i < parts; i++)
+            memset(g + nb * i / parts, 0, sizeof(float) * (size_t)(nb * (i + 1) / parts - nb * i / parts));
+    }
     gpudl__prof_add(m, 2 * m->nlayers + GPUDL__PROF_ZERO, t0);
     return GPUDL_OK;
 }

@@ -62,8 +62,15 @@ check_fails fast_math_refused "do not build with -ffast-math" $CC -std=c99 -ffas
 check_fails allocator_all_or_none "define all of GPUDL_MALLOC" $CC -std=c99 -DGPUDL_NO_CUDA -DGPUDL_MALLOC=malloc -c $T/impl.c -o $B/alloc.o
 if command -v clang >/dev/null; then
     check impl_clang_c99_cpu  clang -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -c $T/impl.c -o $B/impl_clang.o
+    # clang's OpenMP regions do not inherit a function's target("avx512f"): vector code inside one fails to compile
+    if echo '#include <omp.h>' | clang -fopenmp -x c -fsyntax-only - 2>/dev/null; then
+        check impl_clang_c99_cpu_openmp clang -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fopenmp -c $T/impl.c -o $B/impl_clang_omp.o
+    else
+        skip impl_clang_c99_cpu_openmp "clang has no omp.h (libomp-dev)"
+    fi
 else
     skip impl_clang_c99_cpu "clang not installed"
+    skip impl_clang_c99_cpu_openmp "clang not installed"
 fi
 if [ -f "$CUDA_INC/cuda_runtime.h" ] && [ -f "$CUDA_INC/cudnn.h" ]; then
     check impl_c_with_cuda_headers   $CC -std=c99 -Wall -Wextra -Werror -I"$CUDA_INC" -c $T/impl.c -o $B/impl_cuda_c.o
