@@ -58,6 +58,7 @@ static void matmul_suite(void) {
         {1, 1, 1}, {7, 33, 5}, {33, 7, 1000}, {1000, 7, 33}, {1, 1000, 7}, {65, 129, 257},
         {100, 97, 300}, {7, 1, 33}, {257, 300, 64}, {96, 256, 256},
         {50, 16, 64}, {37, 10, 131}, {300, 13, 785},   /* few columns: dot products on AVX-512 (with B transposed) */
+        {20, 40, 2100},                                /* K in blocks (at most 1024 deep) */
     };
     size_t s;
     int t;
