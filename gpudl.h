@@ -3022,9 +3022,9 @@ GPUDL__DEF gpudl_status gpudl_tensor_normal(gpudl_ctx *ctx, gpudl_tensor *t, flo
 
 /* >>matmul ---------------------------------------------------------------- */
 /* SGEMM on the CPU: C (M,N) += alpha * op(A) (M,K) @ op(B) (K,N), the GotoBLAS
-   way. B is packed into KC x NC panels (KC: gpudl__pick_kc) of NR columns, A into MC x KC panels
-   of MR rows; a micro-kernel keeps an MR x NR block of C in registers while
-   it walks K. Element (i,k) of op(A) is A[i*ars + k*acs]; transposes are
+   way. B is packed into KC x NC panels of NR columns, A into MC x KC panels
+   of MR rows (KC: gpudl__pick_kc); a micro-kernel keeps an MR x NR block of
+   C in registers while it walks K. Element (i,k) of op(A) is A[i*ars + k*acs]; transposes are
    only other strides. Threads take whole blocks of C (gpudl__sgemm_bias). */
 
 #define GPUDL__MC 84      /* multiple of the MRs below (4, 6, 12, 14; the 8-row kernel only runs for M <= 72) */
