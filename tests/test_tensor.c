@@ -757,6 +757,7 @@ static void test_threads_bound(void) {
     if (getenv("OMP_PROC_BIND") || getenv("OMP_PLACES") || getenv("GOMP_CPU_AFFINITY") || getenv("KMP_AFFINITY"))
         SKIP("the environment places OpenMP's threads");
     if (n < 2 || n > 64) SKIP("%d OpenMP threads", n);
+    if (n > (int)sysconf(_SC_NPROCESSORS_ONLN)) SKIP("%d OpenMP threads on fewer cores: left to the scheduler", n);
 #pragma omp parallel num_threads(n) reduction(+:single)
     {
         unsigned long m[16];
