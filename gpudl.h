@@ -3164,24 +3164,28 @@ static void gpudl__uk_neon(int64_t kc, const float *a, const float *b, float *c,
 typedef struct gpudl__ukernel { int mr, nr, kc, mr2; gpudl__ukernel_fn fn, fn2; const char *name; } gpudl__ukernel;
 
 /* KC, the depth of a packed block: as deep as half the L2 holds an MC x KC
-   block of A, at most 1024. A whole K of 1024 in one block updates each
-   tile of C once instead of four times (KC 256): on this 1 MiB-L2 host the
-   MLP step ran 4% faster at batch 128 and 1024, and SGEMM 2048^3 191 -> 206
-   GFLOP/s (bench/RESULTS.md). 512 where the cache size is unknown. */
+   block of A, at most 1024, at least 256; 512 where the cache size is
+   unknown. The micro-kernel still sums K in segments of at most 256
+   (gpudl__sgemm_block), so the bits do not change: a block 1024 deep only
+   saves sweeps over C. On this 1 MiB-L2 host: MLP step 3% faster at batch
+   128, 1% at 1024, SGEMM 2048^3 188-195 -> 197-200 GFLOP/s. Summing 1024
+   in registers was 3% faster still at batch 1024, but a 784-term product's
+   worst error grew 1.5x, past the linear layer test's tolerance for 15 of
+   40 random inputs. */
 static int gpudl__pick_kc(void) {
     long l2 = 0, kc;
 #if defined(_SC_LEVEL2_CACHE_SIZE) && !defined(_WIN32)
     l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
     kc = l2 > 0 ? l2 / 2 / (GPUDL__MC * (long)sizeof(float)) / 64 * 64 : 512;
-    return (int)GPUDL__MAX(128L, GPUDL__MIN(1024L, kc));
+    return (int)GPUDL__MAX(256L, GPUDL__MIN(1024L, kc));
 }
 
 /* The best micro-kernel this CPU runs, or the one desc.cpu_gemm asks for
    (for tests and comparisons) when the CPU has it. */
 static gpudl__ukernel gpudl__pick_ukernel(gpudl_cpu_gemm want, int kc) {
     gpudl__ukernel k = {4, 8, 512, 0, gpudl__uk_c, NULL, "c"};
-    k.kc = kc > 0 ? kc : 512;
+    k.kc = kc > 0 ? GPUDL__MAX(kc, 256) : 512;   /* at least one segment deep (gpudl__sgemm_block) */
 #ifdef GPUDL__X86_SIMD
     __builtin_cpu_init();
     if ((want == GPUDL_CPU_GEMM_AUTO || want == GPUDL_CPU_GEMM_AVX512) && __builtin_cpu_supports("avx512f")) {
@@ -3403,11 +3407,6 @@ static gpudl_status gpudl__sgemm(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, i
     return gpudl__sgemm_bias(ctx, nt, M, N, K, alpha, A, ars, acs, B, brs, bcs, beta, C, ldc, NULL);
 }
 
-/* One thread's whole share of a product: C (M,N) = alpha op(A) op(B) +
-   beta C (+ bias), with its own packing buffers (abuf: KC x (MC + mr),
-   bbuf: KC x (min(N, NC) + nr) floats) and no synchronisation. K is cut
-   into equal blocks of at most KC, so every element of C sums its k in
-   the same order whatever the thread count: results do not depend on it. */
 /* Where op(B) comes from when it is not one strided matrix: pack fills the
    packed panel of op(B)[k0:k0+kc, n0:n0+nn] (nr wide, zero-padded) itself
    (a convolution's columns, read where they lie, see gpudl__cw_pack). */
@@ -3416,11 +3415,20 @@ typedef struct gpudl__bsrc {
     const void *u;
 } gpudl__bsrc;
 
+/* One thread's whole share of a product: C (M,N) = alpha op(A) op(B) +
+   beta C (+ bias), with its own packing buffers (abuf: KC x (MC + 16),
+   bbuf: KC x (min(N, NC) + nr) floats) and no synchronisation. K is cut
+   into equal segments of at most 256, so every element of C sums its k in
+   the same order whatever the thread count: results do not depend on it. */
 static void gpudl__sgemm_block(const gpudl__ukernel *uk, int64_t M, int64_t N, int64_t K, float alpha,
                                const float *A, int64_t ars, int64_t acs, const float *B, int64_t brs, int64_t bcs,
                                float beta, float *C, int64_t ldc, const float *bias, float *abuf, float *bbuf,
                                const gpudl__bsrc *bs) {
-    int64_t r, c, jc, pc, ic, jr, ir, kb = (K + uk->kc - 1) / uk->kc, kstep = (K + kb - 1) / kb;
+    /* K in equal segments of at most 256, each summed in registers and then
+       added to C (the order, and so the bits, whatever kc); packed kc deep,
+       a whole number of segments (gpudl__pick_kc) */
+    int64_t r, c, jc, pc, ic, jr, ir, k0, kb = (K + 255) / 256, kseg = (K + kb - 1) / kb;
+    int64_t kstep = kseg * GPUDL__MAX((int64_t)1, (int64_t)uk->kc / kseg);
     for (r = 0; r < M; r++) {   /* C = beta * C (beta 0 overwrites: NaN in C does not leak) + bias */
         float *crow = C + r * ldc;
         if (beta == 0.0f) {
@@ -3448,11 +3456,14 @@ static void gpudl__sgemm_block(const gpudl__ukernel *uk, int64_t M, int64_t N, i
                 for (jr = 0; jr < nc; jr += uk->nr) {
                     int nn = (int)GPUDL__MIN((int64_t)uk->nr, nc - jr);
                     for (ir = 0; ir < m1; ir += uk->mr)
-                        uk->fn(kc, abuf + ir * kc, bbuf + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
-                               (int)GPUDL__MIN((int64_t)uk->mr, m1 - ir), nn);
+                        for (k0 = 0; k0 < kc; k0 += kseg)   /* C's tile stays in L1 across the segments */
+                            uk->fn(GPUDL__MIN(kseg, kc - k0), abuf + ir * kc + k0 * uk->mr, bbuf + jr * kc + k0 * uk->nr,
+                                   C + (ic + ir) * ldc + jc + jr, ldc, alpha, (int)GPUDL__MIN((int64_t)uk->mr, m1 - ir), nn);
                     for (ir = m1; ir < mc; ir += uk->mr2)
-                        uk->fn2(kc, abuf + (p1 + ir - m1) * kc, bbuf + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
-                                (int)GPUDL__MIN((int64_t)uk->mr2, mc - ir), nn);
+                        for (k0 = 0; k0 < kc; k0 += kseg)
+                            uk->fn2(GPUDL__MIN(kseg, kc - k0), abuf + (p1 + ir - m1) * kc + k0 * uk->mr2,
+                                    bbuf + jr * kc + k0 * uk->nr, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
+                                    (int)GPUDL__MIN((int64_t)uk->mr2, mc - ir), nn);
                 }
             }
         }
