@@ -3024,10 +3024,11 @@ GPUDL__DEF gpudl_status gpudl_tensor_normal(gpudl_ctx *ctx, gpudl_tensor *t, flo
 /* SGEMM on the CPU: C (M,N) += alpha * op(A) (M,K) @ op(B) (K,N), the GotoBLAS
    way. B is packed into KC x NC panels of NR columns, A into MC x KC panels
    of MR rows (KC: gpudl__pick_kc); a micro-kernel keeps an MR x NR block of
-   C in registers while it walks K. Element (i,k) of op(A) is A[i*ars + k*acs]; transposes are
-   only other strides. Threads take whole blocks of C (gpudl__sgemm_bias). */
+   C in registers while it walks K. Element (i,k) of op(A) is
+   A[i*ars + k*acs]; transposes are only other strides. Threads take whole
+   blocks of C (gpudl__sgemm_bias). */
 
-#define GPUDL__MC 84      /* multiple of the MRs below (4, 6, 12, 14; the 8-row kernel only runs for M <= 72) */
+#define GPUDL__MC 84      /* multiple of the MRs below (4, 6, 12, 14; the 8-row kernel: small M, a block's last rows) */
 #define GPUDL__NC 1024    /* columns of B packed at once per thread (4 MiB at a KC of 1024) */
 
 typedef void (*gpudl__ukernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
@@ -3220,10 +3221,10 @@ static void gpudl__fit_ukernel(gpudl__ukernel *k, int64_t M) {
 }
 
 /* dst[k * ld + i] = src[i * rs + k] for i < m <= ld <= 16 and k < kc, zero
-   for m <= i < ld: the transpose that packing a row-major A is. With AVX,
-   8 x 8 blocks in registers: element by element it took 3-4 cycles each,
-   and a product with few columns (a classifier layer: N = 10) packs its
-   whole A for one panel of B (that layer at batch 1024: 0.75 -> 0.69 ms). */
+   for m <= i < ld: the transpose that packing a row-major A is, in 8 x 8
+   blocks of AVX registers instead of element by element. It matters most
+   where a product has few columns and packs its whole A for one panel of
+   B (a classifier layer at batch 1024: 0.75 -> 0.69 ms). */
 #ifdef GPUDL__X86_SIMD
 __attribute__((target("avx")))
 static int64_t gpudl__pack_t_avx(int m, int64_t kc, const float *src, int64_t rs, float *dst, int ld) {
@@ -4926,8 +4927,9 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
                     for (oh = 0; oh < g.Ho; oh++) {
                         const float *src = yw + o * PW + oh * cw.Wp;
                         float *dst = yn + (o * g.Ho + oh) * g.Wo;
-                        if (b) { float bv = ((const float *)b->data)[o]; GPUDL__SIMD for (ow = 0; ow < g.Wo; ow++) dst[ow] = src[ow] + bv; }
-                        else { GPUDL__SIMD for (ow = 0; ow < g.Wo; ow++) dst[ow] = src[ow]; }
+                        float bv = b ? ((const float *)b->data)[o] : 0.0f;
+                        if (b) { GPUDL__SIMD for (ow = 0; ow < g.Wo; ow++) dst[ow] = src[ow] + bv; }
+                        else { GPUDL__SIMD for (ow = 0; ow < g.Wo; ow++) dst[ow] = src[ow]; }   /* no + 0: -0 stays -0 */
                     }
             }
             return GPUDL_OK;
@@ -6729,7 +6731,8 @@ static int64_t gpudl__adam_avx(const gpudl_optim_hp *h, int flags, float *w, con
 }
 #endif
 
-static void gpudl__cpu_update(gpudl_ctx *ctx, const gpudl_optim_hp *h, float *w, const float *g, float scale, float *m1, float *m2, int64_t n) {
+static void gpudl__cpu_update(gpudl_ctx *ctx, const gpudl_optim_hp *h, float *w, const float *g, float scale, float *m1,
+                              float *m2, int64_t n) {
     int flags = gpudl_optim_flags(h), nt = n > 65536 ? gpudl__num_threads(ctx) : 1;
     if (!m1) m1 = w;   /* state the rule does not use: never read or written */
     if (!m2) m2 = w;
