@@ -2346,18 +2346,30 @@ GPUDL__DEF gpudl_status gpudl_cpu_flush_denormals(gpudl_ctx *ctx, int on) {
 #if defined(__x86_64__) || defined(_M_X64)
     {
         const unsigned bits = 0x8040u;   /* MXCSR: FTZ (bit 15) | DAZ (bit 6) */
+        unsigned m;
         GPUDL__OMP(omp parallel num_threads(gpudl__num_threads(ctx)))
         {
-            unsigned m = _mm_getcsr();
-            _mm_setcsr(on ? (m | bits) : (m & ~bits));
+            unsigned t = _mm_getcsr();
+            _mm_setcsr(on ? (t | bits) : (t & ~bits));
         }
+        /* and the calling thread after the region: LLVM's OpenMP gives it
+           back the control word it had at the fork, and hands that to the
+           workers at every fork (GNU's keeps each thread's own) */
+        m = _mm_getcsr();
+        _mm_setcsr(on ? (m | bits) : (m & ~bits));
     }
     return GPUDL_OK;
 #elif defined(__aarch64__) && defined(__GNUC__)
-    GPUDL__OMP(omp parallel num_threads(gpudl__num_threads(ctx)))
     {   /* FPCR.FZ (bit 24): subnormal inputs and results are zero (ARMv8 has no separate DAZ) */
         uint64_t fpcr;
-        __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
+        GPUDL__OMP(omp parallel num_threads(gpudl__num_threads(ctx)))
+        {
+            uint64_t t;
+            __asm__ __volatile__("mrs %0, fpcr" : "=r"(t));
+            t = on ? (t | ((uint64_t)1 << 24)) : (t & ~((uint64_t)1 << 24));
+            __asm__ __volatile__("msr fpcr, %0" : : "r"(t));
+        }
+        __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));   /* the calling thread after the region, as above */
         fpcr = on ? (fpcr | ((uint64_t)1 << 24)) : (fpcr & ~((uint64_t)1 << 24));
         __asm__ __volatile__("msr fpcr, %0" : : "r"(fpcr));
     }

@@ -211,6 +211,19 @@ if $CC -std=c99 -O2 -DGPUDL_NO_CUDA -o $B/suite_core_1thread tests/suite_core.c 
 else
     echo "FAIL    build tests/suite_core.c (cc, no OpenMP)"; cat $B/suite_core_1thread.log; failed=$((failed + 1))
 fi
+echo "== CPU core suite built by clang, with LLVM's OpenMP runtime"
+# (that runtime gives the calling thread its floating-point control word back at each join: cpu_flush_denormals)
+if command -v clang >/dev/null && echo '#include <omp.h>' | clang -fopenmp -x c -fsyntax-only - 2>/dev/null; then
+    if clang -std=c99 -O2 -DGPUDL_NO_CUDA -fopenmp -Wno-pass-failed -o $B/suite_core_clang tests/suite_core.c -lm \
+            >$B/suite_core_clang.log 2>&1; then
+        OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} run_suite $B/suite_core_clang --cpu-only
+    else
+        echo "FAIL    build tests/suite_core.c (clang -fopenmp)"; cat $B/suite_core_clang.log; failed=$((failed + 1))
+    fi
+else
+    skip suite_core_clang "clang with omp.h (libomp-dev) not installed"
+fi
+
 echo "== CUDA build of the suites: their CPU tests (their GPU tests run on the emulated device below)"
 if [ $HAVE_NVCC = 1 ]; then
     if $NVCC -O2 $CUDA_ARCH -Xcompiler -fopenmp -o $B/suite_core_cuda tests/suite_core.c gpudl_kernels.cu tests/gpu_faults.cu \
