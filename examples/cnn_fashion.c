@@ -108,6 +108,12 @@ int main(int argc, char **argv) {
     }
     if (epochs < 0 || batch < 1) { fprintf(stderr, "epochs and batch must be >= 1\n"); return 2; }
     t0 = gpudl_now();
+    if (!use_dist && gpudl_dist_launched(&rank) > 1) {   /* mpirun -np 2 ./app: two copies, each training alone */
+        if (rank == 0)
+            fprintf(stderr, "warning: started as rank 0 of %d (mpirun, srun or torchrun), but without --dist: each rank "
+                    "trains its own copy of the model on all the data. Add --dist to share the work.\n", gpudl_dist_launched(NULL));
+        rank = 0;
+    }
     if (use_dist) {   /* before the context: the rank says which GPU */
         if (gpudl_dist_create(NULL, &g_dist) != GPUDL_OK) return 1;   /* it said why */
         rank = gpudl_dist_rank(g_dist);

@@ -69,6 +69,14 @@ else
         else
             bad mlp_fashion_dist "1 process '${a1}'%, 2 ranks '${a2}'% (want within 2.5 points)"
         fi
+        # started by mpirun but not told to share the work: one warning, from rank 0
+        "${MPIRUN[@]}" $B/mlp_fashion --data build/test/data --epochs 1 >$B/mlp_no_dist.log 2>&1
+        w=$(grep -c 'without --dist' $B/mlp_no_dist.log)
+        if [ "$w" = 1 ] && grep -q 'rank 0 of 2' $B/mlp_no_dist.log; then
+            ok mpirun_without_dist_warns_once "$(grep 'without --dist' $B/mlp_no_dist.log | cut -c1-100)..."
+        else
+            bad mpirun_without_dist_warns_once "(mpirun -np 2 mlp_fashion without --dist: $w warnings, want 1 from rank 0)"
+        fi
     else
         bad build_mlp_fashion_dist "(mpicc examples/mlp_fashion.c)"
     fi

@@ -52,6 +52,7 @@ static const test_case tests[] = {
     {"lr_schedules", test_lr_schedules},
     {"idx_loader_faults", test_idx_loader},
     {"idx_gzip", test_idx_gzip},
+    {"idx_gunzip_builtin", test_gunzip_builtin},
     {"dataset", test_dataset},
     {"training_learns", test_training_learns},
     {"checkpoint_roundtrip_resume", test_checkpoint_roundtrip_and_resume},

@@ -499,6 +499,187 @@ static void test_misuse_messages(void) {
     gpudl_tensor_free(c, &h);
 }
 
+/* A step after a failed call of the same step refuses (issue 23: a label
+   out of range failed the loss loudly, then backward blamed the wrong call
+   and the step updated the weights with zero or stale gradients). */
+static gpudl_status failing_backward(gpudl_layer_io *io) {
+    (void)io;
+    return GPUDL_ERR_UNSUPPORTED;   /* a custom layer whose backward fails */
+}
+static gpudl_status pass_forward(gpudl_layer_io *io) {
+    memcpy(io->y.data, io->x.data, gpudl_tensor_bytes(&io->x));
+    return GPUDL_OK;
+}
+static int fail_backward_now;
+static gpudl_status maybe_backward(gpudl_layer_io *io) {
+    if (fail_backward_now) return failing_backward(io);
+    if (io->dx) memcpy(io->dx->data, io->dy.data, gpudl_tensor_bytes(&io->dy));
+    return GPUDL_OK;
+}
+
+static void test_step_after_failed_call(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    gpudl_model_desc md;
+    gpudl_optim_desc od;
+    gpudl_layer_desc ld;
+    gpudl_tensor x, y, bad_y, bad_x, params;
+    int64_t v[1] = {4}, xs[2] = {2, 4}, bxs[2] = {2, 5}, ys[1] = {2};
+    float *before;
+    size_t bytes;
+    const char *e;
+    CHECK_OK(gpudl_model_create(c, &m, 1, v));
+    CHECK_OK(gpudl_model_add_linear(m, 4, 3));
+    memset(&ld, 0, sizeof ld);
+    ld.name = "flaky";
+    ld.forward = pass_forward;
+    ld.backward = maybe_backward;
+    ld.f32_only = 1;
+    CHECK_OK(gpudl_model_add_custom(m, &ld));
+    memset(&md, 0, sizeof md);
+    md.max_batch = 2;
+    CHECK_OK(gpudl_model_build(m, &md));
+    memset(&od, 0, sizeof od);
+    od.kind = GPUDL_OPTIM_SGD;
+    od.lr = 0.1f;
+    od.momentum = 0.9f;
+    CHECK_OK(gpudl_model_set_optimizer(m, &od));
+    GPUDL_CHECK(gpudl_tensor_create(c, &x, GPUDL_F32, 2, xs));
+    GPUDL_CHECK(gpudl_tensor_create(c, &bad_x, GPUDL_F32, 2, bxs));
+    GPUDL_CHECK(gpudl_tensor_create(c, &y, GPUDL_I32, 1, ys));
+    GPUDL_CHECK(gpudl_tensor_create(c, &bad_y, GPUDL_I32, 1, ys));
+    GPUDL_CHECK(gpudl_tensor_uniform(c, &x, -1.0f, 1.0f));
+    GPUDL_CHECK(gpudl_tensor_uniform(c, &bad_x, -1.0f, 1.0f));
+    ((int32_t *)y.data)[0] = 1; ((int32_t *)y.data)[1] = 2;
+    ((int32_t *)bad_y.data)[0] = 0; ((int32_t *)bad_y.data)[1] = 3;   /* label 3 of 3 classes */
+    CHECK_OK(gpudl_model_params(m, &params, NULL));
+    bytes = gpudl_tensor_bytes(&params);
+    before = (float *)malloc(bytes);
+    memcpy(before, params.data, bytes);
+
+    /* a failed loss: backward and step refuse, naming it; the weights stay */
+    CHECK_OK(gpudl_model_zero_grad(m));
+    CHECK_OK(gpudl_model_forward(m, &x, NULL));
+    CHECK_ST(gpudl_model_loss(m, &bad_y), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_backward(m), GPUDL_ERR_INVALID_ARG);
+    e = gpudl_ctx_last_error(c);
+    CHECKF(strstr(e, "model_backward: refused, because gpudl_model_loss failed") && strstr(e, "outside [0, 3)"), "%s", e);
+    CHECK_ST(gpudl_model_step(m), GPUDL_ERR_INVALID_ARG);
+    e = gpudl_ctx_last_error(c);
+    CHECKF(strstr(e, "model_step: refused, because gpudl_model_loss failed") && strstr(e, "nothing was changed"), "%s", e);
+    CHECK(memcmp(before, params.data, bytes) == 0 && gpudl_model_step_count(m) == 0);
+    /* the loss again with good labels: the step goes on */
+    CHECK_OK(gpudl_model_loss(m, &y));
+    CHECK_OK(gpudl_model_backward(m));
+    CHECK_OK(gpudl_model_step(m));
+    CHECK(memcmp(before, params.data, bytes) != 0 && gpudl_model_step_count(m) == 1);
+    memcpy(before, params.data, bytes);
+
+    /* a failed forward: loss, backward and step refuse, naming it */
+    CHECK_OK(gpudl_model_zero_grad(m));
+    CHECK_ST(gpudl_model_forward(m, &bad_x, NULL), GPUDL_ERR_SHAPE);
+    CHECK_ST(gpudl_model_loss(m, &y), GPUDL_ERR_INVALID_ARG);
+    e = gpudl_ctx_last_error(c);
+    CHECKF(strstr(e, "model_loss: refused, because gpudl_model_forward failed") && strstr(e, "f32[2,5]"), "%s", e);
+    CHECK_ST(gpudl_model_backward(m), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_step(m), GPUDL_ERR_INVALID_ARG);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "gpudl_model_forward failed"), "%s", gpudl_ctx_last_error(c));
+    CHECK(memcmp(before, params.data, bytes) == 0 && gpudl_model_step_count(m) == 1);
+
+    /* a failed backward (a custom layer's): step refuses until zero_grad,
+       even after a forward and loss that succeed */
+    CHECK_OK(gpudl_model_forward(m, &x, NULL));
+    CHECK_OK(gpudl_model_loss(m, &y));
+    fail_backward_now = 1;
+    CHECK_ST(gpudl_model_backward(m), GPUDL_ERR_UNSUPPORTED);
+    fail_backward_now = 0;
+    CHECK_ST(gpudl_model_step(m), GPUDL_ERR_INVALID_ARG);
+    e = gpudl_ctx_last_error(c);
+    CHECKF(strstr(e, "gpudl_model_backward failed") && strstr(e, "zero_grad"), "%s", e);
+    CHECK_OK(gpudl_model_forward(m, &x, NULL));
+    CHECK_OK(gpudl_model_loss(m, &y));
+    CHECK_ST(gpudl_model_backward(m), GPUDL_ERR_INVALID_ARG);
+    CHECK(memcmp(before, params.data, bytes) == 0 && gpudl_model_step_count(m) == 1);
+    CHECK_OK(gpudl_model_zero_grad(m));
+    CHECK_OK(gpudl_model_forward(m, &x, NULL));
+    CHECK_OK(gpudl_model_loss(m, &y));
+    CHECK_OK(gpudl_model_backward(m));
+    CHECK_OK(gpudl_model_step(m));
+    CHECK(gpudl_model_step_count(m) == 2);
+    free(before);
+    gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &bad_x); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &bad_y);
+    gpudl_model_destroy(m);
+}
+
+/* A destroyed model passed again gets a clear error, not a crash (issue 23:
+   forward returned -1 with no message, and the next step read freed memory). */
+static void test_destroyed_model(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    gpudl_tensor x;
+    int64_t v[1] = {4}, xs[2] = {2, 4};
+    char buf[256];
+    GPUDL_CHECK(gpudl_tensor_create(c, &x, GPUDL_F32, 2, xs));
+    CHECK_OK(gpudl_model_create(c, &m, 1, v));
+    CHECK_OK(gpudl_model_add_linear(m, 4, 3));
+    CHECK_OK(gpudl_model_build(m, NULL));
+    gpudl_model_destroy(m);
+    CHECK_ST(gpudl_model_forward(m, &x, NULL), GPUDL_ERR_INVALID_ARG);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "model_forward: this model was destroyed"), "%s", gpudl_ctx_last_error(c));
+    CHECK_ST(gpudl_model_step(m), GPUDL_ERR_INVALID_ARG);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "model_step: this model was destroyed"), "%s", gpudl_ctx_last_error(c));
+    CHECK_ST(gpudl_model_add_relu(m), GPUDL_ERR_INVALID_ARG);
+    CHECK(gpudl_model_num_params(m) == 0 && gpudl_model_step_count(m) == 0);
+    gpudl_model_train(m, 0);
+    CHECK(gpudl_model_summary(m, buf, sizeof buf) == buf && buf[0] == 0);
+    gpudl_model_destroy(m);   /* twice: refused, said */
+    CHECKF(strstr(gpudl_ctx_last_error(c), "model_destroy: this model was destroyed"), "%s", gpudl_ctx_last_error(c));
+    gpudl_tensor_free(c, &x);
+}
+
+/* What gpudl_ctx_destroy reports: who should have freed what (issue 23: a
+   forgotten gpudl_model_destroy read as "13 tensor(s) were never freed"). */
+static void leak_log(void *user, gpudl_log_level level, const char *msg) {
+    if (level == GPUDL_LOG_WARN) snprintf((char *)user, 512, "%s", msg);
+}
+static void test_leak_report_names_owners(void) {
+    static const unsigned char img[16 + 8] = {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8};
+    static const unsigned char lab[8 + 2] = {0, 0, 8, 1, 0, 0, 0, 2, 0, 1};
+    gpudl_ctx *c;
+    gpudl_ctx_desc d;
+    gpudl_model *m;
+    gpudl_dataset ds;
+    gpudl_tensor images, labels, mine;
+    int64_t v[1] = {4};
+    char said[512] = "";
+    long long live0 = g_live;
+    memset(&d, 0, sizeof d);
+    d.device = GPUDL_DEVICE_CPU;
+    d.log = leak_log;
+    d.log_user = said;
+    CHECK_OK(gpudl_ctx_create(&d, &c));
+    CHECK_OK(gpudl_model_create(c, &m, 1, v));
+    CHECK_OK(gpudl_model_add_linear(m, 4, 3));
+    CHECK_OK(gpudl_model_build(m, NULL));
+    gpudl_ctx_destroy(c);   /* only the model forgotten */
+    CHECKF(strstr(said, "1 model was never destroyed (gpudl_model_destroy)") && !strstr(said, "tensor_free"), "%s", said);
+    CHECKF(g_live == live0, "the forgotten model's %lld allocations were not freed with its context", g_live - live0);
+
+    said[0] = 0;
+    CHECK_OK(gpudl_ctx_create(&d, &c));
+    CHECK_OK(gpudl_idx_load_memory(c, "img", img, sizeof img, &images));
+    CHECK_OK(gpudl_idx_load_memory(c, "lab", lab, sizeof lab, &labels));
+    CHECK_OK(gpudl_dataset_create(c, &ds, &images, &labels, 2, 0.5f, 0.5f));
+    CHECK_OK(gpudl_tensor_create(c, &mine, GPUDL_F32, 1, v));
+    gpudl_tensor_free(c, &images);
+    gpudl_tensor_free(c, &labels);
+    gpudl_ctx_destroy(c);   /* a dataset and a tensor of the user's */
+    CHECKF(strstr(said, "1 dataset was never freed (gpudl_dataset_free), holding 5 tensors") &&
+           strstr(said, "and 1 tensor was never freed (gpudl_tensor_free)") && !strstr(said, "model"), "%s", said);
+    t_free(mine.data);   /* ours to clean now (the context is gone) */
+    t_free(ds.images.data); t_free(ds.labels.data); t_free(ds.perm.data); t_free(ds.xb.data); t_free(ds.yb.data);
+}
+
 /* >>logger ---------------------------------------------------------------- */
 
 typedef struct { int n[5]; char msgs[8][512]; int count; } capture;
@@ -528,7 +709,7 @@ static void test_logger(void) {
     CHECK(cap.n[GPUDL_LOG_ERROR] == 2 && strstr(cap.msgs[1], "none.idx") && strstr(cap.msgs[1], "No such file"));
     CHECK_OK(gpudl_tensor_create(c, &leak, GPUDL_F32, 1, s));                /* never freed: destroy warns */
     gpudl_ctx_destroy(c);
-    CHECK(cap.n[GPUDL_LOG_WARN] == 1 && strstr(cap.msgs[2], "1 tensor(s) were never freed"));
+    CHECKF(cap.n[GPUDL_LOG_WARN] == 1 && strstr(cap.msgs[2], "1 tensor was never freed (gpudl_tensor_free)"), "%s", cap.msgs[2]);
     free(leak.data);   /* ours to clean now (the context is gone) */
     g_live--;
 }
@@ -539,6 +720,9 @@ static const test_case tests[] = {
     {"killed_save_keeps_previous", test_killed_save_keeps_previous},
     {"null_arguments", test_null_arguments},
     {"misuse_messages", test_misuse_messages},
+    {"step_after_failed_call", test_step_after_failed_call},
+    {"destroyed_model", test_destroyed_model},
+    {"leak_report_names_owners", test_leak_report_names_owners},
     {"logger", test_logger},
 };
 
