@@ -358,6 +358,16 @@ GPUDL_HD static inline float gpudl__elem_get(const void *p, int dt, int64_t i) {
    math_mode      0 = GPUDL_MATH_FP32 (strict).
    seed           RNG seed; 0 = 0x5EED.
    num_threads    CPU threads for OpenMP builds; 0 = OpenMP's default.
+   share_cpu      0 = OpenMP builds on Linux run their parallel loops on
+                  the cores other programs leave them: a thread fewer
+                  while this process's threads wait for cores, one back
+                  when a core sits idle (checked twice a second). A loop's
+                  threads wait for each other, and one that shares its
+                  core with a busy program runs only in time slices (one
+                  epoch of the demo CNN on 2 cores, one busy: 114 s on 2
+                  threads, 68 s on 1). The work is split the same way
+                  whoever runs it, so results do not change.
+                  -1 = always num_threads (a benchmark of the threads).
    bind_threads   0 = in a CPU-only build (GPUDL_NO_CUDA) on Linux, when the
                   environment does not place OpenMP's threads (OMP_PROC_BIND,
                   OMP_PLACES, GOMP_CPU_AFFINITY, KMP_AFFINITY unset), the first
@@ -400,6 +410,7 @@ typedef struct gpudl_ctx_desc {
     int             cublaslt;
     gpudl_cpu_gemm  cpu_gemm;
     int             bind_threads;
+    int             share_cpu;
 } gpudl_ctx_desc;
 
 /* Creates a context. desc may be NULL (all defaults). On failure *out is
@@ -1729,7 +1740,7 @@ GPUDL_API gpudl_status gpudl_dataset_shard(gpudl_ctx *ctx, gpudl_dataset *ds, in
    independent, so they vectorise at -O2 too. */
 #if defined(_OPENMP)
 #  define GPUDL__SIMD _Pragma("omp simd")
-#  define GPUDL__PAR_SIMD(cond) GPUDL__OMP(omp parallel for simd if (cond))
+#  define GPUDL__PAR_SIMD(cond) GPUDL__OMP(omp parallel for simd num_threads(gpudl__team()) if (cond))
 #elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #  define GPUDL__SIMD _Pragma("GCC ivdep")
 #  define GPUDL__PAR_SIMD(cond) _Pragma("GCC ivdep")
@@ -1740,6 +1751,7 @@ GPUDL_API gpudl_status gpudl_dataset_shard(gpudl_ctx *ctx, gpudl_dataset *ds, in
 /* for (i = 0; i < n; i++) BODY, vectorisable at -O2 even without OpenMP: a
    main loop whose trip count is visibly a multiple of 16 (gcc's cheap cost
    model then needs no scalar tail inside it), then the tail. */
+static int gpudl__team(void);   /* the threads of a parallel loop now (matmul section: sharing the CPU) */
 #define GPUDL__EACH(i, n, cond, BODY) do { int64_t gpudl__m_ = (n) & ~(int64_t)15; \
     GPUDL__PAR_SIMD(cond) for (i = 0; i < gpudl__m_; i++) { BODY; } \
     for (i = gpudl__m_; i < (n); i++) { BODY; } } while (0)
@@ -1815,6 +1827,7 @@ struct gpudl_ctx {
     gpudl_math_mode math_mode;
     uint64_t        rng_seed, rng_offset;
     int             num_threads;
+    int             share_cpu;       /* desc.share_cpu: -1 = this context's ops always on num_threads */
     int             sync_debug;
     gpudl_cpu_gemm  cpu_gemm;        /* the CPU GEMM micro-kernel asked for (desc.cpu_gemm) */
     int             cpu_kc;          /* the CPU GEMM's block depth, from the L2 size (gpudl__pick_kc) */
@@ -2135,7 +2148,7 @@ static void gpudl__convert(void *dst, gpudl_dtype dd, const void *src, gpudl_dty
     else if (sd == GPUDL_F16 && dd == GPUDL_F32) GPUDL__EACH(i, n, n > 65536, fd[i] = gpudl__from_f16_sel(hs[i]));
     else if (sd == GPUDL_BF16 && dd == GPUDL_F32) GPUDL__EACH(i, n, n > 65536, fd[i] = gpudl_bf16_to_f32(hs[i]));
     else {
-        GPUDL__OMP(omp parallel for if (n > 65536))
+        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
         for (i = 0; i < n; i++) gpudl__elem_set(dst, dd, i, gpudl__elem_get(src, sd, i));
     }
 }
@@ -2250,7 +2263,7 @@ static gpudl_ctx_desc gpudl__ctx_desc_defaults(const gpudl_ctx_desc *desc) {
 }
 
 static int gpudl__pick_kc(void);
-static int gpudl__num_threads(const gpudl_ctx *ctx);
+static int gpudl__num_threads_max(const gpudl_ctx *ctx);
 static void gpudl__bind_threads(int nthreads);
 
 GPUDL__DEF gpudl_status gpudl_ctx_create(const gpudl_ctx_desc *desc, gpudl_ctx **out) {
@@ -2277,10 +2290,11 @@ GPUDL__DEF gpudl_status gpudl_ctx_create(const gpudl_ctx_desc *desc, gpudl_ctx *
     ctx->math_mode = d.math_mode;
     ctx->rng_seed = d.seed;
     ctx->num_threads = d.num_threads;
+    ctx->share_cpu = d.share_cpu;
     ctx->sync_debug = d.sync_debug;
     ctx->cpu_gemm = d.cpu_gemm;
     ctx->cpu_kc = gpudl__pick_kc();
-    if (d.bind_threads == 0) gpudl__bind_threads(gpudl__num_threads(ctx));
+    if (d.bind_threads == 0) gpudl__bind_threads(gpudl__num_threads_max(ctx));
     ctx->log = d.log;
     ctx->log_user = d.log_user;
     ctx->device = GPUDL_DEVICE_CPU;
@@ -2311,7 +2325,7 @@ GPUDL__DEF gpudl_status gpudl_ctx_create(const gpudl_ctx_desc *desc, gpudl_ctx *
             {   /* keep only what a CPU context needs */
                 gpudl_ctx keep = *ctx;
                 memset(ctx, 0, sizeof *ctx);
-                ctx->math_mode = keep.math_mode; ctx->rng_seed = keep.rng_seed; ctx->num_threads = keep.num_threads;
+                ctx->math_mode = keep.math_mode; ctx->rng_seed = keep.rng_seed; ctx->num_threads = keep.num_threads; ctx->share_cpu = keep.share_cpu;
                 ctx->sync_debug = keep.sync_debug; ctx->log = keep.log; ctx->log_user = keep.log_user;
                 ctx->cpu_gemm = keep.cpu_gemm;
                 ctx->device = GPUDL_DEVICE_CPU;
@@ -2376,7 +2390,7 @@ GPUDL__DEF gpudl_status gpudl_ctx_set_math_mode(gpudl_ctx *ctx, gpudl_math_mode 
 
 GPUDL__DEF gpudl_math_mode gpudl_ctx_math_mode(const gpudl_ctx *ctx) { return ctx ? ctx->math_mode : GPUDL_MATH_FP32; }
 
-static int gpudl__num_threads(const gpudl_ctx *ctx);
+static int gpudl__num_threads_max(const gpudl_ctx *ctx);
 
 GPUDL__DEF gpudl_status gpudl_cpu_flush_denormals(gpudl_ctx *ctx, int on) {
     GPUDL__ENTER(ctx);
@@ -2384,7 +2398,7 @@ GPUDL__DEF gpudl_status gpudl_cpu_flush_denormals(gpudl_ctx *ctx, int on) {
     {
         const unsigned bits = 0x8040u;   /* MXCSR: FTZ (bit 15) | DAZ (bit 6) */
         unsigned m;
-        GPUDL__OMP(omp parallel num_threads(gpudl__num_threads(ctx)))
+        GPUDL__OMP(omp parallel num_threads(gpudl__num_threads_max(ctx)))
         {
             unsigned t = _mm_getcsr();
             _mm_setcsr(on ? (t | bits) : (t & ~bits));
@@ -2399,7 +2413,7 @@ GPUDL__DEF gpudl_status gpudl_cpu_flush_denormals(gpudl_ctx *ctx, int on) {
 #elif defined(__aarch64__) && defined(__GNUC__)
     {   /* FPCR.FZ (bit 24): subnormal inputs and results are zero (ARMv8 has no separate DAZ) */
         uint64_t fpcr;
-        GPUDL__OMP(omp parallel num_threads(gpudl__num_threads(ctx)))
+        GPUDL__OMP(omp parallel num_threads(gpudl__num_threads_max(ctx)))
         {
             uint64_t t;
             __asm__ __volatile__("mrs %0, fpcr" : "=r"(t));
@@ -2491,7 +2505,7 @@ GPUDL__DEF gpudl_status gpudl_device_info_get(gpudl_ctx *ctx, gpudl_device_info 
         if (f) fclose(f);
     }
 #endif
-    info->sm_count = gpudl__num_threads(ctx);
+    info->sm_count = gpudl__num_threads_max(ctx);
     return GPUDL_OK;
 }
 
@@ -2812,7 +2826,7 @@ GPUDL__DEF gpudl_status gpudl_tensor_fill(gpudl_ctx *ctx, gpudl_tensor *t, float
         return GPUDL_OK;
     }
 #endif
-    GPUDL__OMP(omp parallel for if (n > 65536))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
     for (i = 0; i < n; i++) gpudl__elem_set(t->data, t->dtype, i, value);
     return GPUDL_OK;
 }
@@ -3053,7 +3067,7 @@ static gpudl_status gpudl__fill_random(gpudl_ctx *ctx, gpudl_tensor *t, uint64_t
         return GPUDL_OK;
     }
 #endif
-    GPUDL__OMP(omp parallel for if (n > 65536))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
     for (i = 0; i < n; i++) {
         gpudl__elem_set(t->data, t->dtype, i, gpudl_rng_fill_value(seed, off + (uint64_t)i, normal, a, b));
     }
@@ -3387,13 +3401,148 @@ static void gpudl__pack_b(int64_t kc, int64_t nc, const float *B, int64_t rs, in
     }
 }
 
-static int gpudl__num_threads(const gpudl_ctx *ctx) {
+/* Sharing the CPU. OpenMP's threads wait for each other at the end of
+   every parallel loop; when another program keeps a core busy, the thread
+   that shares its core waits for time slices and every loop waits for it
+   (issue 23, one epoch of the CNN on a 2-core machine with one core busy:
+   114 s on 2 threads, 68 s on 1). So an OpenMP build on Linux looks, twice
+   a second, at how long its threads sat runnable but not running (each
+   thread's run-queue wait, /proc/self/task/N/schedstat): a quarter of a
+   thread or more, and its loops run on one thread fewer; and at how long
+   its cores sat idle (/proc/stat): three quarters of a core or more, and
+   they get one back, up to all. Work is split the same whoever runs it
+   (see gpudl__num_threads_max), so the results are the same bits whatever
+   the load. The state is the process's, as the cores are;
+   gpudl_ctx_desc.share_cpu = -1 keeps a context's ops on all its threads. */
+#if defined(_OPENMP) && defined(__linux__)
+#  define GPUDL__SHARE 1
+#  include <dirent.h>
+#endif
+#ifdef GPUDL__SHARE
+static struct {
+    double t;              /* when this window began (gpudl_now); 0: not yet */
+    double idle, wait;     /* seconds then: the cores' idle time, this process's threads' run-queue wait */
+    int team;              /* threads a loop uses now; 0: all */
+    double idle_cores, waiting;   /* in the last window: cores idle, threads of ours kept waiting */
+    unsigned long mask[16];       /* the cores this process may use, as it started (before gpudl__bind_threads) */
+    int have_mask;
+} gpudl__share;
+
+/* The process's cores, kept before the threads are bound (a bound thread's
+   own mask names one core). */
+static void gpudl__share_mask(void) {
+    if (gpudl__share.have_mask) return;
+    memset(gpudl__share.mask, 0, sizeof gpudl__share.mask);
+    gpudl__share.have_mask = syscall(SYS_sched_getaffinity, 0, sizeof gpudl__share.mask, gpudl__share.mask) > 0;
+}
+
+/* Seconds so far: idle on the cores this process may use, and waiting to
+   run summed over this process's threads. 0: not known here. */
+static int gpudl__share_read(double *idle, double *wait) {
+    const unsigned long *mask = gpudl__share.mask;
+    unsigned long long v[5], run, delay;
+    char line[256], path[64];
+    long hz = sysconf(_SC_CLK_TCK);
+    double ticks = 0.0;
+    struct dirent *e;
+    DIR *dir;
+    FILE *f;
+    int cpu, n = 0, bits = 8 * (int)sizeof(unsigned long);
+    gpudl__share_mask();
+    if (!gpudl__share.have_mask || hz <= 0 || (f = fopen("/proc/stat", "r")) == NULL) return 0;
+    while (fgets(line, sizeof line, f) && !strncmp(line, "cpu", 3)) {   /* "cpuN user nice system idle iowait ..." */
+        if (sscanf(line + 3, "%d %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1], &v[2], &v[3], &v[4]) != 6 || cpu < 0 ||
+            cpu >= bits * 16 || !(mask[cpu / bits] >> (cpu % bits) & 1ul))
+            continue;   /* the total line, or a core this process may not use */
+        ticks += (double)(v[3] + v[4]);
+        n++;
+    }
+    fclose(f);
+    if (!n || (dir = opendir("/proc/self/task")) == NULL) return 0;
+    *idle = ticks / (double)hz;
+    *wait = 0.0;
+    while ((e = readdir(dir)) != NULL) {   /* "time on a core, time waiting for one (ns), slices" */
+        char *end;
+        long tid = strtol(e->d_name, &end, 10);
+        if (*end || tid <= 0) continue;   /* "." and ".." */
+        snprintf(path, sizeof path, "/proc/self/task/%ld/schedstat", tid);
+        if ((f = fopen(path, "r")) == NULL) continue;   /* a thread that just ended */
+        if (fscanf(f, "%llu %llu", &run, &delay) == 2) *wait += 1e-9 * (double)delay;
+        fclose(f);
+    }
+    closedir(dir);
+    return 1;
+}
+
+/* The team for a loop now: cur threads so far, at most mx, after a window
+   in which `waiting` of this process's threads sat runnable but not
+   running and `idle` cores had nothing to run. */
+static int gpudl__share_decide(int cur, int mx, double waiting, double idle) {
+    if (waiting >= 0.25 && cur > 1) return cur - 1;   /* our threads wait for cores: one fewer */
+    if (idle >= 0.75 && cur < mx) return cur + 1;     /* a core sat idle: one more */
+    return GPUDL__MAX(1, GPUDL__MIN(cur, mx));
+}
+
+/* Every half second at most (the first time after a tenth, so that a short
+   program adapts too). */
+static void gpudl__share_poll(void) {
+    double now, idle, wait, window;
+    if (omp_in_parallel()) return;
+    now = gpudl_now();
+    window = gpudl__share.team ? 0.5 : 0.1;
+    if (now - gpudl__share.t < window) return;
+    GPUDL__OMP(omp critical(gpudl__share))
+    if (now - gpudl__share.t >= window && gpudl__share_read(&idle, &wait)) {
+        if (gpudl__share.t > 0.0) {
+            int mx = omp_get_max_threads();
+            double dt = now - gpudl__share.t;
+            gpudl__share.idle_cores = (idle - gpudl__share.idle) / dt;
+            gpudl__share.waiting = GPUDL__MAX(0.0, wait - gpudl__share.wait) / dt;   /* threads that ended take their wait along */
+            gpudl__share.team = gpudl__share_decide(gpudl__share.team > 0 ? gpudl__share.team : mx, mx, gpudl__share.waiting,
+                                                    gpudl__share.idle_cores);
+        }
+        gpudl__share.t = now;
+        gpudl__share.idle = idle;
+        gpudl__share.wait = wait;
+    }
+}
+#endif
+
+/* The threads of a parallel loop that is not a context's (elementwise
+   work): OpenMP's default, fewer while other programs hold cores. */
+GPUDL__MAYBE_UNUSED static int gpudl__team(void) {
+#if defined(GPUDL__SHARE)
+    int mx = omp_get_max_threads();
+    return gpudl__share.team > 0 && gpudl__share.team < mx ? gpudl__share.team : mx;
+#elif defined(_OPENMP)
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* The threads the context's work is split for (desc.num_threads, else
+   OpenMP's default): fixed, so that results do not depend on the load. */
+static int gpudl__num_threads_max(const gpudl_ctx *ctx) {
 #ifdef _OPENMP
     return ctx->num_threads > 0 ? ctx->num_threads : omp_get_max_threads();
 #else
     (void)ctx;
     return 1;
 #endif
+}
+
+/* The threads to run the context's work on now: gpudl__num_threads_max,
+   fewer while other programs hold cores (unless desc.share_cpu is -1). */
+static int gpudl__num_threads(const gpudl_ctx *ctx) {
+    int n = gpudl__num_threads_max(ctx);
+#ifdef GPUDL__SHARE
+    if (ctx->share_cpu >= 0) {
+        gpudl__share_poll();
+        if (gpudl__share.team > 0 && gpudl__share.team < n) n = gpudl__share.team;
+    }
+#endif
+    return n;
 }
 
 /* gpudl_ctx_desc.bind_threads: OpenMP's threads one per core, once per
@@ -3417,6 +3566,9 @@ static void gpudl__bind_threads(int nthreads) {
     for (i = 0; got > 0 && i < (int)(8 * sizeof mask) && i < 8 * got; i++)
         if (mask[i / (8 * (int)sizeof(unsigned long))] >> (i % (8 * (int)sizeof(unsigned long))) & 1ul) cpus[ncpu++] = i;
     if (ncpu < nthreads) return;   /* more threads than cores: leave them to the scheduler */
+#  ifdef GPUDL__SHARE
+    gpudl__share_mask();   /* what the process may use, before its threads each get one core */
+#  endif
     GPUDL__OMP(omp parallel num_threads(nthreads))
     {   /* the calling thread too (binding only the workers still left 19 of 40 processes slow) */
         unsigned long one[16];
@@ -3877,7 +4029,7 @@ static gpudl_status gpudl__binary(gpudl_ctx *ctx, int op, gpudl_tensor *out, con
         return GPUDL_OK;
     }
 #endif
-    GPUDL__OMP(omp parallel for if (n > 65536))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
     for (i = 0; i < n; i++) {
         float x = gpudl__elem_get(a->data, a->dtype, i), y = gpudl__elem_get(b->data, b->dtype, i);
         gpudl__elem_set(out->data, out->dtype, i, op == 0 ? x + y : x * y);
@@ -3908,7 +4060,7 @@ static gpudl_status gpudl__axpby(gpudl_ctx *ctx, gpudl_tensor *y, float alpha, c
         return GPUDL_OK;
     }
 #endif
-    GPUDL__OMP(omp parallel for if (n > 65536))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
     for (i = 0; i < n; i++)
         gpudl__elem_set(y->data, y->dtype, i, alpha * gpudl__elem_get(x->data, x->dtype, i)
                                            + (beta == 0.0f ? 0.0f : beta * gpudl__elem_get(y->data, y->dtype, i)));
@@ -3941,9 +4093,18 @@ static gpudl_status gpudl__reduce(gpudl_ctx *ctx, int op, gpudl_tensor *out, con
     }
 #endif
     if (op == 0) {
-        double s = 0.0;
-        GPUDL__OMP(omp parallel for reduction(+:s) if (n > 65536))
-        for (i = 0; i < n; i++) s += gpudl__elem_get(x->data, x->dtype, i);
+        /* at most 256 chunks, each summed in order, then the chunks in
+           order: the same bits on any number of threads */
+        double part[256], s = 0.0;
+        int64_t csz = GPUDL__MAX((int64_t)65536, (n + 255) / 256), nc = (n + csz - 1) / csz, c;
+        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (nc > 1))
+        for (c = 0; c < nc; c++) {
+            double t = 0.0;
+            int64_t j, e = GPUDL__MIN(n, (c + 1) * csz);
+            for (j = c * csz; j < e; j++) t += gpudl__elem_get(x->data, x->dtype, j);
+            part[c] = t;
+        }
+        for (c = 0; c < nc; c++) s += part[c];
         *(float *)out->data = (float)s;
     } else {
         float m = gpudl__elem_get(x->data, x->dtype, 0);
@@ -3975,7 +4136,7 @@ GPUDL__DEF gpudl_status gpudl_argmax_rows(gpudl_ctx *ctx, gpudl_tensor *out, con
         return GPUDL_OK;
     }
 #endif
-    GPUDL__OMP(omp parallel for private(c) if (rows * cols > 65536))
+    GPUDL__OMP(omp parallel for private(c) num_threads(gpudl__team()) if (rows * cols > 65536))
     for (r = 0; r < rows; r++) {
         float best = gpudl__elem_get(x->data, x->dtype, r * cols);
         int32_t bi = 0;
@@ -4216,7 +4377,7 @@ static gpudl_status gpudl__lt_linear(gpudl_ctx *ctx, gpudl_tensor *y, const gpud
    the CPU linear layer adds it in its GEMM, gpudl__sgemm_bias). */
 static void gpudl__bias_rows(float *y, const float *b, int64_t rows, int64_t C, int64_t inner) {
     int64_t i;
-    GPUDL__OMP(omp parallel for if (rows * C * inner > 65536 && !gpudl__in_parallel()))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (rows * C * inner > 65536 && !gpudl__in_parallel()))
     for (i = 0; i < rows * C; i++) {   /* no division per element */
         float bv = b[i % C], *yp = y + i * inner;
         int64_t k;
@@ -4280,7 +4441,7 @@ static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
     if (inner == 1) {
         /* (N, C) row-major: blocks of 64 columns, rows walked in order, so
            reads are contiguous and each sum keeps a fixed order */
-        GPUDL__OMP(omp parallel for if (N * C > 65536))
+        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (N * C > 65536))
         for (c = 0; c < C; c += 64) {
             double acc[64];
             int64_t n, k, w = GPUDL__MIN((int64_t)64, C - c);
@@ -4294,7 +4455,7 @@ static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
         }
         return GPUDL_OK;
     }
-    GPUDL__OMP(omp parallel for if (N * C * inner > 65536))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (N * C * inner > 65536))
     for (c = 0; c < C; c++) {
         double s = 0;
         int64_t n;
@@ -4476,7 +4637,7 @@ GPUDL__DEF gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor 
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_softmax_xent_forward(ctx, loss, probs, zw, labels));
     }
     GPUDL__TRY(gpudl__host_ws(ctx, sizeof(double) * (size_t)N, (void **)&rowloss));
-    GPUDL__OMP(omp parallel for if (N * K > 16384) reduction(+:bad))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (N * K > 16384) reduction(+:bad))
     for (r = 0; r < N; r++) {
         const float *z = (const float *)logits->data + r * K;
         float *p = (float *)probs->data + r * K, mx = z[0];
@@ -4520,7 +4681,7 @@ static gpudl_status gpudl__xent_backward(gpudl_ctx *ctx, gpudl_tensor *dlogits, 
     }
 #endif
     if (dscale) scale *= *dscale;
-    GPUDL__OMP(omp parallel for if (N * K > 65536))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (N * K > 65536))
     for (r = 0; r < N; r++) {
         int64_t k, lab = gpudl__label(labels, r);
         for (k = 0; k < K; k++)   /* scaled in float, rounded once */
@@ -4650,7 +4811,7 @@ static void gpudl__valid_range(int64_t off, int64_t stride, int64_t W, int64_t W
 /* col (C*kh*kw, N*Ho*Wo) from x (N,C,H,W); zero outside the image. */
 static void gpudl__im2col(const gpudl__convg *g, const float *x, float *col) {
     int64_t P = g->Ho * g->Wo, NP = g->N * P, rows = g->C * g->kh * g->kw, r;
-    GPUDL__OMP(omp parallel for if (rows * NP > 65536 && !gpudl__in_parallel()))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (rows * NP > 65536 && !gpudl__in_parallel()))
     for (r = 0; r < rows; r++) {
         int64_t c = r / (g->kh * g->kw), i = (r / g->kw) % g->kh, j = r % g->kw, n, oh, ow, lo, hi;
         int64_t woff = j * g->dw - g->pw;
@@ -4728,7 +4889,7 @@ static void gpudl__cw_pack(const void *u, int64_t k0, int64_t kc, int64_t n0, in
    One thread per (n, c) plane: no two threads write the same element. */
 static void gpudl__col2im(const gpudl__convg *g, const float *col, float *dx) {
     int64_t P = g->Ho * g->Wo, NP = g->N * P, plane;
-    GPUDL__OMP(omp parallel for if (g->N * g->C * g->H * g->W > 16384 && !gpudl__in_parallel()))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (g->N * g->C * g->H * g->W > 16384 && !gpudl__in_parallel()))
     for (plane = 0; plane < g->N * g->C; plane++) {
         int64_t n = plane / g->C, c = plane % g->C, i, j, oh, ow, lo, hi;
         float *xp = dx + plane * g->H * g->W;
@@ -4959,7 +5120,7 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_conv2d_forward(ctx, yw, xw, ww, bw, desc));
     }
     nt = gpudl__num_threads(ctx);
-    if (g.N >= nt) {
+    if (g.N >= gpudl__num_threads_max(ctx)) {   /* the path chosen by the thread setting, not the load */
         /* One image at a time per thread: its columns (CKK x P floats) stay
            in cache from im2col to the GEMM, which writes y's (O, P) plane
            in place. The whole-batch path below streams CKK x N*P floats
@@ -5010,7 +5171,7 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
     gpudl__im2col(&g, (const float *)x->data, col);
     GPUDL__TRY(gpudl__sgemm(ctx, gpudl__num_threads(ctx), g.O, NP, CKK, 1.0f, (const float *)w->data, CKK, 1, col, NP, 1,
                             0.0f, yt, NP));   /* yt (O, N*P) = w (O, CKK) @ col */
-    GPUDL__OMP(omp parallel for private(o) if (g.N * g.O * P > 65536))
+    GPUDL__OMP(omp parallel for private(o) num_threads(gpudl__team()) if (g.N * g.O * P > 65536))
     for (n = 0; n < g.N; n++)   /* (O, N, P) -> (N, O, P) */
         for (o = 0; o < g.O; o++) memcpy((float *)y->data + (n * g.O + o) * P, yt + o * NP + n * P, sizeof(float) * (size_t)P);
     if (b) gpudl__bias_rows((float *)y->data, (const float *)b->data, g.N, g.O, P);
@@ -5023,7 +5184,7 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     gpudl__convg g;
     int64_t P, NP, CKK, n, o;
     float *col, *dyt;
-    int nt;
+    int nt, ntmax;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__conv_check(ctx, dy, x, w, NULL, desc, &g));
     if (dx) GPUDL__TRY(gpudl__check_dt(ctx, dx, "dx", x->dtype));
@@ -5080,42 +5241,44 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_conv2d_backward(ctx, dxw, dw, NULL, dyw, xw, ww, desc));
     }
     nt = gpudl__num_threads(ctx);
-    if (g.N >= nt) {
-        /* One image at a time per thread, as in the forward: dw gathers
-           into a partial per thread (static schedule: the same images, so
-           the same bits, on every run with this thread count), added to dw
-           in thread order at the end. */
+    ntmax = gpudl__num_threads_max(ctx);
+    if (g.N >= ntmax) {
+        /* One image at a time per thread, as in the forward. The images go
+           in ntmax groups, in order, and each group's dw gathers into a
+           partial of its own, added to dw in group order at the end: the
+           groups follow the thread setting, not how many threads run now
+           (fewer on a busy machine), so the bits are the same either way. */
         gpudl__convg g1 = g;
-        int fails = 0, t;
-        size_t per = (size_t)(CKK * P) + (dw ? (size_t)(g.O * CKK) : 0);
+        int fails = 0, s;
+        size_t per = (size_t)(CKK * P), pws = dw ? (size_t)(g.O * CKK) : 0;
+        float *pw0;
         g1.N = 1;
-        GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * per * (size_t)nt, (void **)&col));
-        if (dw)   /* every partial, also those of threads the runtime may not start */
-            for (t = 0; t < nt; t++) memset(col + (size_t)t * per + CKK * P, 0, sizeof(float) * (size_t)(g.O * CKK));
-        GPUDL__OMP(omp parallel num_threads(nt) reduction(+:fails) if (nt > 1))
-        {
-            float *ct = col + (size_t)gpudl__tid() * per, *pw = ct + CKK * P;
-            GPUDL__OMP(omp for schedule(static))
-            for (n = 0; n < g.N; n++) {
-                const float *dyn = (const float *)dy->data + n * g.O * P;
-                if (fails) continue;
-                if (dw) {   /* pw (O, CKK) += dy_n (O, P) @ col_n^T */
-                    gpudl__im2col(&g1, (const float *)x->data + n * g.C * g.H * g.W, ct);
+        GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (per * (size_t)nt + pws * (size_t)ntmax), (void **)&col));
+        pw0 = col + per * (size_t)nt;
+        if (dw) memset(pw0, 0, sizeof(float) * pws * (size_t)ntmax);
+        GPUDL__OMP(omp parallel for num_threads(nt) schedule(static) reduction(+:fails) if (nt > 1))
+        for (s = 0; s < ntmax; s++) {
+            float *ct = col + (size_t)gpudl__tid() * per, *pw = pw0 + (size_t)s * pws;
+            int64_t i;
+            for (i = g.N * s / ntmax; i < g.N * (s + 1) / ntmax && !fails; i++) {
+                const float *dyn = (const float *)dy->data + i * g.O * P;
+                if (dw) {   /* pw (O, CKK) += dy_i (O, P) @ col_i^T */
+                    gpudl__im2col(&g1, (const float *)x->data + i * g.C * g.H * g.W, ct);
                     if (gpudl__sgemm(ctx, 1, g.O, CKK, P, 1.0f, dyn, P, 1, ct, 1, P, 1.0f, pw, CKK)) { fails++; continue; }
                 }
-                if (dx) {   /* dcol_n (CKK, P) = w^T @ dy_n, folded back onto dx_n */
+                if (dx) {   /* dcol_i (CKK, P) = w^T @ dy_i, folded back onto dx_i */
                     if (gpudl__sgemm(ctx, 1, CKK, P, g.O, 1.0f, (const float *)w->data, 1, CKK, dyn, P, 1, 0.0f, ct, P)) {
                         fails++;
                         continue;
                     }
-                    gpudl__col2im(&g1, ct, (float *)dx->data + n * g.C * g.H * g.W);
+                    gpudl__col2im(&g1, ct, (float *)dx->data + i * g.C * g.H * g.W);
                 }
             }
         }
         if (fails) return GPUDL_ERR_OOM;   /* the only way sgemm fails; the message is recorded */
         if (dw)
-            for (t = 0; t < nt; t++) {
-                const float *pw = col + (size_t)t * per + CKK * P;
+            for (s = 0; s < ntmax; s++) {
+                const float *pw = pw0 + (size_t)s * pws;
                 float *d = (float *)dw->data;
                 GPUDL__EACH(n, g.O * CKK, 0, d[n] += pw[n]);
             }
@@ -5123,7 +5286,7 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     }
     GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(CKK * NP + g.O * NP), (void **)&col));
     dyt = col + CKK * NP;
-    GPUDL__OMP(omp parallel for private(o) if (g.N * g.O * P > 65536))
+    GPUDL__OMP(omp parallel for private(o) num_threads(gpudl__team()) if (g.N * g.O * P > 65536))
     for (n = 0; n < g.N; n++)       /* dyt (O, N*P) from dy (N, O, P) */
         for (o = 0; o < g.O; o++)
             memcpy(dyt + o * NP + n * P, (const float *)dy->data + (n * g.O + o) * P, sizeof(float) * (size_t)P);
@@ -5286,7 +5449,7 @@ GPUDL__DEF gpudl_status gpudl_pool2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
         gpudl_tensor *yw = gpudl__widen(&W, y, 1), *xw = gpudl__widen(&W, x, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_pool2d_forward(ctx, yw, xw, desc));
     }
-    GPUDL__OMP(omp parallel for if (g.NC * g.Ho * g.Wo > 16384))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (g.NC * g.Ho * g.Wo > 16384))
     for (i = 0; i < g.NC; i++) {
         const float *xp = (const float *)x->data + i * g.H * g.W;
         float *yp = (float *)y->data + i * g.Ho * g.Wo;
@@ -5327,7 +5490,7 @@ GPUDL__DEF gpudl_status gpudl_pool2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     /* The GPU gathers (gpudl__pool_backward_elem, one thread per input); on
        the CPU a thread owns whole planes, so scattering each output's
        gradient onto its window is race-free and does a quarter of the work. */
-    GPUDL__OMP(omp parallel for if (g.NC * g.H * g.W > 16384))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (g.NC * g.H * g.W > 16384))
     for (i = 0; i < g.NC; i++) {
         const float *xp = (const float *)x->data + i * g.H * g.W, *dyp = (const float *)dy->data + i * g.Ho * g.Wo;
         float *dxp = (float *)dx->data + i * g.H * g.W;
@@ -5409,7 +5572,7 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_forward(gpudl_ctx *ctx, gpudl_tensor *y,
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_batchnorm_forward(ctx, yw, save_mean, save_invstd, xw, gamma, beta,
                                                                       running_mean, running_var, training, momentum, eps));
     }
-    GPUDL__OMP(omp parallel for if (N * C * inner > 16384))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (N * C * inner > 16384))
     for (c = 0; c < C; c++) {
         const float *xs = (const float *)x->data;
         float *ys = (float *)y->data, mean, invstd, ga = ((const float *)gamma->data)[c], be = ((const float *)beta->data)[c];
@@ -5474,7 +5637,7 @@ GPUDL__DEF gpudl_status gpudl_batchnorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_batchnorm_backward(ctx, dxw, dgamma, dbeta, dyw, xw, gamma, save_mean,
                                                                        save_invstd));
     }
-    GPUDL__OMP(omp parallel for if (N * C * inner > 16384))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (N * C * inner > 16384))
     for (c = 0; c < C; c++) {
         const float *xs = (const float *)x->data, *dys = (const float *)dy->data;
         float mean = ((const float *)save_mean->data)[c], invstd = ((const float *)save_invstd->data)[c];
@@ -7016,7 +7179,7 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
         /* a vectorised pass counts the gradients that FP16 storage makes
            non-finite; then either a vectorised unscale, or (an overflowed
            step) the exact loop that also finds the first bad index */
-        GPUDL__OMP(omp parallel for simd reduction(+:nbad) if (n > 65536))
+        GPUDL__OMP(omp parallel for simd reduction(+:nbad) num_threads(gpudl__team()) if (n > 65536))
         for (i = 0; i < n; i++) {
             float v = gpudl__from_f16_sel(gpudl__to_f16_sel(g[i]));
             nbad += (v - v) != 0.0f;
@@ -7034,7 +7197,7 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
     } else if (check) {   /* FP32/BF16: a NaN or Inf skips the step (and is reported below) */
         gpudl_scaler_state *st = gpudl__scaler(m);
         int64_t nbad = 0;
-        GPUDL__OMP(omp parallel for simd reduction(+:nbad) if (n > 65536))
+        GPUDL__OMP(omp parallel for simd reduction(+:nbad) num_threads(gpudl__team()) if (n > 65536))
         for (i = 0; i < n; i++) nbad += (g[i] - g[i]) != 0.0f;
         for (i = 0; nbad && i < n; i++)
             if ((g[i] - g[i]) != 0.0f) { st->found_inf = 1; st->first_bad = (int32_t)GPUDL__MIN(i, (int64_t)0x7fffffff); break; }
@@ -7794,7 +7957,7 @@ GPUDL__DEF gpudl_status gpudl_dataset_create(gpudl_ctx *ctx, gpudl_dataset *ds, 
     hx = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)(N * sample));
     hy = (int32_t *)GPUDL_MALLOC(sizeof(int32_t) * (size_t)N);
     if (!hx || !hy) { s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "dataset_create: no host memory for %lld samples", (long long)N); goto done; }
-    GPUDL__OMP(omp parallel for if (N * sample > 65536))
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (N * sample > 65536))
     for (i = 0; i < N * sample; i++) hx[i] = (((const uint8_t *)images->data)[i] / 255.0f - mean) / std;
     for (i = 0; i < N; i++) hy[i] = (int32_t)gpudl__label(labels, i);
     one[0] = N;
@@ -7866,7 +8029,7 @@ GPUDL__DEF gpudl_status gpudl_dataset_batch(gpudl_ctx *ctx, gpudl_dataset *ds, i
     } else
 #endif
     {
-        GPUDL__OMP(omp parallel for if (count * sample > 65536))
+        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (count * sample > 65536))
         for (i = 0; i < count; i++) {
             int64_t k = ((const int32_t *)ds->perm.data)[start + i];
             memcpy((float *)ds->xb.data + i * sample, (const float *)ds->images.data + k * sample, sizeof(float) * (size_t)sample);

@@ -77,6 +77,7 @@ static const test_case tests[] = {
     {"emu_profile", test_emu_profile},
     {"cublas_cudnn_status_names", test_gpu_library_status_names},
     {"threads_bound", test_threads_bound},
+    {"share_cpu", test_share_cpu},
 };
 
 /* Besides the tests, the child processes of gpu_sticky_error_is_fatal and

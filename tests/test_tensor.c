@@ -333,7 +333,7 @@ static int child_sticky_error(void) {
     if (gpudl_tensor_create(ctx, &t, GPUDL_F32, 1, &n) != GPUDL_OK) return 4;
     (void)test_k_illegal_address(gpudl_ctx_stream(ctx));
     s = gpudl_ctx_sync(ctx);
-    printf("child: sync -> %s: %s\n", gpudl_status_string(s), gpudl_ctx_last_error(ctx));
+    printf("    expected (a fault provoked on purpose): sync -> %s: %s\n", gpudl_status_string(s), gpudl_ctx_last_error(ctx));
     if (s != GPUDL_ERR_CUDA_FATAL || !strstr(gpudl_ctx_last_error(ctx), "restart the process")) return 5;
     if (gpudl_tensor_fill(ctx, &t, 1.0f) != GPUDL_ERR_CUDA_FATAL) return 6;    /* later calls: the same status, no hang */
     if (gpudl_matmul(ctx, &t, &t, &t, 0, 0, 1, 0) != GPUDL_ERR_CUDA_FATAL) return 7;
@@ -361,7 +361,7 @@ static int child_sticky_library(void) {
     (void)test_k_illegal_address(gpudl_ctx_stream(ctx));
     (void)cudaDeviceSynchronize();   /* the program's own wait: the fault has happened */
     s = gpudl_matmul(ctx, &a, &a, &a, 0, 0, 1, 0);
-    printf("child: matmul after the fault -> %s: %s\n", gpudl_status_string(s), gpudl_ctx_last_error(ctx));
+    printf("    expected (a fault provoked on purpose): matmul after it -> %s: %s\n", gpudl_status_string(s), gpudl_ctx_last_error(ctx));
     if (s != GPUDL_OK && s != GPUDL_ERR_CUDA_FATAL) return 5;   /* OK: the library did not look; else it must be fatal */
     s = gpudl_conv2d_forward(ctx, &y, &x, &w, NULL, NULL);
     if (s != GPUDL_OK && s != GPUDL_ERR_CUDA_FATAL) return 6;
@@ -752,7 +752,7 @@ static void test_gpu_fill_integer_tensors(void) {
    core (the harness's CPU context was that first one). */
 static void test_threads_bound(void) {
 #ifdef GPUDL__CAN_BIND
-    int n = gpudl__num_threads(cpu_ctx()), single = 0, distinct = 1;
+    int n = gpudl__num_threads_max(cpu_ctx()), single = 0, distinct = 1;
     int cpu_of[64];
     if (getenv("OMP_PROC_BIND") || getenv("OMP_PLACES") || getenv("GOMP_CPU_AFFINITY") || getenv("KMP_AFFINITY"))
         SKIP("the environment places OpenMP's threads");
@@ -777,5 +777,83 @@ static void test_threads_bound(void) {
     CHECKF(single == n && distinct, "%d of %d threads bound to one core each (distinct: %d)", single, n, distinct);
 #else
     SKIP("threads are bound only in CPU-only OpenMP builds on Linux");
+#endif
+}
+
+#ifdef GPUDL__SHARE
+#include <signal.h>
+#include <sys/wait.h>
+#endif
+
+/* Sharing the CPU (issue 23): fewer threads while ours wait for cores,
+   the same bits whatever the team, and a real drop when busy loops in
+   other processes take every core. */
+static void test_share_cpu(void) {
+#ifdef GPUDL__SHARE
+    gpudl_ctx *c = cpu_ctx();
+    int mx = gpudl__num_threads_max(c), keep = gpudl__share.team;
+    CHECK(gpudl__share_decide(2, 2, 0.5, 0.0) == 1);    /* our threads waited half the time: one fewer */
+    CHECK(gpudl__share_decide(2, 2, 0.1, 0.0) == 2);    /* a little waiting: stay */
+    CHECK(gpudl__share_decide(1, 2, 0.0, 0.1) == 1);    /* the other core busy: stay at one */
+    CHECK(gpudl__share_decide(1, 2, 0.0, 0.9) == 2);    /* a core sat idle: one back */
+    CHECK(gpudl__share_decide(8, 8, 0.3, 0.0) == 7 && gpudl__share_decide(1, 1, 1.0, 0.0) == 1);
+    {   /* the same bits on any team: a conv backward (per-group partials), a sum (chunks), a matmul */
+        int64_t x4[4] = {64, 6, 14, 14}, w4[4] = {8, 6, 3, 3}, y4[4] = {64, 8, 14, 14}, n1 = 3000001, p2[2] = {300, 200},
+                q2[2] = {200, 100}, r2[2] = {300, 100}, one = 1;
+        gpudl_tensor x, w, dy, a, p, q, dx[2], dw[2], sm[2], r[2];
+        gpudl_conv2d_desc cd;
+        int k, same = 1;
+        memset(&cd, 0, sizeof cd);
+        cd.pad_h = cd.pad_w = 1;
+        GPUDL_CHECK(gpudl_tensor_create(c, &x, GPUDL_F32, 4, x4)); GPUDL_CHECK(gpudl_tensor_create(c, &w, GPUDL_F32, 4, w4));
+        GPUDL_CHECK(gpudl_tensor_create(c, &dy, GPUDL_F32, 4, y4)); GPUDL_CHECK(gpudl_tensor_create(c, &a, GPUDL_F32, 1, &n1));
+        GPUDL_CHECK(gpudl_tensor_create(c, &p, GPUDL_F32, 2, p2)); GPUDL_CHECK(gpudl_tensor_create(c, &q, GPUDL_F32, 2, q2));
+        GPUDL_CHECK(gpudl_tensor_uniform(c, &x, -1, 1)); GPUDL_CHECK(gpudl_tensor_uniform(c, &w, -1, 1));
+        GPUDL_CHECK(gpudl_tensor_uniform(c, &dy, -1, 1)); GPUDL_CHECK(gpudl_tensor_uniform(c, &a, -1, 1));
+        GPUDL_CHECK(gpudl_tensor_uniform(c, &p, -1, 1)); GPUDL_CHECK(gpudl_tensor_uniform(c, &q, -1, 1));
+        for (k = 0; k < 2; k++) {
+            gpudl__share.team = k ? 1 : 0;   /* all threads, then one */
+            GPUDL_CHECK(gpudl_tensor_create(c, &dx[k], GPUDL_F32, 4, x4)); GPUDL_CHECK(gpudl_tensor_create(c, &dw[k], GPUDL_F32, 4, w4));
+            GPUDL_CHECK(gpudl_tensor_create(c, &sm[k], GPUDL_F32, 1, &one)); GPUDL_CHECK(gpudl_tensor_create(c, &r[k], GPUDL_F32, 2, r2));
+            CHECK_OK(gpudl_tensor_fill(c, &dw[k], 0.0f));
+            CHECK_OK(gpudl_conv2d_backward(c, &dx[k], &dw[k], NULL, &dy, &x, &w, &cd));
+            CHECK_OK(gpudl_sum(c, &sm[k], &a));
+            CHECK_OK(gpudl_matmul(c, &r[k], &p, &q, 0, 0, 1.0f, 0.0f));
+        }
+        gpudl__share.team = keep;
+        same = !memcmp(dx[0].data, dx[1].data, gpudl_tensor_bytes(&dx[0])) && !memcmp(dw[0].data, dw[1].data, gpudl_tensor_bytes(&dw[0])) &&
+               !memcmp(sm[0].data, sm[1].data, 4) && !memcmp(r[0].data, r[1].data, gpudl_tensor_bytes(&r[0]));
+        CHECKF(same, "%d threads and 1 gave different bits", mx);
+        for (k = 0; k < 2; k++) { gpudl_tensor_free(c, &dx[k]); gpudl_tensor_free(c, &dw[k]); gpudl_tensor_free(c, &sm[k]); gpudl_tensor_free(c, &r[k]); }
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &w); gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &a);
+        gpudl_tensor_free(c, &p); gpudl_tensor_free(c, &q);
+    }
+    if (mx >= 2 && mx <= (int)sysconf(_SC_NPROCESSORS_ONLN) && mx <= 16) {
+        /* a busy loop on every core: our GEMMs' threads wait, and within
+           three seconds the team is smaller */
+        pid_t hogs[16];
+        int i, team = 0;
+        double t0;
+        gpudl_tensor p = host_rand(GPUDL_F32, 2, 384, 384, 0), r = make(c, GPUDL_DEVICE_CPU, GPUDL_F32, 2, 384, 384, 0);
+        fflush(stdout);   /* the children must not print what this process has buffered */
+        for (i = 0; i < mx; i++) {
+            hogs[i] = fork();
+            if (hogs[i] == 0) { volatile unsigned long spin = 0; double end = gpudl_now() + 6.0; while (gpudl_now() < end) spin++; _exit(0); }
+        }
+        gpudl__share.team = 0;
+        gpudl__share.t = 0.0;
+        for (t0 = gpudl_now(); gpudl_now() - t0 < 3.0 && (team = gpudl__num_threads(c)) >= mx;)
+            CHECK_OK(gpudl_matmul(c, &r, &p, &p, 0, 0, 1.0f, 0.0f));
+        for (i = 0; i < mx; i++) { kill(hogs[i], SIGKILL); waitpid(hogs[i], NULL, 0); }
+        CHECKF(team < mx, "%d busy loops on %d cores for 3 s, and the team is still %d (waiting %.2f threads)", mx, mx, team,
+               gpudl__share.waiting);
+        printf("    %d busy loops in other processes: a team of %d of %d after %.1f s (our threads waited %.2f of the time)\n",
+               mx, team, mx, gpudl_now() - t0, gpudl__share.waiting);
+        gpudl_tensor_free(c, &p);
+        gpudl_tensor_free(c, &r);
+        gpudl__share.team = keep;
+    }
+#else
+    SKIP("the team follows the load only in OpenMP builds on Linux");
 #endif
 }
