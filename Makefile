@@ -5,16 +5,17 @@ NVCC    ?= nvcc
 CFLAGS  ?= -O2
 CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+# Probes that start programs (nvcc, python3, a compiler) run only when a
+# recipe needs their answer, once per make (make help and make doctor run
+# none of them): $(call lazy,VAR,command) defines VAR that way.
+lazy = $(eval $(1) = $$(eval $(1) := $$$$(shell $(2)))$$($(1)))
 # Where cuBLAS or cuDNN sit outside nvcc's search path (say, only in
 # PyTorch's pip wheels), tools/cuda_flags.sh finds them: -I, -L and an
-# rpath, and LD_LIBRARY_PATH for the programs run here. Empty on a normal install.
-ifdef HAVE_NVCC
-CUDA_FLAGS := $(shell NVCC=$(NVCC) sh tools/cuda_flags.sh)
-CUDA_LIBDIRS := $(shell NVCC=$(NVCC) sh tools/cuda_flags.sh --libdirs)
-ifneq ($(CUDA_LIBDIRS),)
-export LD_LIBRARY_PATH := $(CUDA_LIBDIRS)$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
-endif
-endif
+# rpath, and LD_LIBRARY_PATH for the programs run here ($(CUDA_RUN) before
+# a command). Empty on a normal install.
+$(call lazy,CUDA_FLAGS,$(if $(HAVE_NVCC),NVCC=$(NVCC) sh tools/cuda_flags.sh))
+$(call lazy,CUDA_LIBDIRS,$(if $(HAVE_NVCC),NVCC=$(NVCC) sh tools/cuda_flags.sh --libdirs))
+CUDA_RUN = $(if $(CUDA_LIBDIRS),LD_LIBRARY_PATH=$(CUDA_LIBDIRS)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH})
 CUDA_LIBS  = $(CUDA_FLAGS) -lcublas -lcublasLt -lcudnn
 # Data parallel (gpudl_dist): the examples take --dist when MPI (and, in nvcc
 # builds, NCCL) are there: -DGPUDL_MPI with mpicc's flags, -DGPUDL_NCCL -lnccl.
@@ -25,12 +26,10 @@ MPI_LIBS := $(shell mpicc --showme:link 2>/dev/null)
 DIST_FLAGS = -DGPUDL_MPI $(MPI_CFLAGS)
 DIST_LIBS = $(MPI_LIBS)
 endif
-ifdef HAVE_NVCC
-HAVE_NCCL := $(shell printf '\043include <nccl.h>\n' | $(NVCC) $(CUDA_FLAGS) -x cu -E - >/dev/null 2>&1 && echo yes)
-endif
-HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
+$(call lazy,HAVE_NCCL,$(if $(HAVE_NVCC),printf '\043include <nccl.h>\n' | $(NVCC) $(CUDA_FLAGS) -x cu -E - >/dev/null 2>&1 && echo yes))
+$(call lazy,HAVE_OPENBLAS,printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: all help demo doctor data matmul-demo grade plots test test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist clean
+.PHONY: all help demo doctor data matmul-demo grade plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention clean
 EXAMPLES = build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck build/doctor
 all: $(EXAMPLES)
 
@@ -39,8 +38,10 @@ help:
 	@echo "make doctor        check the build on this machine: driver, GPU, libraries, CPU, data; says what to fix"
 	@echo "make matmul-demo   time t @ t and a 10000^2 product on the CPU and the GPU"
 	@echo "make               build every example into build/"
-	@echo "make test          the test suite, on any machine (no GPU needed: see make test-emu)"
-	@echo "make test-emu      the GPU path on the emulated CUDA device"
+	@echo "make test          the test suite on any machine, GPU or not: every area, about 7 minutes on 2 cores"
+	@echo "make test-all      every tier in full (make test-extra, then make test): about 25 minutes"
+	@echo "make test-extra    what make test leaves out: sanitizers, fuzzing, the full tiers below"
+	@echo "make test-emu      the GPU path on the emulated CUDA device, in full"
 	@echo "make test-windows  the CPU suites and examples built by MinGW-w64, run under Wine"
 	@echo "make test-arm64    the CPU suites built for aarch64 (NEON GEMM), run under QEMU (slow; make test runs a subset)"
 	@echo "make test-dist     data parallel: 2 MPI ranks on the CPU, 2 NCCL ranks on the emulated GPU"
@@ -49,6 +50,7 @@ help:
 	@echo "make fuzz          libFuzzer on the IDX and checkpoint loaders (clang)"
 	@echo "make bench         benchmarks: tables, CSV and pictures (bench/*.png) under bench/"
 	@echo "make bench-dist    data parallel on the CPU cores: 1 rank x 2 threads against 2 ranks x 1"
+	@echo "make bench-contention  1 and 2 OpenMP threads, idle and beside a busy core (bench/contention.csv)"
 	@echo "make plots         redraw the pictures; with build/demo.csv from make demo DEMO_ARGS=\"--log build/demo.csv\""
 	@echo "make data          find or fetch Fashion-MNIST into build/data"
 	@echo "make grade A=relu_xent|sgemm|maxpool [SRC=file] [GRADE_ARGS=--no-train]"
@@ -65,13 +67,17 @@ build/%: examples/%.c gpudl.h | build
 	$(CC) $(CFLAGS) -fopenmp -DGPUDL_NO_CUDA -I. $(DIST_FLAGS) -o $@ $< -lm $(DIST_LIBS)
 endif
 
-# A self-check of the build on this machine: what is there, what to fix.
-doctor: build/doctor
-	@./build/doctor || true
+# A self-check of this machine, in seconds: the tools, the GPU, the emulated
+# device, MPI; then gpudl's own report (examples/doctor.c), built with cc
+# where there is no NVIDIA driver and with nvcc where there is.
+doctor:
+	@$(CUDA_RUN) NVCC=$(NVCC) CC=$(CC) sh tools/doctor.sh
+build/doctor_cpu: examples/doctor.c gpudl.h | build
+	$(CC) $(CFLAGS) -fopenmp -DGPUDL_NO_CUDA -I. -o $@ examples/doctor.c -lm
 
 # The main job: train the CNN on Fashion-MNIST (data: see data/README.md).
 demo: build/cnn_fashion data
-	./build/cnn_fashion --data build/data/fashion-mnist $(DEMO_ARGS)
+	$(CUDA_RUN) ./build/cnn_fashion --data build/data/fashion-mnist $(DEMO_ARGS)
 
 data:
 	@sh data/prepare.sh
@@ -120,15 +126,22 @@ grade: build/test/data/.stamp
 	    $$cc -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -I. -o build/grade/grade_$$a build/grade/grade_$$kind.o "$$src" \
 	        build/grade/kernels_$$kind.o $$libs -lgomp ;; \
 	esac; \
-	./build/grade/grade_$$a $$a --data build/test/data $(GRADE_ARGS)
+	$(CUDA_RUN) ./build/grade/grade_$$a $$a --data build/test/data $(GRADE_ARGS)
 
 # The matmul experiment: CPU vs GPU in FP32, TF32 and FP16.
 matmul-demo: build/cpu_vs_gpu
-	./build/cpu_vs_gpu $(DEMO_ARGS)
+	$(CUDA_RUN) ./build/cpu_vs_gpu $(DEMO_ARGS)
 
+# The tiers (README, Tests): make test, every area in about 7 minutes;
+# make test-extra, the rest; make test-all, both (CI: .ci/run).
 test:
 	python3 tools/check_sections.py
 	bash tests/run.sh
+test-extra:
+	bash tests/run.sh --extra
+test-all:
+	$(MAKE) --no-print-directory test-extra
+	$(MAKE) --no-print-directory test
 
 # The GPU path on the emulated CUDA device (tests/emu), on any machine: the
 # emulator's self-tests, the GPU suites (also under ASan/UBSan), the examples
@@ -173,10 +186,10 @@ test-gpu: $(GPU_TESTS)
 	$(MAKE) --no-print-directory test-gpu-sanitize
 test-gpu-suites: $(GPU_TESTS) build/test/data/.stamp
 	@sh data/prepare.sh
-	./build/suite_core_cuda --gpu-only
-	GPUDL_TEST_DATA=build/test/data GPUDL_FULL_DATA=build/data/fashion-mnist ./build/suite_train_cuda --gpu-only
+	$(CUDA_RUN) ./build/suite_core_cuda --gpu-only
+	$(CUDA_RUN) GPUDL_TEST_DATA=build/test/data GPUDL_FULL_DATA=build/data/fashion-mnist ./build/suite_train_cuda --gpu-only
 test-gpu-sanitize: $(GPU_TESTS) build/test/data/.stamp
-	@if command -v compute-sanitizer >/dev/null 2>&1; then \
+	@$(if $(CUDA_LIBDIRS),export LD_LIBRARY_PATH=$(CUDA_LIBDIRS)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH};) if command -v compute-sanitizer >/dev/null 2>&1; then \
 	    if $(CS) --tool memcheck ./build/suite_core_cuda --control-oob >build/sanitizer_control.log 2>&1; then \
 	        echo "FAIL: compute-sanitizer did not flag the out-of-bounds control kernel"; exit 1; \
 	    else echo "ok      compute-sanitizer flags the control kernel"; fi; \
@@ -198,6 +211,7 @@ test-sanitize: | build
 	$(CC) -std=c99 $(SAN) -DGPUDL_NO_CUDA -fopenmp -o build/suite_core_san tests/suite_core.c -lm
 	$(CC) -std=c99 $(SAN) -DGPUDL_NO_CUDA -fopenmp -o build/suite_train_san tests/suite_train.c -lm
 	$(CC) -std=c99 $(SAN) -DGPUDL_NO_CUDA -o build/test_faults_san tests/test_faults.c -lm
+	@echo "(expected below: AddressSanitizer's WARNING that it failed to allocate an absurd size; the out-of-memory tests ask for one)"
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/suite_core_san --cpu-only
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 GPUDL_TEST_DATA=build/test/data ./build/suite_train_san --cpu-only
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/test_faults_san
@@ -219,9 +233,7 @@ fuzz: | build
 	    tail -1 build/fuzz_$$t.log; \
 	done
 
-ifdef HAVE_OPENBLAS
-BENCH_BLAS = -DGPUDL_BENCH_OPENBLAS -lopenblas
-endif
+BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DGPUDL_BENCH_OPENBLAS -lopenblas)
 # Without a GPU the benchmarks are the CPU-only build, the one a student
 # compiles: it binds its OpenMP threads (a CUDA build does not), and on a
 # 2-vCPU VM the unbound threads scattered the MLP step over 9-16 ms.
@@ -255,7 +267,7 @@ bench:
 plots:
 	$(PLOT_PY) bench/plot.py
 bench-matmul: build/bench_matmul
-	./build/bench_matmul $(BENCH_ARGS)
+	$(CUDA_RUN) ./build/bench_matmul $(BENCH_ARGS)
 	@if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then \
 	    python3 bench/torch_matmul.py; \
 	else echo "torch_matmul.py SKIPPED: no PyTorch with a GPU here"; fi
@@ -264,8 +276,11 @@ BENCH_PY ?= python3
 # Data parallel on this machine's cores: 1 rank x 2 threads against 2 ranks x 1 (bench/dist.csv).
 bench-dist:
 	bash bench/bench_dist.sh $(BENCH_ROUNDS)
+# OpenMP beside another program: 1 and 2 threads, idle and with one core busy (bench/contention.csv).
+bench-contention:
+	bash bench/bench_contention.sh $(BENCH_ROUNDS)
 bench-train: build/bench_train
-	./build/bench_train $(BENCH_ARGS)
+	$(CUDA_RUN) ./build/bench_train $(BENCH_ARGS)
 	@if $(BENCH_PY) -c 'import torch' 2>/dev/null; then $(BENCH_PY) bench/torch_train.py $(BENCH_ARGS); \
 	else echo "torch_train.py SKIPPED: no PyTorch for $(BENCH_PY) (bench/README.md)"; fi
 	@if $(BENCH_PY) -c 'import jax' 2>/dev/null; then $(BENCH_PY) bench/jax_train.py $(BENCH_ARGS); \

@@ -24,6 +24,10 @@
        GPUDL_NO_CUDA        build the CPU backend only: no CUDA header or
                             library is needed, any C99 or C++ compiler works
        GPUDL_CBLAS          CPU FP32 GEMM through cblas_sgemm (link a CBLAS)
+       GPUDL_ZLIB           .gz data files through zlib (link -lz); without
+                            it gpudl's own inflate reads them
+       GPUDL_MPI, GPUDL_NCCL
+                            data parallel over ranks (the dist section)
        GPUDL_NO_SIMD        CPU GEMM without the AVX2/AVX-512 micro-kernels
        GPUDL_STATIC         make every gpudl_ function static to this file
        GPUDL_MALLOC, GPUDL_REALLOC, GPUDL_FREE
@@ -92,14 +96,17 @@
           and activation gradients (layer ops take f32, f16 or bf16
           activations; weight gradients are always f32); for FP16 a dynamic
           loss scaler kept on the device (the amp section).
-       9. Data and files. gpudl_idx_load / gpudl_mnist_load are strict and
-          never leave a half-built tensor; gpudl_dataset keeps a data set on
+       9. Data and files. gpudl_idx_load / gpudl_mnist_load are strict,
+          never leave a half-built tensor, and read .gz files in every build
+          (Debian's dataset-fashion-mnist); gpudl_dataset keeps a data set on
           the device. Checkpoints are safetensors files, written atomically
           (temporary file, fsync, rename) and validated completely before a
           load touches the model.
       10. Threads. A context (and everything made with it) is used by one
           thread at a time; use one context per thread. CPU ops use OpenMP
-          when built with -fopenmp (OMP_NUM_THREADS, or desc.num_threads).
+          when built with -fopenmp (OMP_NUM_THREADS, or desc.num_threads);
+          on Linux their loops use fewer threads while other programs keep
+          the cores busy (desc.share_cpu), with the same results.
           gpudl_cpu_flush_denormals(ctx, 1) makes CPU training immune to
           the slowdown of subnormal floats (opt-in; the examples use it).
       11. Your own code. A layer gpudl lacks joins a model with
@@ -361,7 +368,7 @@ GPUDL_HD static inline float gpudl__elem_get(const void *p, int dt, int64_t i) {
    share_cpu      0 = OpenMP builds on Linux run their parallel loops on
                   the cores other programs leave them: a thread fewer
                   while this process's threads wait for cores, one back
-                  when a core sits idle (checked twice a second). A loop's
+                  when a core sits idle (checked every 0.1-0.5 s). A loop's
                   threads wait for each other, and one that shares its
                   core with a busy program runs only in time slices (one
                   epoch of the demo CNN on 2 cores, one busy: 114 s on 2
@@ -2264,6 +2271,7 @@ static gpudl_ctx_desc gpudl__ctx_desc_defaults(const gpudl_ctx_desc *desc) {
 
 static int gpudl__pick_kc(void);
 static int gpudl__num_threads_max(const gpudl_ctx *ctx);
+static int gpudl__num_threads(const gpudl_ctx *ctx);
 static void gpudl__bind_threads(int nthreads);
 
 GPUDL__DEF gpudl_status gpudl_ctx_create(const gpudl_ctx_desc *desc, gpudl_ctx **out) {
@@ -2295,6 +2303,7 @@ GPUDL__DEF gpudl_status gpudl_ctx_create(const gpudl_ctx_desc *desc, gpudl_ctx *
     ctx->cpu_gemm = d.cpu_gemm;
     ctx->cpu_kc = gpudl__pick_kc();
     if (d.bind_threads == 0) gpudl__bind_threads(gpudl__num_threads_max(ctx));
+    (void)gpudl__num_threads(ctx);   /* the first window of the CPU sharing (gpudl__share_poll) opens now */
     ctx->log = d.log;
     ctx->log_user = d.log_user;
     ctx->device = GPUDL_DEVICE_CPU;
@@ -3405,12 +3414,13 @@ static void gpudl__pack_b(int64_t kc, int64_t nc, const float *B, int64_t rs, in
    every parallel loop; when another program keeps a core busy, the thread
    that shares its core waits for time slices and every loop waits for it
    (issue 23, one epoch of the CNN on a 2-core machine with one core busy:
-   114 s on 2 threads, 68 s on 1). So an OpenMP build on Linux looks, twice
-   a second, at how long its threads sat runnable but not running (each
+   114 s on 2 threads, 68 s on 1). So an OpenMP build on Linux looks, ten
+   times a second, at how long its threads sat runnable but not running (each
    thread's run-queue wait, /proc/self/task/N/schedstat): a quarter of a
    thread or more, and its loops run on one thread fewer; and at how long
-   its cores sat idle (/proc/stat): three quarters of a core or more, and
-   they get one back, up to all. Work is split the same whoever runs it
+   its cores sat idle (/proc/stat, then twice a second): three quarters of
+   a core or more, and they get one back, up to all. The first window opens
+   with the first CPU context. Work is split the same whoever runs it
    (see gpudl__num_threads_max), so the results are the same bits whatever
    the load. The state is the process's, as the cores are;
    gpudl_ctx_desc.share_cpu = -1 keeps a context's ops on all its threads. */
@@ -3483,13 +3493,15 @@ static int gpudl__share_decide(int cur, int mx, double waiting, double idle) {
     return GPUDL__MAX(1, GPUDL__MIN(cur, mx));
 }
 
-/* Every half second at most (the first time after a tenth, so that a short
-   program adapts too). */
+/* A window of a tenth of a second while all threads run (a busy core costs
+   a 2-core machine's loops 2-10x their time: notice it soon), of half a
+   second while fewer do (give a thread back only for a core that stays
+   idle). A poll reads a few /proc files: some 50 us. */
 static void gpudl__share_poll(void) {
     double now, idle, wait, window;
     if (omp_in_parallel()) return;
     now = gpudl_now();
-    window = gpudl__share.team ? 0.5 : 0.1;
+    window = gpudl__share.team > 0 && gpudl__share.team < omp_get_max_threads() ? 0.5 : 0.1;
     if (now - gpudl__share.t < window) return;
     GPUDL__OMP(omp critical(gpudl__share))
     if (now - gpudl__share.t >= window && gpudl__share_read(&idle, &wait)) {

@@ -1,6 +1,7 @@
 #!/bin/sh
 # make data: find Fashion-MNIST, decompress it into build/data/fashion-mnist
-# (plain IDX, so no program needs zlib), and say which copy was used:
+# (plain IDX, a little quicker to load; every build also reads the .gz), and
+# say which copy was used:
 #   1. data/fashion-mnist/            your own copy (plain or .gz)
 #   2. /usr/share/datasets/fashion-mnist   Debian's dataset-fashion-mnist,
 #      installed here with apt-get when run as root and it is missing
