@@ -38,6 +38,7 @@ TIER=$([ $EXTRA = 1 ] && echo "make test-extra" || echo "make test")
 HB=$B/.heartbeat.$$
 STEP=$B/.step.$$
 : > "$HB"; echo "starting" > "$STEP"
+START=$(date +%s)
 exec 3>&1
 exec > >(while IFS= read -r l; do printf '%s\n' "$l" >&3; : > "$HB"; done) 2>&1
 OUT_PID=$!
@@ -45,13 +46,12 @@ OUT_PID=$!
         [ -f "$HB" ] || exit 0
         now=$(date +%s); last=$(stat -c %Y "$HB" 2>/dev/null || echo "$now")
         if [ $((now - last)) -ge 25 ]; then
-            printf '        ... %s: still running (%s)\n' "$(cat "$STEP" 2>/dev/null)" "$(date -u -d @$(( $(date +%s) - START )) +%M:%S) into $TIER" >&3
+            t=$(( now - START ))
+            printf '        ... %s: still running (%d:%02d into %s)\n' "$(cat "$STEP" 2>/dev/null)" $((t / 60)) $((t % 60)) "$TIER" >&3
             : > "$HB"
         fi
     done ) &
 WATCH_PID=$!
-START=$(date +%s)
-export START
 finish() { rm -f "$HB" "$STEP"; kill "$WATCH_PID" 2>/dev/null; exec >&3 2>&3; wait "$OUT_PID" 2>/dev/null; }
 trap finish EXIT
 SECTION=

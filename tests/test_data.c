@@ -158,7 +158,7 @@ static void test_gunzip_builtin(void) {
         0x17, 0x10, 0x14, 0x12, 0x16, 0x11, 0x15, 0x13, 0x97, 0x90, 0x94, 0x92, 0x96, 0x91, 0x95, 0x93, 0x57, 0x50, 0x54, 0x52,
         0x56, 0x51, 0x55, 0x53, 0x4f, 0x4c, 0x4a, 0xa6, 0x04, 0x01, 0x00};
     static const unsigned char aaaa[] = {0x4b, 0x04, 0x02, 0x00};      /* 'a', then 3 more from 1 back */
-    static const unsigned char far[] = {0x4b, 0x04, 0x42, 0x00};       /* 'a', then 3 from 2 back */
+    static const unsigned char too_far[] = {0x4b, 0x04, 0x42, 0x00};       /* 'a', then 3 from 2 back */
     static const unsigned char over[] = {0x05, 0x00, 0x92, 0x04};      /* a dynamic block: four 1-bit code-length codes */
     static const unsigned char bad286[] = {0x1b, 0x03};                 /* length symbol 286 */
     static const unsigned char type3[] = {0x07, 0x00};
@@ -219,7 +219,7 @@ static void test_gunzip_builtin(void) {
     expect_gunzip("reserved flags", b, na, NULL, 0, "reserved gzip header flags");
     stored[3] ^= 1;
     expect_gunzip("stored LEN/NLEN", b, gz_member(b, stored, 5 + sizeof text, text, sizeof text), NULL, 0, "complement disagree");
-    expect_gunzip("distance too far", b, gz_member(b, far, sizeof far, text, 4), NULL, 0, "distance too far back");
+    expect_gunzip("distance too far", b, gz_member(b, too_far, sizeof too_far, text, 4), NULL, 0, "distance too far back");
     expect_gunzip("over-subscribed", b, gz_member(b, over, sizeof over, text, 0), NULL, 0, "over-subscribed");
     expect_gunzip("length symbol 286", b, gz_member(b, bad286, sizeof bad286, text, 0), NULL, 0, "286 or 287");
     expect_gunzip("block type 3", b, gz_member(b, type3, sizeof type3, text, 0), NULL, 0, "reserved type 3");
