@@ -26,7 +26,7 @@ MPI_LIBS := $(shell mpicc --showme:link 2>/dev/null)
 DIST_FLAGS = -DGPUDL_MPI $(MPI_CFLAGS)
 DIST_LIBS = $(MPI_LIBS)
 endif
-$(call lazy,HAVE_NCCL,$(if $(HAVE_NVCC),printf '\043include <nccl.h>\n' | $(NVCC) $(CUDA_FLAGS) -x cu -E - >/dev/null 2>&1 && echo yes))
+$(call lazy,HAVE_NCCL,$(if $(HAVE_NVCC),printf '\043include <nccl.h>\n' | $(NVCC) $$(CUDA_FLAGS) -x cu -E - >/dev/null 2>&1 && echo yes))
 $(call lazy,HAVE_OPENBLAS,printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
 .PHONY: all help demo doctor data matmul-demo grade plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention clean
@@ -71,7 +71,7 @@ endif
 # device, MPI; then gpudl's own report (examples/doctor.c), built with cc
 # where there is no NVIDIA driver and with nvcc where there is.
 doctor:
-	@$(CUDA_RUN) NVCC=$(NVCC) CC=$(CC) sh tools/doctor.sh
+	@NVCC=$(NVCC) CC=$(CC) sh tools/doctor.sh
 build/doctor_cpu: examples/doctor.c gpudl.h | build
 	$(CC) $(CFLAGS) -fopenmp -DGPUDL_NO_CUDA -I. -o $@ examples/doctor.c -lm
 
@@ -140,8 +140,7 @@ test:
 test-extra:
 	bash tests/run.sh --extra
 test-all:
-	$(MAKE) --no-print-directory test-extra
-	$(MAKE) --no-print-directory test
+	@$(MAKE) --no-print-directory test-extra; s=$$?; $(MAKE) --no-print-directory test && exit $$s
 
 # The GPU path on the emulated CUDA device (tests/emu), on any machine: the
 # emulator's self-tests, the GPU suites (also under ASan/UBSan), the examples
@@ -237,22 +236,11 @@ BENCH_BLAS = $(if $(HAVE_OPENBLAS),-DGPUDL_BENCH_OPENBLAS -lopenblas)
 # Without a GPU the benchmarks are the CPU-only build, the one a student
 # compiles: it binds its OpenMP threads (a CUDA build does not), and on a
 # 2-vCPU VM the unbound threads scattered the MLP step over 9-16 ms.
-BENCH_NVCC := $(if $(HAVE_NVCC),$(shell nvidia-smi -L >/dev/null 2>&1 && echo 1))
-ifdef BENCH_NVCC
+$(call lazy,BENCH_NVCC,$(if $(HAVE_NVCC),nvidia-smi -L >/dev/null 2>&1 && echo 1))
 build/bench_matmul: bench/bench_matmul.c gpudl.h gpudl_kernels.cu | build
-	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ bench/bench_matmul.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp $(BENCH_BLAS)
-else
-build/bench_matmul: bench/bench_matmul.c gpudl.h | build
-	$(CC) -O2 -fopenmp -DGPUDL_NO_CUDA -o $@ bench/bench_matmul.c -lm $(BENCH_BLAS)
-endif
-
-ifdef BENCH_NVCC
+	$(if $(BENCH_NVCC),$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ bench/bench_matmul.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp $(BENCH_BLAS),$(CC) -O2 -fopenmp -DGPUDL_NO_CUDA -o $@ bench/bench_matmul.c -lm $(BENCH_BLAS))
 build/bench_train: bench/bench_train.c gpudl.h gpudl_kernels.cu | build
-	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ bench/bench_train.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp
-else
-build/bench_train: bench/bench_train.c gpudl.h | build
-	$(CC) -O2 -fopenmp -DGPUDL_NO_CUDA -o $@ bench/bench_train.c -lm
-endif
+	$(if $(BENCH_NVCC),$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ bench/bench_train.c gpudl_kernels.cu $(CUDA_LIBS) -lgomp,$(CC) -O2 -fopenmp -DGPUDL_NO_CUDA -o $@ bench/bench_train.c -lm)
 
 # Benchmarks: tables on stdout, CSV under bench/. Never pass/fail. With a
 # GPU and PyTorch: matmul and training steps (FP32, FP16, BF16) side by side

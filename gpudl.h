@@ -374,7 +374,9 @@ GPUDL_HD static inline float gpudl__elem_get(const void *p, int dt, int64_t i) {
                   epoch of the demo CNN on 2 cores, one busy: 114 s on 2
                   threads, 68 s on 1). The work is split the same way
                   whoever runs it, so results do not change.
-                  -1 = always num_threads (a benchmark of the threads).
+                  -1 = this context's GEMMs, convolutions and optimizer
+                  steps always on num_threads (a benchmark of the
+                  threads); elementwise loops follow the process's state.
    bind_threads   0 = in a CPU-only build (GPUDL_NO_CUDA) on Linux, when the
                   environment does not place OpenMP's threads (OMP_PROC_BIND,
                   OMP_PLACES, GOMP_CPU_AFFINITY, KMP_AFFINITY unset), the first
@@ -1655,9 +1657,9 @@ GPUDL_API gpudl_status gpudl_dist_create(const gpudl_dist_desc *desc, gpudl_dist
 /* Whether a launcher started this process as one of several ranks, read
    from what it sets in the environment: mpirun / mpiexec of Open MPI
    (OMPI_COMM_WORLD_*), of MPICH and Intel MPI (PMI_*), Slurm's srun
-   (SLURM_PROCID, SLURM_NTASKS) and torchrun (RANK, WORLD_SIZE). Returns the
-   number of ranks (1: none) and this process's rank in *rank (optional);
-   starts nothing. A program that trains alone unless asked (--dist) can
+   (SLURM_PROCID, SLURM_STEP_NUM_TASKS) and torchrun (RANK, WORLD_SIZE).
+   Returns the number of ranks (1: none) and this process's rank in *rank
+   (optional; -1 when the launcher does not say); starts nothing. A program that trains alone unless asked (--dist) can
    warn that N copies of it are about to train the same model apart. */
 GPUDL_API int gpudl_dist_launched(int *rank);
 /* Frees the communicators (and finalizes MPI if gpudl_dist_create started it). */
@@ -2351,7 +2353,7 @@ static void gpudl__leak_report(gpudl_ctx *ctx);
 GPUDL__DEF void gpudl_ctx_destroy(gpudl_ctx *ctx) {
     size_t i;
     if (!ctx) return;
-    if (ctx->live_n) gpudl__leak_report(ctx);
+    if (ctx->live_n || ctx->models) gpudl__leak_report(ctx);
     while (ctx->models) gpudl_model_destroy(ctx->models);   /* reported above; what a model holds goes with it */
     for (i = 0; i < sizeof ctx->dead / sizeof ctx->dead[0]; i++) GPUDL_FREE(ctx->dead[i]);
     GPUDL_FREE(ctx->live);
@@ -3422,32 +3424,43 @@ static void gpudl__pack_b(int64_t kc, int64_t nc, const float *B, int64_t rs, in
    a core or more, and they get one back, up to all. The first window opens
    with the first CPU context. Work is split the same whoever runs it
    (see gpudl__num_threads_max), so the results are the same bits whatever
-   the load. The state is the process's, as the cores are;
-   gpudl_ctx_desc.share_cpu = -1 keeps a context's ops on all its threads. */
-#if defined(_OPENMP) && defined(__linux__)
-#  define GPUDL__SHARE 1
+   the load. The state is the process's, as the cores are: a number of
+   threads every loop runs without (a context asking for 8 threads where
+   OpenMP's default is 2 sheds the same one); gpudl_ctx_desc.share_cpu = -1
+   keeps a context's GEMMs, convolutions and optimizer steps on all theirs. */
+#if defined(_OPENMP) && defined(__linux__) && (defined(_DEFAULT_SOURCE) || defined(_GNU_SOURCE) || defined(__USE_MISC))
+#  define GPUDL__SHARE 1   /* (syscall() needs what glibc declares by default; a strict -D_POSIX_C_SOURCE build goes without) */
 #  include <dirent.h>
 #endif
 #ifdef GPUDL__SHARE
 static struct {
-    double t;              /* when this window began (gpudl_now); 0: not yet */
+    int shed;              /* threads each loop runs without now; 0: none (read without the lock: atomics) */
+    long long t_us;        /* when this window began (gpudl_now, microseconds); 0: not yet (atomic) */
     double idle, wait;     /* seconds then: the cores' idle time, this process's threads' run-queue wait */
-    int team;              /* threads a loop uses now; 0: all */
     double idle_cores, waiting;   /* in the last window: cores idle, threads of ours kept waiting */
+    double backoff;        /* seconds a window lasts while threads are shed: 0.5, doubled (to 8) when a thread
+                              given back was taken again at once */
+    double last_rise;      /* when a thread was last given back */
     unsigned long mask[16];       /* the cores this process may use, as it started (before gpudl__bind_threads) */
     int have_mask;
 } gpudl__share;
+#  define GPUDL__SHED() __atomic_load_n(&gpudl__share.shed, __ATOMIC_RELAXED)
 
 /* The process's cores, kept before the threads are bound (a bound thread's
-   own mask names one core). */
-static void gpudl__share_mask(void) {
+   own mask names one core). _locked: the caller holds the lock. */
+static void gpudl__share_mask_locked(void) {
     if (gpudl__share.have_mask) return;
     memset(gpudl__share.mask, 0, sizeof gpudl__share.mask);
     gpudl__share.have_mask = syscall(SYS_sched_getaffinity, 0, sizeof gpudl__share.mask, gpudl__share.mask) > 0;
 }
+static void gpudl__share_mask(void) {
+    GPUDL__OMP(omp critical(gpudl__share))
+    gpudl__share_mask_locked();
+}
 
 /* Seconds so far: idle on the cores this process may use, and waiting to
-   run summed over this process's threads. 0: not known here. */
+   run summed over this process's threads. 0: not known here. (Called
+   with the lock held.) */
 static int gpudl__share_read(double *idle, double *wait) {
     const unsigned long *mask = gpudl__share.mask;
     unsigned long long v[5], run, delay;
@@ -3458,7 +3471,7 @@ static int gpudl__share_read(double *idle, double *wait) {
     DIR *dir;
     FILE *f;
     int cpu, n = 0, bits = 8 * (int)sizeof(unsigned long);
-    gpudl__share_mask();
+    gpudl__share_mask_locked();
     if (!gpudl__share.have_mask || hz <= 0 || (f = fopen("/proc/stat", "r")) == NULL) return 0;
     while (fgets(line, sizeof line, f) && !strncmp(line, "cpu", 3)) {   /* "cpuN user nice system idle iowait ..." */
         if (sscanf(line + 3, "%d %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1], &v[2], &v[3], &v[4]) != 6 || cpu < 0 ||
@@ -3484,36 +3497,44 @@ static int gpudl__share_read(double *idle, double *wait) {
     return 1;
 }
 
-/* The team for a loop now: cur threads so far, at most mx, after a window
-   in which `waiting` of this process's threads sat runnable but not
-   running and `idle` cores had nothing to run. */
-static int gpudl__share_decide(int cur, int mx, double waiting, double idle) {
-    if (waiting >= 0.25 && cur > 1) return cur - 1;   /* our threads wait for cores: one fewer */
-    if (idle >= 0.75 && cur < mx) return cur + 1;     /* a core sat idle: one more */
-    return GPUDL__MAX(1, GPUDL__MIN(cur, mx));
+/* The threads to shed now, shed so far, of mx (one at least runs), after a
+   window in which `waiting` of this process's threads sat runnable but not
+   running and `idle` cores had nothing to run: one more while ours wait
+   for cores, one fewer when a core sat idle. */
+static int gpudl__share_decide(int shed, int mx, double waiting, double idle) {
+    if (waiting >= 0.25 && shed < mx - 1) return shed + 1;
+    if (idle >= 0.75 && shed > 0) return shed - 1;
+    return GPUDL__MAX(0, GPUDL__MIN(shed, mx - 1));
 }
 
-/* A window of a tenth of a second while all threads run (a busy core costs
-   a 2-core machine's loops 2-10x their time: notice it soon), of half a
-   second while fewer do (give a thread back only for a core that stays
-   idle). A poll reads a few /proc files: some 50 us. */
+/* A window of a tenth of a second while no thread is shed (a busy core
+   costs a 2-core machine's loops 2-10x their time: notice it soon), of
+   half a second or more while some are (give a thread back only for a core
+   that stays idle; twice as long each time one given back is taken again
+   at once, up to 8 s, so that serial code of ours does not make the team
+   flicker). A poll reads a few /proc files: some 50 us. */
 static void gpudl__share_poll(void) {
     double now, idle, wait, window;
+    int shed;
     if (omp_in_parallel()) return;
     now = gpudl_now();
-    window = gpudl__share.team > 0 && gpudl__share.team < omp_get_max_threads() ? 0.5 : 0.1;
-    if (now - gpudl__share.t < window) return;
+    shed = GPUDL__SHED();
+    window = shed ? GPUDL__MAX(gpudl__share.backoff, 0.5) : 0.1;
+    if (now - 1e-6 * (double)__atomic_load_n(&gpudl__share.t_us, __ATOMIC_RELAXED) < window) return;
     GPUDL__OMP(omp critical(gpudl__share))
-    if (now - gpudl__share.t >= window && gpudl__share_read(&idle, &wait)) {
-        if (gpudl__share.t > 0.0) {
-            int mx = omp_get_max_threads();
-            double dt = now - gpudl__share.t;
+    if (now - 1e-6 * (double)gpudl__share.t_us >= window && gpudl__share_read(&idle, &wait)) {
+        if (gpudl__share.t_us > 0) {
+            int mx = omp_get_max_threads(), next;
+            double dt = now - 1e-6 * (double)gpudl__share.t_us;
             gpudl__share.idle_cores = (idle - gpudl__share.idle) / dt;
             gpudl__share.waiting = GPUDL__MAX(0.0, wait - gpudl__share.wait) / dt;   /* threads that ended take their wait along */
-            gpudl__share.team = gpudl__share_decide(gpudl__share.team > 0 ? gpudl__share.team : mx, mx, gpudl__share.waiting,
-                                                    gpudl__share.idle_cores);
+            next = gpudl__share_decide(shed, mx, gpudl__share.waiting, gpudl__share.idle_cores);
+            if (gpudl__share.backoff < 0.5 || now - gpudl__share.last_rise > 10.0) gpudl__share.backoff = 0.5;
+            if (next > shed && now - gpudl__share.last_rise < 1.0) gpudl__share.backoff = GPUDL__MIN(8.0, 2.0 * gpudl__share.backoff);
+            if (next < shed) gpudl__share.last_rise = now;
+            __atomic_store_n(&gpudl__share.shed, next, __ATOMIC_RELAXED);
         }
-        gpudl__share.t = now;
+        __atomic_store_n(&gpudl__share.t_us, (long long)(now * 1e6), __ATOMIC_RELAXED);
         gpudl__share.idle = idle;
         gpudl__share.wait = wait;
     }
@@ -3524,8 +3545,8 @@ static void gpudl__share_poll(void) {
    work): OpenMP's default, fewer while other programs hold cores. */
 GPUDL__MAYBE_UNUSED static int gpudl__team(void) {
 #if defined(GPUDL__SHARE)
-    int mx = omp_get_max_threads();
-    return gpudl__share.team > 0 && gpudl__share.team < mx ? gpudl__share.team : mx;
+    gpudl__share_poll();
+    return GPUDL__MAX(1, omp_get_max_threads() - GPUDL__SHED());
 #elif defined(_OPENMP)
     return omp_get_max_threads();
 #else
@@ -3551,7 +3572,7 @@ static int gpudl__num_threads(const gpudl_ctx *ctx) {
 #ifdef GPUDL__SHARE
     if (ctx->share_cpu >= 0) {
         gpudl__share_poll();
-        if (gpudl__share.team > 0 && gpudl__share.team < n) n = gpudl__share.team;
+        n = GPUDL__MAX(1, n - GPUDL__SHED());
     }
 #endif
     return n;
@@ -3614,7 +3635,11 @@ static int gpudl__team_size(void) {
 }
 
 #ifdef _OPENMP   /* only named inside OpenMP pragmas */
-static int gpudl__in_parallel(void) { return omp_in_parallel(); }
+/* Inside any parallel construct, a team of one included (omp_in_parallel
+   says no there): where a loop of ours may run on one thread or on several
+   as the load goes (gpudl__num_threads), the code inside must not change
+   with it (a CBLAS, a nested team). */
+static int gpudl__in_parallel(void) { return omp_get_level() > 0; }
 #endif
 
 /* C (M,N; row stride ldc) = alpha * op(A) op(B) + beta * C, all FP32, on
@@ -3942,7 +3967,8 @@ static gpudl_status gpudl__cpu_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpu
     {
         /* Small batched products: one batch entry per thread beats splitting
            each product (which leaves threads idle and pays a region per call). */
-        int nt = gpudl__num_threads(ctx), per_entry = mm->L >= 2 * nt && nt > 1 && mm->M * mm->N * mm->K <= 512 * 512 * 512;
+        int nt = gpudl__num_threads(ctx), ntmax = gpudl__num_threads_max(ctx);
+        int per_entry = mm->L >= 2 * ntmax && ntmax > 1 && mm->M * mm->N * mm->K <= 512 * 512 * 512;   /* not by the load */
         int fails = 0;
         /* Two loops, not one with an if() clause: an sgemm region inside even
            an inactive (if-false) region is nested, and libgomp starts fresh
@@ -5867,7 +5893,6 @@ static int64_t gpudl__prod(int ndim, const int64_t *s) {
 static void gpudl__amp_release(gpudl_model *m);
 static gpudl_status gpudl__check_make(gpudl_model *m);
 
-/* Frees the layers' outputs and output gradients (a flatten's are views). */
 /* How many of the context's live allocations model m holds (the leak report). */
 static size_t gpudl__model_held(gpudl_ctx *ctx, const gpudl_model *m) {
     const gpudl_tensor *own[] = {&m->params, &m->grads, &m->buffers, &m->opt_m, &m->opt_v, &m->probs, &m->loss, &m->clip,
@@ -5887,7 +5912,7 @@ static size_t gpudl__model_held(gpudl_ctx *ctx, const gpudl_model *m) {
 /* At gpudl_ctx_destroy: what was left, by who should have freed it: models,
    datasets, then the user's own tensors. */
 static void gpudl__leak_report(gpudl_ctx *ctx) {
-    char msg[512];
+    char msg[512] = "";
     size_t models = 0, in_models = 0, n = 0, in_sets = (size_t)ctx->datasets * 5;
     const struct gpudl_model *m;
     for (m = ctx->models; m; m = m->next) { models++; in_models += gpudl__model_held(ctx, m); }
@@ -5907,6 +5932,7 @@ static void gpudl__leak_report(gpudl_ctx *ctx) {
     gpudl__log(ctx, GPUDL_LOG_WARN, "ctx_destroy: %s", msg);
 }
 
+/* Frees the layers' outputs and output gradients (a flatten's are views). */
 static void gpudl__acts_free(gpudl_model *m) {
     int i;
     for (i = 0; i < m->nlayers; i++) {
@@ -7536,7 +7562,8 @@ static int gpudl__inf_room(gpudl__inflater *z, size_t more) {
     size_t cap = z->out_cap;
     unsigned char *o;
     if (z->out_n + more <= cap) return 1;
-    while (cap < z->out_n + more) cap = cap ? 2 * cap : 65536;
+    if (more > SIZE_MAX - z->out_n) { if (!z->err) z->err = "out of memory"; return 0; }
+    while (cap < z->out_n + more) cap = cap && cap <= SIZE_MAX / 2 ? 2 * cap : cap ? z->out_n + more : 65536;
     o = (unsigned char *)GPUDL_REALLOC(z->out, cap);
     if (!o) { if (!z->err) z->err = "out of memory"; return 0; }
     z->out = o;
@@ -7682,9 +7709,11 @@ GPUDL__MAYBE_UNUSED static const char *gpudl__gunzip_builtin(const unsigned char
     *out_size = 0;
     z.in = in;
     z.in_n = n;
-    if (n >= 18) {   /* the last member's length, a good first guess of the whole (capped: it may lie) */
+    if (n >= 18) {   /* the last member's length, a good first guess of the whole (capped: it may lie; if it
+                        cannot be had, the output grows as it comes) */
         size_t guess = gpudl__le32(in + n - 4);
-        gpudl__inf_room(&z, GPUDL__MIN(guess, n < (SIZE_MAX >> 11) ? n << 10 : guess) + 1);
+        guess = GPUDL__MIN(guess, n < (SIZE_MAX >> 11) ? n << 10 : guess) + 1;
+        if ((z.out = (unsigned char *)GPUDL_MALLOC(guess)) != NULL) z.out_cap = guess;
     }
     do {
         size_t p = z.in_pos, start = z.out_n;
@@ -7937,7 +7966,9 @@ GPUDL__DEF gpudl_status gpudl_fashion_mnist_load(gpudl_ctx *ctx, const char *dir
 
 GPUDL__DEF void gpudl_dataset_free(gpudl_ctx *ctx, gpudl_dataset *ds) {
     if (!ds) return;
-    if (ctx && gpudl__live_has(ctx, ds->images.data)) ctx->datasets--;   /* not for a copy already freed */
+    if (ctx && (gpudl__live_has(ctx, ds->images.data) || gpudl__live_has(ctx, ds->labels.data) || gpudl__live_has(ctx, ds->perm.data) ||
+                gpudl__live_has(ctx, ds->xb.data) || gpudl__live_has(ctx, ds->yb.data)))
+        ctx->datasets--;   /* not for a copy already freed */
     gpudl_tensor_free(ctx, &ds->images); gpudl_tensor_free(ctx, &ds->labels); gpudl_tensor_free(ctx, &ds->perm);
     gpudl_tensor_free(ctx, &ds->xb); gpudl_tensor_free(ctx, &ds->yb);
     memset(ds, 0, sizeof *ds);
@@ -8976,22 +9007,32 @@ GPUDL__DEF int gpudl_doctor(char *buf, size_t size) {
     }
     gpudl_ctx_destroy(ctx);
     for (i = 0; i < 5; i++) {   /* the data: where gpudl_fashion_mnist_load looks */
-        char p[600];
+        char p[600], q[600];
         FILE *f;
-        int gz = 0;
+        int gz = 0, train = 0;
         snprintf(p, sizeof p, "%s/t10k-labels-idx1-ubyte", gpudl__fashion_dirs[i]);
         if ((f = fopen(p, "rb")) == NULL) { snprintf(p + strlen(p), sizeof p - strlen(p), ".gz"); f = fopen(p, "rb"); gz = 1; }
         if (!f) continue;
         fclose(f);
+        snprintf(q, sizeof q, "%s/train-images-idx3-ubyte", gpudl__fashion_dirs[i]);   /* the biggest of the four */
+        if ((f = fopen(q, "rb")) != NULL || (snprintf(q + strlen(q), sizeof q - strlen(q), ".gz"), f = fopen(q, "rb")) != NULL) {
+            fclose(f);
+            train = 1;
+        }
         d.log = gpudl_log_quiet;   /* the smallest of the four files, read as training would read it */
         if (gpudl_ctx_create(&d, &ctx) == GPUDL_OK) {
             gpudl_tensor t;
-            if (gpudl_idx_load(ctx, p, &t) == GPUDL_OK) {
-                gpudl__say(&s, 0, NULL, "data: Fashion-MNIST in %s%s", gpudl__fashion_dirs[i],
+            if (!train) {
+                snprintf(fix, sizeof fix, "put all four files in %s (Debian: apt-get install --reinstall dataset-fashion-mnist)",
+                         gpudl__fashion_dirs[i]);
+                gpudl__say(&s, 1, fix, "Fashion-MNIST in %s lacks train-images-idx3-ubyte(.gz)", gpudl__fashion_dirs[i]);
+            } else if (gpudl_idx_load(ctx, p, &t) == GPUDL_OK) {
+                gpudl__say(&s, 0, NULL, "data: Fashion-MNIST in %s, %lld test images (%s)%s", gpudl__fashion_dirs[i],
+                           (long long)t.shape[0], t.shape[0] >= 10000 ? "the full set" : "a subset",
 #ifdef GPUDL_ZLIB
-                           gz ? " (.gz, read through zlib)" : "");
+                           gz ? ", .gz read through zlib" : "");
 #else
-                           gz ? " (.gz, read by gpudl's own inflate)" : "");
+                           gz ? ", .gz read by gpudl's own inflate" : "");
 #endif
                 gpudl_tensor_free(ctx, &t);
             } else {
@@ -10253,12 +10294,12 @@ static int gpudl__env_int(const char *name, int *v) {   /* 1: set and a number, 
 
 GPUDL__DEF int gpudl_dist_launched(int *rank) {
     static const char *const vars[4][2] = {{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"}, {"PMI_SIZE", "PMI_RANK"},
-                                           {"SLURM_NTASKS", "SLURM_PROCID"}, {"WORLD_SIZE", "RANK"}};
+                                           {"SLURM_STEP_NUM_TASKS", "SLURM_PROCID"}, {"WORLD_SIZE", "RANK"}};
     int i, n, r;
     if (rank) *rank = 0;
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 4; i++) {   /* (srun's step, not sbatch's SLURM_NTASKS: a batch script runs once) */
         if (gpudl__env_int(vars[i][0], &n) != 1 || n < 2) continue;
-        if (gpudl__env_int(vars[i][1], &r) != 1 || r >= n) r = 0;
+        if (gpudl__env_int(vars[i][1], &r) != 1 || r >= n) r = -1;
         if (rank) *rank = r;
         return n;
     }

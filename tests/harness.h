@@ -198,6 +198,16 @@ static int run_tests(const test_case *tests, size_t count, int argc, char **argv
         }
         fflush(stdout);
     }
+    {   /* a --only= or --skip= that names no test is a typo in the caller: say so, or a test quietly goes unrun */
+        int a;
+        for (a = 1; a < argc; a++) {
+            size_t k;
+            int known = 0;
+            if (strncmp(argv[a], "--only=", 7) && strncmp(argv[a], "--skip=", 7)) continue;
+            for (k = 0; k < count && !known; k++) known = !strcmp(tests[k].name, argv[a] + 7);
+            if (!known) { printf("FAIL    %-34s no test of that name here\n", argv[a]); failed++; }
+        }
+    }
     if (gpu_ctx()) gpudl_ctx_destroy(gpu_ctx());
     gpudl_ctx_destroy(cpu_ctx());
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);

@@ -11,13 +11,13 @@
 #   bash tests/run.sh --extra   make test-extra: what make test leaves out:
 #                               the sanitizers, fuzzing, every example built
 #                               with nvcc, the CUDA-built suites' CPU tests,
-#                               CBLAS layers, and the full emulated device,
-#                               Windows, ARM64, data-parallel and grading
-#                               tiers. make test-all = make test-extra, then
+#                               CBLAS layers, the graders' training runs, and
+#                               the full emulated device, Windows and ARM64
+#                               tiers (data parallel is whole in make test). make test-all = make test-extra, then
 #                               make test (as .ci/run does).
 # A line at least every 30 seconds: each section starts with the time so far,
-# each program's lines stream as they come, and a silent step says what it is
-# still doing. Ends with one line: N passed, N failed, N skipped.
+# each program's lines stream as they come, and a step silent for 20 s says
+# what it is still doing. Ends with one line: N passed, N failed, N skipped.
 set -u
 cd "$(dirname "$0")/.."
 EXTRA=0
@@ -34,7 +34,7 @@ passed=0; failed=0; skipped=0
 TIER=$([ $EXTRA = 1 ] && echo "make test-extra" || echo "make test")
 
 # >>progress: every line that leaves this script touches $HB; a watcher
-# prints a line when nothing has for 25 s (what runs, and for how long).
+# prints a line when nothing has for 20 s (what runs, and for how long).
 HB=$B/.heartbeat.$$
 STEP=$B/.step.$$
 : > "$HB"; echo "starting" > "$STEP"
@@ -45,14 +45,14 @@ OUT_PID=$!
 (   while sleep 5; do
         [ -f "$HB" ] || exit 0
         now=$(date +%s); last=$(stat -c %Y "$HB" 2>/dev/null || echo "$now")
-        if [ $((now - last)) -ge 25 ]; then
+        if [ $((now - last)) -ge 20 ]; then
             t=$(( now - START ))
             printf '        ... %s: still running (%d:%02d into %s)\n' "$(cat "$STEP" 2>/dev/null)" $((t / 60)) $((t % 60)) "$TIER" >&3
             : > "$HB"
         fi
-    done ) &
+    done ) >&3 2>&3 &
 WATCH_PID=$!
-finish() { rm -f "$HB" "$STEP"; kill "$WATCH_PID" 2>/dev/null; exec >&3 2>&3; wait "$OUT_PID" 2>/dev/null; }
+finish() { rm -f "$HB" "$STEP" "$B/.rc.$$"; kill "$WATCH_PID" 2>/dev/null; exec >&3 2>&3; wait "$OUT_PID" 2>/dev/null; }
 trap finish EXIT
 SECTION=
 section() {   # section TITLE: a header with the time so far
@@ -152,6 +152,8 @@ pcheck impl_c99_cpu            $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGP
 pcheck impl_c99_cpu_openmp     $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fopenmp -c $T/impl.c -o $B/impl_omp.o
 pcheck impl_cxx_cpu            $CXX -std=c++11 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -x c++ -c $T/impl.c -o $B/impl_cxx.o
 pcheck impl_c_cpu_no_simd      $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_NO_SIMD -c $T/impl.c -o $B/impl_nosimd.o
+# the route the header's top comment gives when a system header comes first: POSIX asked for, nothing more
+pcheck impl_c99_strict_posix_openmp $CC -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fopenmp -c $T/impl.c -o $B/impl_posix.o
 pcheck readme_tour_compiles    $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fsyntax-only $T/readme_tour.c
 pcheck two_translation_units   sh -c "$CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -o $B/two_tu $T/two_tu_main.c $T/two_tu_other.c -lm && $B/two_tu"
 pcheck static_linkage          $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_STATIC -DGPUDL_TU_STATIC -o $B/two_tu_static $T/two_tu_main.c $T/two_tu_other.c -lm
@@ -208,11 +210,12 @@ check_fails allocator_all_or_none "define all of GPUDL_MALLOC" $CC -std=c99 -DGP
 check make_help_lists_targets sh -c 'make --no-print-directory help | grep "make doctor" >/dev/null'
 # make help and make doctor answer in seconds: neither starts nvcc where no NVIDIA driver is (issue 23: the
 # doctor's nvcc build took two minutes on a busy machine, make help 4 s probing for NCCL)
-mkdir -p $B/fakebin && rm -f $B/nvcc_calls.log
-printf '#!/bin/sh\n[ "$1" = --version ] && exit 1\necho "$*" >> "%s"\nexit 1\n' "$PWD/$B/nvcc_calls.log" > $B/fakebin/nvcc
-chmod +x $B/fakebin/nvcc
+# (nvcc's and python3's stand-ins below record every call but nvcc --version)
+mkdir -p $B/fakebin && rm -f $B/probe_calls.log
+printf '#!/bin/sh\n[ "$1" = --version ] && exit 1\necho "$0 $*" >> "%s"\nexit 1\n' "$PWD/$B/probe_calls.log" > $B/fakebin/nvcc
+cp $B/fakebin/nvcc $B/fakebin/python3 && chmod +x $B/fakebin/nvcc $B/fakebin/python3
 if command -v nvidia-smi >/dev/null; then quick_targets=help; else quick_targets="help doctor"; fi
-check make_help_doctor_start_no_nvcc sh -c "for t in $quick_targets; do PATH=$PWD/$B/fakebin:\$PATH make --no-print-directory \$t >$B/quick_\$t.log 2>&1 || exit 1; done; [ ! -s $B/nvcc_calls.log ] || { echo 'nvcc was started:'; cat $B/nvcc_calls.log; exit 1; }"
+check make_help_doctor_start_no_nvcc sh -c "for t in $quick_targets; do PATH=$PWD/$B/fakebin:\$PATH make --no-print-directory \$t >$B/quick_\$t.log 2>&1 || exit 1; done; [ ! -s $B/probe_calls.log ] || { echo 'started:'; cat $B/probe_calls.log; exit 1; }"
 # the doctor names the emulated device and MPI (each with its fix when missing) and reads the data it reports
 check make_doctor_reports_emu_mpi_data sh -c "make --no-print-directory doctor >$B/doctor.log 2>&1; grep -q 'emulated CUDA device' $B/doctor.log && grep -Eq '^(MPI: |missing: MPI)' $B/doctor.log && grep -Eq '^data: Fashion-MNIST in |^problem: .*Fashion-MNIST' $B/doctor.log || { cat $B/doctor.log; exit 1; }"
 check make_all_builds_every_example sh -c 'for f in examples/*.c; do n=$(basename $f .c); make -n all -B | grep -q -- "-o build/$n examples/$n.c" || { echo "make all does not build $f"; exit 1; }; done'
@@ -302,6 +305,19 @@ if [ -f $DEB/t10k-labels-idx1-ubyte.gz ] || [ -f data/fashion-mnist/t10k-labels-
 else
     skip cnn_fashion_one_epoch_85 "the full Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)"
 fi
+
+section "the examples that only print, from their drop-in cc builds (the others train above and on the emulated GPU)"
+for run in "gradcheck|To check your own layer|" "cpu_vs_gpu|FP32 +CPU|--small --cpu-only"; do
+    IFS='|' read -r name want args <<<"$run"
+    # shellcheck disable=SC2086
+    if [ -x $B/dropin_$name/$name ] && (cd $B/dropin_$name && ./$name $args >$name.log 2>&1) && grep -Eq "$want" $B/dropin_$name/$name.log \
+            && ! grep -q FAIL $B/dropin_$name/$name.log; then
+        printf 'ok      %-34s %s\n' "example_cpu_$name" "$(grep -E "$want" $B/dropin_$name/$name.log | head -1 | cut -c1-90)"; passed=$((passed + 1))
+    else
+        printf 'FAIL    %-34s (./%s %s: no line matching %s)\n' "example_cpu_$name" "$name" "$args" "$want"
+        tail -5 $B/dropin_$name/$name.log 2>/dev/null | sed 's/^/        /'; failed=$((failed + 1))
+    fi
+done
 
 section "CPU core suite, single-threaded build (CPU tests only)"
 if $CC -std=c99 -O2 -DGPUDL_NO_CUDA -o $B/suite_core_1thread tests/suite_core.c -lm >$B/suite_core_1thread.log 2>&1; then

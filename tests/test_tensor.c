@@ -791,12 +791,28 @@ static void test_threads_bound(void) {
 static void test_share_cpu(void) {
 #ifdef GPUDL__SHARE
     gpudl_ctx *c = cpu_ctx();
-    int mx = gpudl__num_threads_max(c), keep = gpudl__share.team;
-    CHECK(gpudl__share_decide(2, 2, 0.5, 0.0) == 1);    /* our threads waited half the time: one fewer */
-    CHECK(gpudl__share_decide(2, 2, 0.1, 0.0) == 2);    /* a little waiting: stay */
+    int mx = gpudl__num_threads_max(c), keep = gpudl__share.shed;
+    CHECK(gpudl__share_decide(0, 2, 0.5, 0.0) == 1);    /* our threads waited half the time: one fewer */
+    CHECK(gpudl__share_decide(0, 2, 0.1, 0.0) == 0);    /* a little waiting: stay */
     CHECK(gpudl__share_decide(1, 2, 0.0, 0.1) == 1);    /* the other core busy: stay at one */
-    CHECK(gpudl__share_decide(1, 2, 0.0, 0.9) == 2);    /* a core sat idle: one back */
-    CHECK(gpudl__share_decide(8, 8, 0.3, 0.0) == 7 && gpudl__share_decide(1, 1, 1.0, 0.0) == 1);
+    CHECK(gpudl__share_decide(1, 2, 0.0, 0.9) == 0);    /* a core sat idle: one back */
+    CHECK(gpudl__share_decide(1, 2, 1.0, 0.0) == 1);    /* one thread runs, whatever the wait */
+    CHECK(gpudl__share_decide(0, 8, 0.3, 0.0) == 1 && gpudl__share_decide(0, 1, 1.0, 0.0) == 0);
+    {   /* a context that asks for more threads than OpenMP's default sheds as many, no more */
+        gpudl_ctx_desc d;
+        gpudl_ctx *big;
+        memset(&d, 0, sizeof d);
+        d.device = GPUDL_DEVICE_CPU;
+        d.num_threads = mx + 3;
+        d.log = gpudl_log_quiet;
+        GPUDL_CHECK(gpudl_ctx_create(&d, &big));
+        gpudl__share.shed = 1;
+        __atomic_store_n(&gpudl__share.t_us, (long long)(gpudl_now() * 1e6) + 60000000LL, __ATOMIC_RELAXED);   /* no poll for a minute */
+        CHECKF(gpudl__num_threads(big) == mx + 2, "a context of %d threads, one shed: %d", mx + 3, gpudl__num_threads(big));
+        gpudl__share.shed = keep;
+        gpudl__share.t_us = 0;
+        gpudl_ctx_destroy(big);
+    }
     {   /* the same bits on any team: a conv backward (per-group partials), a sum (chunks), a matmul */
         int64_t x4[4] = {64, 6, 14, 14}, w4[4] = {8, 6, 3, 3}, y4[4] = {64, 8, 14, 14}, n1 = 3000001, p2[2] = {300, 200},
                 q2[2] = {200, 100}, r2[2] = {300, 100}, one = 1;
@@ -812,7 +828,8 @@ static void test_share_cpu(void) {
         GPUDL_CHECK(gpudl_tensor_uniform(c, &dy, -1, 1)); GPUDL_CHECK(gpudl_tensor_uniform(c, &a, -1, 1));
         GPUDL_CHECK(gpudl_tensor_uniform(c, &p, -1, 1)); GPUDL_CHECK(gpudl_tensor_uniform(c, &q, -1, 1));
         for (k = 0; k < 2; k++) {
-            gpudl__share.team = k ? 1 : 0;   /* all threads, then one */
+            gpudl__share.shed = k ? mx - 1 : 0;   /* all threads, then one */
+            __atomic_store_n(&gpudl__share.t_us, (long long)(gpudl_now() * 1e6) + 60000000LL, __ATOMIC_RELAXED);
             GPUDL_CHECK(gpudl_tensor_create(c, &dx[k], GPUDL_F32, 4, x4)); GPUDL_CHECK(gpudl_tensor_create(c, &dw[k], GPUDL_F32, 4, w4));
             GPUDL_CHECK(gpudl_tensor_create(c, &sm[k], GPUDL_F32, 1, &one)); GPUDL_CHECK(gpudl_tensor_create(c, &r[k], GPUDL_F32, 2, r2));
             CHECK_OK(gpudl_tensor_fill(c, &dw[k], 0.0f));
@@ -820,7 +837,8 @@ static void test_share_cpu(void) {
             CHECK_OK(gpudl_sum(c, &sm[k], &a));
             CHECK_OK(gpudl_matmul(c, &r[k], &p, &q, 0, 0, 1.0f, 0.0f));
         }
-        gpudl__share.team = keep;
+        gpudl__share.shed = keep;
+        gpudl__share.t_us = 0;
         same = !memcmp(dx[0].data, dx[1].data, gpudl_tensor_bytes(&dx[0])) && !memcmp(dw[0].data, dw[1].data, gpudl_tensor_bytes(&dw[0])) &&
                !memcmp(sm[0].data, sm[1].data, 4) && !memcmp(r[0].data, r[1].data, gpudl_tensor_bytes(&r[0]));
         CHECKF(same, "%d threads and 1 gave different bits", mx);
@@ -840,8 +858,8 @@ static void test_share_cpu(void) {
             hogs[i] = fork();
             if (hogs[i] == 0) { volatile unsigned long spin = 0; double end = gpudl_now() + 6.0; while (gpudl_now() < end) spin++; _exit(0); }
         }
-        gpudl__share.team = 0;
-        gpudl__share.t = 0.0;
+        gpudl__share.shed = 0;
+        gpudl__share.t_us = 0;
         for (t0 = gpudl_now(); gpudl_now() - t0 < 3.0 && (team = gpudl__num_threads(c)) >= mx;)
             CHECK_OK(gpudl_matmul(c, &r, &p, &p, 0, 0, 1.0f, 0.0f));
         for (i = 0; i < mx; i++) { kill(hogs[i], SIGKILL); waitpid(hogs[i], NULL, 0); }
@@ -851,7 +869,7 @@ static void test_share_cpu(void) {
                mx, team, mx, gpudl_now() - t0, gpudl__share.waiting);
         gpudl_tensor_free(c, &p);
         gpudl_tensor_free(c, &r);
-        gpudl__share.team = keep;
+        gpudl__share.shed = keep;
     }
 #else
     SKIP("the team follows the load only in OpenMP builds on Linux");

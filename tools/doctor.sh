@@ -56,7 +56,8 @@ mkdir -p build
 if command -v nvidia-smi >/dev/null 2>&1 && command -v "$NVCC" >/dev/null 2>&1; then
     note "building it with nvcc, for the GPU checks (the kernels for sm_80 and sm_90: 20 s to a few minutes) ..."
     make --no-print-directory build/doctor >build/doctor.build.log 2>&1 || { tail -20 build/doctor.build.log; exit 1; }
-    ./build/doctor
+    libdirs=$(NVCC=$NVCC sh tools/cuda_flags.sh --libdirs)   # cuDNN outside the usual places (PyTorch's wheels)
+    LD_LIBRARY_PATH=$libdirs${libdirs:+${LD_LIBRARY_PATH:+:}}${LD_LIBRARY_PATH:-} ./build/doctor
 else
     make --no-print-directory build/doctor_cpu >build/doctor.build.log 2>&1 || { tail -20 build/doctor.build.log; exit 1; }
     ./build/doctor_cpu
