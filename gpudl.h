@@ -7891,8 +7891,21 @@ GPUDL__DEF gpudl_status gpudl_idx_load_memory(gpudl_ctx *ctx, const char *name, 
     return s;
 }
 
+/* dir/name as it is there, into path: 0 plain, 1 with .gz, -1 neither
+   (path: the plain name). */
+static int gpudl__idx_path(char *path, size_t size, const char *dir, const char *name) {
+    FILE *f;
+    int gz;
+    for (gz = 0; gz < 2; gz++) {
+        snprintf(path, size, "%s/%s%s", dir, name, gz ? ".gz" : "");
+        if ((f = fopen(path, "rb")) != NULL) { fclose(f); return gz; }
+    }
+    snprintf(path, size, "%s/%s", dir, name);
+    return -1;
+}
+
 GPUDL__DEF gpudl_status gpudl_mnist_load(gpudl_ctx *ctx, const char *dir, int train, gpudl_tensor *images, gpudl_tensor *labels) {
-    char p[1024];
+    char p[1024], name[64];
     const char *pre = train ? "train" : "t10k";
     int k;
     gpudl_status s = GPUDL_OK;
@@ -7902,18 +7915,9 @@ GPUDL__DEF gpudl_status gpudl_mnist_load(gpudl_ctx *ctx, const char *dir, int tr
     memset(labels, 0, sizeof *labels);
     for (k = 0; k < 2 && s == GPUDL_OK; k++) {
         gpudl_tensor *t = k ? labels : images;
-        FILE *f;
-        snprintf(p, sizeof p, "%s/%s-%s", dir, pre, k ? "labels-idx1-ubyte" : "images-idx3-ubyte");
-        f = fopen(p, "rb");
-        if (f) fclose(f);
-        else {
-            snprintf(p + strlen(p), sizeof p - strlen(p), ".gz");
-            if ((f = fopen(p, "rb")) != NULL) fclose(f);
-            else {
-                p[strlen(p) - 3] = 0;
-                return GPUDL__ERR(ctx, GPUDL_ERR_IO, "mnist_load: neither %s nor %s.gz exists", p, p);
-            }
-        }
+        snprintf(name, sizeof name, "%s-%s", pre, k ? "labels-idx1-ubyte" : "images-idx3-ubyte");
+        if (gpudl__idx_path(p, sizeof p, dir, name) < 0)
+            return GPUDL__ERR(ctx, GPUDL_ERR_IO, "mnist_load: neither %s nor %s.gz exists", p, p);
         s = gpudl_idx_load(ctx, p, t);
     }
     if (s == GPUDL_OK && (images->ndim != 3 || labels->ndim != 1 || images->dtype != GPUDL_U8 || labels->dtype != GPUDL_U8))
@@ -9008,17 +9012,9 @@ GPUDL__DEF int gpudl_doctor(char *buf, size_t size) {
     gpudl_ctx_destroy(ctx);
     for (i = 0; i < 5; i++) {   /* the data: where gpudl_fashion_mnist_load looks */
         char p[600], q[600];
-        FILE *f;
-        int gz = 0, train = 0;
-        snprintf(p, sizeof p, "%s/t10k-labels-idx1-ubyte", gpudl__fashion_dirs[i]);
-        if ((f = fopen(p, "rb")) == NULL) { snprintf(p + strlen(p), sizeof p - strlen(p), ".gz"); f = fopen(p, "rb"); gz = 1; }
-        if (!f) continue;
-        fclose(f);
-        snprintf(q, sizeof q, "%s/train-images-idx3-ubyte", gpudl__fashion_dirs[i]);   /* the biggest of the four */
-        if ((f = fopen(q, "rb")) != NULL || (snprintf(q + strlen(q), sizeof q - strlen(q), ".gz"), f = fopen(q, "rb")) != NULL) {
-            fclose(f);
-            train = 1;
-        }
+        int gz = gpudl__idx_path(p, sizeof p, gpudl__fashion_dirs[i], "t10k-labels-idx1-ubyte");
+        int train = gpudl__idx_path(q, sizeof q, gpudl__fashion_dirs[i], "train-images-idx3-ubyte") >= 0;   /* the biggest of the four */
+        if (gz < 0) continue;
         d.log = gpudl_log_quiet;   /* the smallest of the four files, read as training would read it */
         if (gpudl_ctx_create(&d, &ctx) == GPUDL_OK) {
             gpudl_tensor t;
