@@ -103,5 +103,11 @@ for src in "$HERE"/*.cu; do
     fi
 done
 
+# More sections, each in its own file (sourced: ok, bad, check, program,
+# build_and_run, QUICK, OUT, NVCC_EMU are theirs to use).
+for part in "$HERE"/part_*.sh; do
+    [ -f "$part" ] && . "$part"
+done
+
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -107,6 +107,16 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
    creation): counted as library_api_calls only. */
 void count_library_api_call();
 
+/* >>sanitizer (sanitizer.cpp, the compute-sanitizer tools of
+   tests/emu/compute-sanitizer): what device memory holds. The runtime
+   reports every device allocation and free, and every write that is not a
+   kernel's (copies, memsets, library calls), so that initcheck knows which
+   bytes were written and memcheck's leak check knows what is still live.
+   All are cheap no-ops when no tool runs. */
+void san_alloc(const void *p, size_t bytes, int device);   /* fresh device memory: uninitialised */
+void san_free(const void *p);
+void san_written(const void *p, size_t bytes);              /* bytes now hold defined values */
+
 } /* namespace cuemu */
 
 #endif
