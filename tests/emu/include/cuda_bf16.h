@@ -370,10 +370,11 @@ CUEMU_BF16_MATH(hrint, h2rint, cuemu::bf16::rint_even(x))
 /* >>atomics: a compare-and-swap loop on the 16-bit word (each element of a
    bfloat162 is its own atomic, as on the GPU). */
 namespace cuemu {
-void atomic_point();
+/* every atomic checks its operand's natural alignment (kernel.h) */
+void atomic_point(const void *addr, size_t size);
 namespace bf16 {
 inline __nv_bfloat16 atomic_add(__nv_bfloat16 *address, const __nv_bfloat16 val) {
-    cuemu::atomic_point();
+    cuemu::atomic_point(address, sizeof(*address));
     unsigned short *p = reinterpret_cast<unsigned short *>(address);
     unsigned short old = __atomic_load_n(p, __ATOMIC_RELAXED);
     for (;;) {
@@ -385,6 +386,7 @@ inline __nv_bfloat16 atomic_add(__nv_bfloat16 *address, const __nv_bfloat16 val)
 } /* namespace cuemu */
 inline __nv_bfloat16 atomicAdd(__nv_bfloat16 *const address, const __nv_bfloat16 val) { return cuemu::bf16::atomic_add(address, val); }
 inline __nv_bfloat162 atomicAdd(__nv_bfloat162 *const address, const __nv_bfloat162 val) {
+    cuemu::atomic_point(address, sizeof(*address));   /* the pair's 4-byte alignment (each half is its own atomic) */
     const __nv_bfloat16 lo = cuemu::bf16::atomic_add(&address->x, val.x);
     const __nv_bfloat16 hi = cuemu::bf16::atomic_add(&address->y, val.y);
     return __nv_bfloat162(lo, hi);

@@ -383,10 +383,11 @@ CUEMU_FP16_MATH(hrint, h2rint, cuemu::fp16::rint_even(x))
 /* >>atomics: a compare-and-swap loop on the 16-bit word (each half of a
    half2 is its own atomic, as on the GPU). */
 namespace cuemu {
-void atomic_point();
+/* every atomic checks its operand's natural alignment (kernel.h) */
+void atomic_point(const void *addr, size_t size);
 namespace fp16 {
 inline __half atomic_add(__half *address, const __half val) {
-    cuemu::atomic_point();
+    cuemu::atomic_point(address, sizeof(*address));
     unsigned short *p = reinterpret_cast<unsigned short *>(address);
     unsigned short old = __atomic_load_n(p, __ATOMIC_RELAXED);
     for (;;) {
@@ -398,6 +399,7 @@ inline __half atomic_add(__half *address, const __half val) {
 } /* namespace cuemu */
 inline __half atomicAdd(__half *const address, const __half val) { return cuemu::fp16::atomic_add(address, val); }
 inline __half2 atomicAdd(__half2 *const address, const __half2 val) {
+    cuemu::atomic_point(address, sizeof(*address));   /* the pair's 4-byte alignment (each half is its own atomic) */
     const __half lo = cuemu::fp16::atomic_add(&address->x, val.x);
     const __half hi = cuemu::fp16::atomic_add(&address->y, val.y);
     return __half2(lo, hi);

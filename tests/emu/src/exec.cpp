@@ -19,7 +19,13 @@
    - static and dynamic __shared__ memory belongs to one block, uninitialised
      at its start (here: all one bits);
    - a fault (illegal address, stack overflow, trap, assert) ends the grid and
-     leaves the device with a sticky error. */
+     leaves the device with a sticky error; it happens at the access, never
+     at the launch: a pointer argument the kernel does not dereference may be
+     anything (Programming Guide, "Device Memory Accesses": the instruction
+     that accesses the address faults).
+   The loads and stores themselves are checked by access.cpp. */
+#include "access.h"
+#include "sanitizer.h"
 #include "state.h"
 #include <errno.h>
 #include <signal.h>
@@ -151,6 +157,7 @@ struct Thr {
     int warg = 0, wwidth = 32;
     uint64_t wval = 0, wres = 0;
     int wpred = 0;
+    const void *wpc = nullptr;    /* where it called the warp operation */
     unsigned atomics = 0;
 };
 
@@ -169,6 +176,9 @@ struct Fiber {
 struct GridRun {
     Grid *g;
     uint64_t total;
+    uint64_t seed = 0;                 /* shuffle: this grid's random stream */
+    std::vector<uint32_t> order;       /* shuffle: the order of the blocks (small grids) */
+    uint64_t mul = 1, add = 0;         /* shuffle: b -> (mul * b + add) % total (large grids) */
     std::atomic<uint64_t> next{0};
     std::atomic<bool> abort{false};
     std::atomic<int> err{0};
@@ -194,6 +204,10 @@ struct Worker {
     size_t dyn_open = 0;          /* bytes of the dynamic region currently accessible */
     uintptr_t fault_addr = 0;
     int fault_sig = 0;
+    const void *fault_pc = nullptr;   /* the faulting instruction */
+    AccessCtx acc{};              /* what the access hooks see of the running block */
+    unsigned poisoned_vars = ~0u; /* ASan builds: the static variables the static region's poisoning knows */
+    std::vector<unsigned> ready;  /* shuffle: threads that may run next */
 };
 
 const size_t kStaticCap = 256 * 1024;   /* all static __shared__ variables of the program */
@@ -204,6 +218,32 @@ size_t g_page = 4096;
 __thread Worker *t_worker;
 __thread Fiber *t_fiber;   /* the fiber running on this host thread, if any */
 __thread Thr *t_thr;       /* the CUDA thread it runs */
+
+/* >>schedule: CUEMU_SCHEDULE=shuffle with CUEMU_SEED=N runs the blocks of a
+   grid in a seeded random order and, between barriers, switches threads of
+   a block at shared-memory accesses and atomics (access.cpp) and picks the
+   next thread at random. The Programming Guide guarantees neither: thread
+   blocks "are required to execute independently: it must be possible to
+   execute them in any order" (Thread Hierarchy), and with independent thread
+   scheduling the lanes of a warp need not run in lock step (SIMT
+   Architecture; __syncwarp). The default schedule is deterministic. */
+struct Schedule {
+    bool shuffle = false;
+    uint64_t seed = 0;
+    Schedule() {
+        const char *e = getenv("CUEMU_SCHEDULE");
+        shuffle = e && !strcmp(e, "shuffle");
+        if (e && *e && !shuffle && strcmp(e, "default"))
+            fprintf(stderr, "cuemu: warning: CUEMU_SCHEDULE=%s is not known (default or shuffle); using default\n", e);
+        const char *sd = getenv("CUEMU_SEED");
+        seed = sd ? strtoull(sd, nullptr, 0) : 1;
+    }
+};
+const Schedule &schedule() {
+    static Schedule s;
+    return s;
+}
+std::atomic<uint64_t> g_grids{0};   /* grids run so far: each has its own random stream */
 
 void asan_start(void **fake, const void *bottom, size_t size) {
     if (__sanitizer_start_switch_fiber) __sanitizer_start_switch_fiber(fake, bottom, size);
@@ -327,10 +367,12 @@ void switch_to(Worker *w, Fiber *f) {
     t_fiber = f;
     t_thr = f->thr;
     if (f->thr) threadIdx = f->thr->view.thread_idx;
+    t_access = &w->acc;
     void *fake = nullptr;
     asan_start(&fake, f->stack, f->stack_size);
     cuemu_ctx_switch(&w->sched_sp, f->sp);
     asan_finish(fake, nullptr, nullptr);
+    t_access = nullptr;
     t_fiber = nullptr;
     t_thr = nullptr;
 }
@@ -381,15 +423,11 @@ void fail_grid(GridRun *r, cudaError_t err, const char *fmt, ...) {
 }
 
 /* A kernel-side error: ends the grid, and the calling thread with it. */
-[[noreturn]] void kernel_error(cudaError_t err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-[[noreturn]] void kernel_error(cudaError_t err, const char *fmt, ...) {
+[[noreturn]] void vkernel_error(cudaError_t err, const char *fmt, va_list ap) {
     Fiber *f = t_fiber;
     Thr *t = t_thr;
     char msg[900], where[128];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     if (!f || !t) {
         fprintf(stderr, "cuemu: %s (outside any kernel)\n", msg);
         abort();
@@ -401,6 +439,25 @@ void fail_grid(GridRun *r, cudaError_t err, const char *fmt, ...) {
     f->dirty = true;
     switch_out(f, true);
     __builtin_unreachable();
+}
+[[noreturn]] void kernel_error(cudaError_t err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+[[noreturn]] void kernel_error(cudaError_t err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vkernel_error(err, fmt, ap);
+}
+
+/* A synchronisation error: synccheck reports it (with the caller's pc), then
+   the grid ends as without the tool. */
+[[noreturn]] void sync_error(const void *pc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+[[noreturn]] void sync_error(const void *pc, const char *fmt, ...) {
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    san_sync_error(msg, pc);
+    kernel_error(cudaErrorLaunchFailure, "%s", msg);
 }
 
 const char *warp_op_name(int op) {
@@ -425,7 +482,7 @@ bool try_complete(Worker *w, unsigned warp, unsigned mask, int op) {
         if (t->state == T_DONE) continue;
         if (t->state != T_WARP || t->wop == W_ACTIVE) return false;   /* not here yet */
         if (t->wop != op || t->wmask != mask)
-            kernel_error(cudaErrorLaunchFailure,
+            sync_error(t_thr ? t_thr->wpc : nullptr,
                          "lane %u waits in %s with mask 0x%08x while lanes of mask 0x%08x call %s: every non-exited lane "
                          "named in the mask must execute the same intrinsic with the same mask (CUDA C++ Programming Guide, "
                          "warp shuffle and vote functions)",
@@ -510,6 +567,7 @@ bool try_complete(Worker *w, unsigned warp, unsigned mask, int op) {
             lanes[i]->wop = -1;
             w->warp_waiting[warp]--;
         }
+    if (g_san) san_warp_sync(warp, part);
     return true;
 }
 
@@ -538,6 +596,7 @@ bool release_barrier(Worker *w) {
         }
     if (t_thr && t_thr->state != T_DONE) t_thr->bar_result = res;
     w->bar_arrived = 0;
+    if (g_san) san_block_barrier();
     return true;
 }
 
@@ -611,6 +670,7 @@ void diagnose_deadlock(Worker *w) {
                  "operations, %u exited)",
                  where, first_warp, warp_op_name(t->wop), t->wmask, at_warp, done);
     }
+    if (g_san) san_sync_error(msg, nullptr);
     fail_grid(w->run, cudaErrorLaunchFailure, "%s", msg);
 }
 
@@ -619,6 +679,49 @@ Fiber *free_fiber(Worker *w) {
         if (!f->busy) return f;
     w->fibers.push_back(new_fiber(w));
     return w->fibers.back();
+}
+
+/* Fills the static variables with all one bits. Under AddressSanitizer the
+   static region is poisoned except for the variables (exact bounds without
+   the access hooks; an access to a gap is ASan's report). */
+void prepare_static(Worker *w) {
+    unsigned n = shared_var_count();
+    if (__asan_poison_memory_region && __asan_unpoison_memory_region && w->poisoned_vars != n) {
+        __asan_poison_memory_region(w->smem, kStaticCap);
+        w->poisoned_vars = n;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        size_t off, size;
+        shared_var_at(i, &off, &size);
+        if (__asan_unpoison_memory_region) __asan_unpoison_memory_region(w->smem + off, size);
+        memset(w->smem + off, 0xff, size);
+    }
+}
+
+/* The shuffled schedule's loop: the next thread to run is drawn from those
+   that can (resumable ones, and a fresh fiber for threads not started). */
+void run_shuffled(Worker *w, GridRun *r) {
+    unsigned n = w->nthreads;
+    while (w->ndone < n && !w->block_abort && !r->abort) {
+        w->ready.clear();
+        for (unsigned i = 0; i < n && w->nsuspended; i++)
+            if (w->thr[i].suspended && w->thr[i].state == T_RUN) w->ready.push_back(i);
+        if (w->next_start < n) w->ready.push_back(n);
+        if (w->ready.empty()) {
+            diagnose_deadlock(w);
+            break;
+        }
+        unsigned pick = w->ready[rng_next(w->acc.rng) % w->ready.size()];
+        if (pick < n) {
+            switch_to(w, w->thr[pick].fiber);
+        } else {
+            Fiber *f = free_fiber(w);
+            f->busy = true;
+            f->thr = nullptr;
+            prime(f);
+            switch_to(w, f);
+        }
+    }
 }
 
 void run_block(Worker *w, GridRun *r, uint64_t b) {
@@ -633,9 +736,14 @@ void run_block(Worker *w, GridRun *r, uint64_t b) {
     w->warp_waiting.assign((n + 31) / 32, 0);
     w->warp_active.assign((n + 31) / 32, 0);
     w->nsuspended = 0;
-    size_t st = g_static_used.load();
-    if (st) memset(w->smem, 0xff, st);                 /* shared memory starts undefined */
+    prepare_static(w);                                 /* shared memory starts undefined */
     if (g.smem) memset(dyn_base(w), 0xff, g.smem);
+    w->acc.win = w->smem;
+    w->acc.win_len = kStaticCap + kDynCap + g_page;
+    w->acc.dyn = dyn_base(w);
+    w->acc.dyn_bytes = g.smem;
+    w->acc.shuffle = schedule().shuffle;
+    w->acc.rng = r->seed ^ (b * 0xd1b54a32d192ed03ull);
     w->nthreads = n;
     w->ndone = 0;
     w->next_start = 0;
@@ -660,7 +768,12 @@ void run_block(Worker *w, GridRun *r, uint64_t b) {
         t.atomics = 0;
     }
     for (Fiber *f : w->fibers) f->busy = false;
-    while (w->ndone < n && !w->block_abort && !r->abort) {
+    if (g_san) {
+        san_block_begin(w->smem, kStaticCap + g.smem, dyn_base(w), g.smem);
+        shared_vars_announce();
+    }
+    if (w->acc.shuffle) run_shuffled(w, r);
+    while (!w->acc.shuffle && w->ndone < n && !w->block_abort && !r->abort) {
         bool ran = false;
         for (unsigned i = 0; i < n && w->nsuspended && !w->block_abort; i++) {
             Thr &t = w->thr[i];
@@ -685,6 +798,7 @@ void run_block(Worker *w, GridRun *r, uint64_t b) {
     }
     for (Fiber *f : w->fibers)
         if (f->busy) f->dirty = true;   /* abandoned with live frames */
+    if (g_san) san_block_end();
 }
 
 } /* namespace */
@@ -728,14 +842,20 @@ extern "C" __attribute__((no_sanitize_address)) void cuemu_fiber_fault(void *fp)
     if (a >= (uintptr_t)f->stack - g_page && a < (uintptr_t)f->stack)
         kernel_error(cudaErrorLaunchFailure, "stack overflow (the fiber stack is %zu KiB; set CUEMU_STACK_KB for more)",
                      f->stack_size / 1024);
+    if (g_san && sig != SIGFPE) san_bad_access((const void *)a, 0, false, SAN_BAD_FAULT, w->fault_pc);
     if (a >= (uintptr_t)dyn_base(w) && a < (uintptr_t)dyn_base(w) + kDynCap + g_page)
         kernel_error(cudaErrorIllegalAddress,
                      "out-of-bounds shared memory access at 0x%lx: %zu bytes past the start of the %zu bytes of dynamic "
                      "shared memory the launch asked for",
                      (unsigned long)a, (size_t)(a - (uintptr_t)dyn_base(w)), w->run->g->smem);
-    std::string d;
-    if (device_range(w->run->g->device, (const void *)a, 1, &d)) d = "inside an allocation the device can reach";
-    kernel_error(cudaErrorIllegalAddress, "illegal memory access at address 0x%lx (%s)", (unsigned long)a, d.c_str());
+    /* kernel_error does not return (the fiber is abandoned): nothing with a destructor may be live */
+    char d[256];
+    {
+        std::string why;
+        if (device_range(w->run->g->device, (const void *)a, 1, &why)) why = "inside an allocation the device can reach";
+        snprintf(d, sizeof d, "%s", why.c_str());
+    }
+    kernel_error(cudaErrorIllegalAddress, "illegal memory access at address 0x%lx (%s)", (unsigned long)a, d);
 }
 
 #if defined(__x86_64__)
@@ -786,6 +906,11 @@ void on_fault(int sig, siginfo_t *si, void *ucv) {
         ucontext_t *uc = (ucontext_t *)ucv;
         f->w->fault_addr = (uintptr_t)si->si_addr;
         f->w->fault_sig = sig;
+#if defined(__x86_64__)
+        f->w->fault_pc = (const void *)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+        f->w->fault_pc = (const void *)uc->uc_mcontext.pc;
+#endif
         uintptr_t top = (((uintptr_t)f->stack + f->stack_size) & ~(uintptr_t)15) - 512;
 #if defined(__x86_64__)
         uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(top - 8);
@@ -835,17 +960,20 @@ void run_grid(Grid &g) {
     GridRun r;
     r.g = &g;
     r.total = (uint64_t)g.grid.x * g.grid.y * g.grid.z;
-    /* A pointer the device cannot reach faults at its first use; the emulator
-       checks the kernel's pointer parameters as the kernel starts. */
+    /* A pointer the device cannot reach faults at its first use, not at the
+       launch: a misaligned pointer faults at an access through it (the access
+       hooks), a freed one at any access (its mapping is PROT_NONE). Host
+       memory and another device's memory stay readable here, so a pointer
+       argument into them is refused as the kernel starts (stricter than a
+       GPU for a kernel that never dereferences it). */
     for (const PtrArg &p : g.ptrs) {
         if (!p.value) continue;
         std::string why;
-        if ((uintptr_t)p.value % p.align)
-            fail_grid(&r, cudaErrorMisalignedAddress,
-                      "argument %d is a pointer 0x%lx not aligned to its type's %zu bytes", p.index + 1,
-                      (unsigned long)(uintptr_t)p.value, p.align);
-        else if (!static_data(p.value) && !device_range(g.device, p.value, 1, &why)) {
+        /* a host global (a __device__ variable's host shadow among them) is host memory too */
+        if (!device_range(g.device, p.value, 1, &why)) {
             Region reg;
+            MemKind k = classify(p.value, &reg);
+            if (k == MEM_FREED) continue;
             /* one past the end of an allocation is a valid pointer value */
             if (classify((const char *)p.value - 1, &reg) != MEM_UNKNOWN &&
                 device_range(g.device, (const char *)p.value - 1, 1, nullptr))
@@ -855,15 +983,39 @@ void run_grid(Grid &g) {
         }
         if (r.abort) break;
     }
+    const Schedule &sch = schedule();
+    if (sch.shuffle) {
+        uint64_t s = sch.seed * 0x9e3779b97f4a7c15ull + g_grids.fetch_add(1);
+        r.seed = rng_next(s);
+        if (r.total <= (1u << 22)) {   /* a random permutation */
+            r.order.resize(r.total);
+            for (uint32_t i = 0; i < r.total; i++) r.order[i] = i;
+            for (uint64_t i = r.total; i > 1; i--) std::swap(r.order[i - 1], r.order[rng_next(s) % i]);
+        } else {                       /* an affine one: mul odd and coprime to total */
+            do r.mul = rng_next(s) % r.total | 1;
+            while (std::__gcd(r.mul, r.total) != 1);
+            r.add = rng_next(s) % r.total;
+        }
+    }
+    /* the device's floating-point state: nvcc's --ftz=true reaches here as "|ftz" after the targets */
+    bool ftz = g.site.archs && strstr(g.site.archs, "|ftz");
     if (!r.abort) {
+        g_san = san_tool();   /* read again: a self-test may switch the tool between grids */
+        if (g_san) san_kernel_begin(kernel_name(&r), g.site.file, g.site.line, g.grid, g.block, g.device);
         int parts = (int)(r.total < (uint64_t)pool_size() ? r.total : (uint64_t)pool_size());
         pool_run(parts, [&](int) {
+            DeviceFpScope fp(ftz);
             Worker *w = worker();
             w->run = &r;
             open_dynamic(w, g.smem);
-            for (uint64_t b; !r.abort && (b = r.next.fetch_add(1)) < r.total;) run_block(w, &r, b);
+            for (uint64_t b; !r.abort && (b = r.next.fetch_add(1)) < r.total;) {
+                if (sch.shuffle) b = r.order.empty() ? (unsigned __int128)r.mul * b % r.total + r.add : r.order[b];
+                if (b >= r.total) b -= r.total;
+                run_block(w, &r, b);
+            }
             w->run = nullptr;
         });
+        if (g_san) san_kernel_end();
     }
     if (r.err) raise_sticky(g.device, (cudaError_t)r.err.load());
 }
@@ -889,12 +1041,15 @@ size_t shared_register(size_t size, size_t align, const char *what) {
                 what);
         abort();
     }
+    shared_var_add(off, size, what);
+    if (g_san && t_worker && t_worker->run) san_shared_var(off, size, what);
     if (t_worker && t_worker->run) note_static_shared(t_worker->run->g->func, size);
     return off;
 }
 
 char *shared_fresh(size_t off, size_t size) {
     char *p = shared_base() + off;
+    if (__asan_unpoison_memory_region) __asan_unpoison_memory_region(p, size);
     memset(p, 0xff, size);
     return p;
 }
@@ -913,7 +1068,7 @@ int block_barrier(int kind, int pred, const char *what) {
         w->bar_kind = kind;
         w->bar_acc = kind == BAR_AND ? 1 : 0;
     } else if (strcmp(w->bar_site, what) != 0) {
-        kernel_error(cudaErrorLaunchFailure,
+        sync_error(__builtin_return_address(0),
                      "waits at %s while other threads of the block wait at %s: every thread of the block must reach "
                      "the same __syncthreads() (CUDA C++ Programming Guide); a GPU may hang or corrupt data here",
                      what, w->bar_site);
@@ -933,8 +1088,9 @@ int block_barrier(int kind, int pred, const char *what) {
 uint64_t warp_op(int op, unsigned mask, uint64_t value, unsigned size, int arg, int width, int *pred) {
     Thr *t = t_thr;
     if (!t) kernel_error(cudaErrorLaunchFailure, "%s called outside a kernel", warp_op_name(op));
+    t->wpc = __builtin_return_address(0);
     if (!((mask >> t->lane) & 1))
-        kernel_error(cudaErrorLaunchFailure,
+        sync_error(t->wpc,
                      "lane %u calls %s with mask 0x%08x, which does not name it: each calling thread must have its own "
                      "bit set in the mask (CUDA C++ Programming Guide)",
                      t->lane, warp_op_name(op), mask);
@@ -984,9 +1140,39 @@ void yield_point() {
     suspend(t);   /* stays T_RUN: the scheduler runs the others first */
 }
 
+/* Atomics need naturally aligned addresses (CUDA C++ Programming Guide,
+   "Atomic Functions" operate on a 32-, 64- or 128-bit word; "Device Memory
+   Accesses": a misaligned access is an error). Checked here, not only by the
+   access hooks, so that ASan builds check it too. */
+void atomic_point(const void *addr, size_t size) {
+    Thr *t = t_thr;
+    if (!t) return;
+    if ((uintptr_t)addr % size) {
+        if (g_san) san_bad_access(addr, size, true, SAN_BAD_ALIGN, __builtin_return_address(0));
+        kernel_error(cudaErrorMisalignedAddress,
+                     "misaligned address 0x%lx for a %zu-byte atomic operation (atomics need naturally aligned addresses: "
+                     "CUDA C++ Programming Guide, \"Device Memory Accesses\")",
+                     (unsigned long)(uintptr_t)addr, size);
+    }
+    if ((++t->atomics & 15) == 0) yield_point();
+    else if (t_access && t_access->shuffle && (rng_next(t_access->rng) & 3) == 0) shuffle_yield();
+}
+
+/* the form cuda_fp16.h and cuda_bf16.h call (their 16-bit words are checked by the access hooks) */
 void atomic_point() {
     Thr *t = t_thr;
     if (t && (++t->atomics & 15) == 0) yield_point();
+}
+
+[[noreturn]] void kernel_fault(cudaError_t err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vkernel_error(err, fmt, ap);
+}
+
+void shuffle_yield() {
+    Thr *t = t_thr;
+    if (t && t->state == T_RUN) suspend(t);
 }
 
 void trap(const char *why) { kernel_error(cudaErrorLaunchFailure, "%s", why); }
@@ -1010,3 +1196,8 @@ extern "C" void __assert_fail(const char *assertion, const char *file, unsigned 
     fprintf(stderr, "%s: %s:%u: %s: Assertion `%s' failed.\n", program_invocation_short_name, file, line, function, assertion);
     abort();
 }
+
+/* Device math (cuemu/device_math.h) asks whether its caller is a kernel's
+   thread: host code of a .cu file keeps the host's libm, as the host
+   compiler that nvcc hands it to would give it. */
+extern "C" int cuemu_in_device_code(void) { return cuemu::t_fiber != nullptr; }

@@ -1,6 +1,9 @@
 /* pool.cpp - the worker threads that run the blocks of a grid (and the
    libraries' heavy loops). CUEMU_THREADS sets their number, the caller
-   included; the default is the number of host CPUs, at most 16. */
+   included; the default is the number of host CPUs, at most 16. Every job
+   here is device work (a grid's blocks, a library's computation): each
+   participant runs it in the device's floating-point state (access.h). */
+#include "access.h"
 #include "state.h"
 #include <condition_variable>
 #include <stdlib.h>
@@ -31,7 +34,10 @@ struct Pool {
             int slot = started++;
             const std::function<void(int)> *j = job;
             lk.unlock();
-            (*j)(slot);
+            {
+                DeviceFpScope fp(false);
+                (*j)(slot);
+            }
             lk.lock();
             if (++finished == wanted) done.notify_all();
         }
@@ -73,7 +79,10 @@ void pool_run(int n, const std::function<void(int)> &job) {
     if (n <= 1 || t_in_pool_job) {      /* one participant, or a job inside a job: the caller does it all */
         bool was = t_in_pool_job;
         t_in_pool_job = true;
-        job(0);
+        {
+            DeviceFpScope fp(false);
+            job(0);
+        }
         t_in_pool_job = was;
         return;
     }
@@ -88,7 +97,10 @@ void pool_run(int n, const std::function<void(int)> &job) {
     lk.unlock();
     p.wake.notify_all();
     t_in_pool_job = true;
-    job(0);
+    {
+        DeviceFpScope fp(false);
+        job(0);
+    }
     t_in_pool_job = false;
     lk.lock();
     if (++p.finished < p.wanted) p.done.wait(lk, [&] { return p.finished == p.wanted; });

@@ -253,20 +253,22 @@ template <class T> inline T atomic_rmw_cas(T *addr, T (*f)(T, T), T v) {
         if (__atomic_compare_exchange_n(u, &old, nb, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return o;
     }
 }
-void atomic_point();
+/* Every atomic: a misaligned address faults (its operand must be naturally
+   aligned); every few calls a thread yields. */
+void atomic_point(const void *addr, size_t size);
 } /* namespace cuemu */
 
 #define CUEMU_ATOMIC_INT(T)                                                                                          \
-    inline T atomicAdd(T *a, T v) { cuemu::atomic_point(); return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }      \
-    inline T atomicSub(T *a, T v) { cuemu::atomic_point(); return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED); }      \
-    inline T atomicExch(T *a, T v) { cuemu::atomic_point(); return __atomic_exchange_n(a, v, __ATOMIC_RELAXED); }    \
-    inline T atomicAnd(T *a, T v) { cuemu::atomic_point(); return __atomic_fetch_and(a, v, __ATOMIC_RELAXED); }      \
-    inline T atomicOr(T *a, T v) { cuemu::atomic_point(); return __atomic_fetch_or(a, v, __ATOMIC_RELAXED); }        \
-    inline T atomicXor(T *a, T v) { cuemu::atomic_point(); return __atomic_fetch_xor(a, v, __ATOMIC_RELAXED); }      \
-    inline T atomicMin(T *a, T v) { cuemu::atomic_point(); return cuemu::atomic_rmw_cas<T>(a, [](T o, T x) { return x < o ? x : o; }, v); } \
-    inline T atomicMax(T *a, T v) { cuemu::atomic_point(); return cuemu::atomic_rmw_cas<T>(a, [](T o, T x) { return x > o ? x : o; }, v); } \
+    inline T atomicAdd(T *a, T v) { cuemu::atomic_point(a, sizeof(*a)); return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }      \
+    inline T atomicSub(T *a, T v) { cuemu::atomic_point(a, sizeof(*a)); return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED); }      \
+    inline T atomicExch(T *a, T v) { cuemu::atomic_point(a, sizeof(*a)); return __atomic_exchange_n(a, v, __ATOMIC_RELAXED); }    \
+    inline T atomicAnd(T *a, T v) { cuemu::atomic_point(a, sizeof(*a)); return __atomic_fetch_and(a, v, __ATOMIC_RELAXED); }      \
+    inline T atomicOr(T *a, T v) { cuemu::atomic_point(a, sizeof(*a)); return __atomic_fetch_or(a, v, __ATOMIC_RELAXED); }        \
+    inline T atomicXor(T *a, T v) { cuemu::atomic_point(a, sizeof(*a)); return __atomic_fetch_xor(a, v, __ATOMIC_RELAXED); }      \
+    inline T atomicMin(T *a, T v) { cuemu::atomic_point(a, sizeof(*a)); return cuemu::atomic_rmw_cas<T>(a, [](T o, T x) { return x < o ? x : o; }, v); } \
+    inline T atomicMax(T *a, T v) { cuemu::atomic_point(a, sizeof(*a)); return cuemu::atomic_rmw_cas<T>(a, [](T o, T x) { return x > o ? x : o; }, v); } \
     inline T atomicCAS(T *a, T compare, T v) {                                                                       \
-        cuemu::atomic_point();                                                                                      \
+        cuemu::atomic_point(a, sizeof(*a));                                                                                      \
         __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);                     \
         return compare;                                                                                             \
     }
@@ -274,23 +276,23 @@ CUEMU_ATOMIC_INT(int)
 CUEMU_ATOMIC_INT(unsigned int)
 CUEMU_ATOMIC_INT(unsigned long long)
 #undef CUEMU_ATOMIC_INT
-inline long long atomicMin(long long *a, long long v) { cuemu::atomic_point(); return cuemu::atomic_rmw_cas<long long>(a, [](long long o, long long x) { return x < o ? x : o; }, v); }
-inline long long atomicMax(long long *a, long long v) { cuemu::atomic_point(); return cuemu::atomic_rmw_cas<long long>(a, [](long long o, long long x) { return x > o ? x : o; }, v); }
-inline float atomicAdd(float *a, float v) { cuemu::atomic_point(); return cuemu::atomic_rmw_cas<float>(a, [](float o, float x) { return o + x; }, v); }
-inline double atomicAdd(double *a, double v) { cuemu::atomic_point(); return cuemu::atomic_rmw_cas<double>(a, [](double o, double x) { return o + x; }, v); }
-inline float atomicExch(float *a, float v) { cuemu::atomic_point(); return cuemu::atomic_rmw_cas<float>(a, [](float, float x) { return x; }, v); }
+inline long long atomicMin(long long *a, long long v) { cuemu::atomic_point(a, sizeof(*a)); return cuemu::atomic_rmw_cas<long long>(a, [](long long o, long long x) { return x < o ? x : o; }, v); }
+inline long long atomicMax(long long *a, long long v) { cuemu::atomic_point(a, sizeof(*a)); return cuemu::atomic_rmw_cas<long long>(a, [](long long o, long long x) { return x > o ? x : o; }, v); }
+inline float atomicAdd(float *a, float v) { cuemu::atomic_point(a, sizeof(*a)); return cuemu::atomic_rmw_cas<float>(a, [](float o, float x) { return o + x; }, v); }
+inline double atomicAdd(double *a, double v) { cuemu::atomic_point(a, sizeof(*a)); return cuemu::atomic_rmw_cas<double>(a, [](double o, double x) { return o + x; }, v); }
+inline float atomicExch(float *a, float v) { cuemu::atomic_point(a, sizeof(*a)); return cuemu::atomic_rmw_cas<float>(a, [](float, float x) { return x; }, v); }
 inline unsigned short atomicCAS(unsigned short *a, unsigned short compare, unsigned short v) {
-    cuemu::atomic_point();
+    cuemu::atomic_point(a, sizeof(*a));
     __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     return compare;
 }
 /* ((old >= val) ? 0 : (old + 1)) and (((old == 0) || (old > val)) ? val : (old - 1)), per the Programming Guide. */
 inline unsigned atomicInc(unsigned *a, unsigned v) {
-    cuemu::atomic_point();
+    cuemu::atomic_point(a, sizeof(*a));
     return cuemu::atomic_rmw_cas<unsigned>(a, [](unsigned o, unsigned x) { return o >= x ? 0u : o + 1u; }, v);
 }
 inline unsigned atomicDec(unsigned *a, unsigned v) {
-    cuemu::atomic_point();
+    cuemu::atomic_point(a, sizeof(*a));
     return cuemu::atomic_rmw_cas<unsigned>(a, [](unsigned o, unsigned x) { return (o == 0 || o > x) ? x : o - 1u; }, v);
 }
 #define CUEMU_SCOPED(name)                                                                                           \
