@@ -43,6 +43,19 @@ void san_warp_sync(unsigned warp, unsigned mask);
    a barrier not every thread reached, a shuffle whose mask names lanes that
    do not take part). Returns true when the tool reported it. */
 bool san_sync_error(const char *what, const void *pc);
+/* The device is about to fault on the running thread's access (memcheck
+   reports it, with the thread, block and pc): called by the
+   instrumentation just before it raises the fault for an out-of-bounds
+   shared access or a misaligned address (bad = SAN_BAD_BOUNDS,
+   SAN_BAD_ALIGN; size: the access's, or the alignment asked for), and by
+   the fault handler for an address the device cannot reach
+   (SAN_BAD_FAULT: size 0, pc the faulting instruction). */
+enum SanBad { SAN_BAD_BOUNDS = 1, SAN_BAD_ALIGN, SAN_BAD_FAULT };
+void san_bad_access(const void *addr, size_t size, bool write, int bad, const void *pc);
+/* cudaDeviceReset destroys device's context (called before its
+   allocations are freed): memcheck's --leak-check full lists the ones still
+   live there, as at exit. */
+void san_device_reset(int device);
 
 } /* namespace cuemu */
 
