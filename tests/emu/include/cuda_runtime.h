@@ -4,6 +4,7 @@
    in .cu files everything a kernel uses (cuemu/kernel.h). */
 #ifndef CUEMU_CUDA_RUNTIME_H
 #define CUEMU_CUDA_RUNTIME_H
+#define __CUDA_RUNTIME_H__   /* the toolkit header's guard, which programs test */
 
 #include "cuda_runtime_api.h"
 #include "vector_functions.h"
@@ -90,13 +91,14 @@ template <class T> static inline cudaError_t cudaGetSymbolSize(size_t *size, con
 template <class... P>
 static inline cudaError_t cudaLaunchKernel(void (*func)(P...), dim3 gridDim, dim3 blockDim, void **args = nullptr,
                                            size_t sharedMem = 0, cudaStream_t stream = 0) {
-    return cuemu::launch_from_array(func, gridDim, blockDim, args, sharedMem, stream, 0, "(cudaLaunchKernel)", CUEMU_TU_ARCHS);
+    return cuemu::launch_from_array(func, gridDim, blockDim, args, sharedMem, cuemu_launch_stream(stream), 0, "(cudaLaunchKernel)",
+                                    CUEMU_TU_ARCHS);
 }
 template <class... P>
 static inline cudaError_t cudaLaunchCooperativeKernel(void (*func)(P...), dim3 gridDim, dim3 blockDim, void **args = nullptr,
                                                       size_t sharedMem = 0, cudaStream_t stream = 0) {
-    return cuemu::launch_from_array(func, gridDim, blockDim, args, sharedMem, stream, 1, "(cudaLaunchCooperativeKernel)",
-                                    CUEMU_TU_ARCHS);
+    return cuemu::launch_from_array(func, gridDim, blockDim, args, sharedMem, cuemu_launch_stream(stream), 1,
+                                    "(cudaLaunchCooperativeKernel)", CUEMU_TU_ARCHS);
 }
 template <class... ExpTypes, class... ActTypes>
 static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *config, void (*kernel)(ExpTypes...), ActTypes &&...args) {
@@ -105,7 +107,8 @@ static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *config, v
     for (unsigned i = 0; i < config->numAttrs; i++)
         if (config->attrs[i].id == cudaLaunchAttributeCooperative) coop = config->attrs[i].val.cooperative;
     cuemu::Kernel<ExpTypes...> k{kernel, cuemu::LaunchSite{"(cudaLaunchKernelEx)", "(cudaLaunchKernelEx)", 0, CUEMU_TU_ARCHS},
-                                 config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream, coop};
+                                 config->gridDim, config->blockDim, config->dynamicSmemBytes,
+                                 cuemu_launch_stream(config->stream), coop};
     return k(std::forward<ActTypes>(args)...);
 }
 #endif

@@ -3,6 +3,7 @@
    toolkit by tests/emu/selftest/abi_check.py). Usable from C and C++. */
 #ifndef CUEMU_CUDA_RUNTIME_API_H
 #define CUEMU_CUDA_RUNTIME_API_H
+#define __CUDA_RUNTIME_API_H__   /* the toolkit header's guard, which programs test */
 
 #define CUDART_VERSION 13000
 #define __CUDART_API_VERSION CUDART_VERSION
@@ -10,6 +11,59 @@
 #include "crt/host_defines.h"
 #include "builtin_types.h"
 #include "cuda_device_runtime_api.h"
+
+/* >>per-thread default stream: nvcc --default-stream per-thread defines
+   CUDA_API_PER_THREAD_DEFAULT_STREAM; as in the toolkit's header, the API
+   is then mapped to entry points where the stream handle 0 means
+   cudaStreamPerThread (_ptsz) and the synchronous calls use the per-thread
+   stream (_ptds) (Programming Guide, "Per-thread Default Stream"). */
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+#  define __CUDART_API_PER_THREAD_DEFAULT_STREAM
+#  define cudaMemcpy cudaMemcpy_ptds
+#  define cudaMemcpy2D cudaMemcpy2D_ptds
+#  define cudaMemset cudaMemset_ptds
+#  define cudaMemset2D cudaMemset2D_ptds
+#  define cudaMemcpyToSymbol cudaMemcpyToSymbol_ptds
+#  define cudaMemcpyFromSymbol cudaMemcpyFromSymbol_ptds
+#  define cudaMemcpyAsync cudaMemcpyAsync_ptsz
+#  define cudaMemcpy2DAsync cudaMemcpy2DAsync_ptsz
+#  define cudaMemsetAsync cudaMemsetAsync_ptsz
+#  define cudaMemset2DAsync cudaMemset2DAsync_ptsz
+#  define cudaMemcpyToSymbolAsync cudaMemcpyToSymbolAsync_ptsz
+#  define cudaMemcpyFromSymbolAsync cudaMemcpyFromSymbolAsync_ptsz
+#  define cudaMemPrefetchAsync cudaMemPrefetchAsync_ptsz
+#  define cudaMallocAsync cudaMallocAsync_ptsz
+#  define cudaFreeAsync cudaFreeAsync_ptsz
+#  define cudaStreamSynchronize cudaStreamSynchronize_ptsz
+#  define cudaStreamQuery cudaStreamQuery_ptsz
+#  define cudaStreamGetPriority cudaStreamGetPriority_ptsz
+#  define cudaStreamGetFlags cudaStreamGetFlags_ptsz
+#  define cudaStreamGetDevice cudaStreamGetDevice_ptsz
+#  define cudaStreamWaitEvent cudaStreamWaitEvent_ptsz
+#  define cudaStreamAddCallback cudaStreamAddCallback_ptsz
+#  define cudaLaunchHostFunc cudaLaunchHostFunc_ptsz
+#  define cudaEventRecord cudaEventRecord_ptsz
+#  define cudaEventRecordWithFlags cudaEventRecordWithFlags_ptsz
+#  define cudaLaunchKernel cudaLaunchKernel_ptsz
+#  define cudaLaunchKernelExC cudaLaunchKernelExC_ptsz
+#  define cudaLaunchCooperativeKernel cudaLaunchCooperativeKernel_ptsz
+#  define cudaStreamBeginCapture cudaStreamBeginCapture_ptsz
+#  define cudaStreamEndCapture cudaStreamEndCapture_ptsz
+#  define cudaStreamIsCapturing cudaStreamIsCapturing_ptsz
+#  define cudaStreamGetCaptureInfo cudaStreamGetCaptureInfo_ptsz
+#  define cudaGraphLaunch cudaGraphLaunch_ptsz
+#  define cudaGraphUpload cudaGraphUpload_ptsz
+#endif
+/* The stream a kernel launch written with stream s uses in this
+   translation unit (nvcc-emu's rewrite of <<<>>> passes its stream
+   through it): with the per-thread default stream, 0 is cudaStreamPerThread. */
+static inline cudaStream_t cuemu_launch_stream(cudaStream_t s) {
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+    return s ? s : cudaStreamPerThread;
+#else
+    return s;
+#endif
+}
 
 #if defined(__cplusplus)
 #  define __dv(v) = v
@@ -117,6 +171,39 @@ extern cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, struct
 extern cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr);
 extern cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream);
 extern cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream);
+
+/* >>stream capture and graphs (CUDA Runtime API "Stream Management", "Graph Management") */
+extern cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+extern cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph);
+extern cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus);
+extern cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out __dv(0), cudaGraph_t *graph_out __dv(0), const cudaGraphNode_t **dependencies_out __dv(0), const cudaGraphEdgeData **edgeData_out __dv(0), size_t *numDependencies_out __dv(0));
+extern cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode);
+extern cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags);
+extern cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaKernelNodeParams *pNodeParams);
+extern cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *pNodeParams);
+extern cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams);
+extern cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
+extern cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemsetParams *pMemsetParams);
+extern cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *pNodeParams);
+extern cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaHostNodeParams *pNodeParams);
+extern cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams *pNodeParams);
+extern cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies);
+extern cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event);
+extern cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event);
+extern cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies);
+extern cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType);
+extern cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes);
+extern cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes, size_t *pNumRootNodes);
+extern cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *pDependencies, cudaGraphEdgeData *edgeData, size_t *pNumDependencies);
+extern cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph);
+extern cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags __dv(0));
+extern cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags __dv(0));
+extern cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams);
+extern cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo);
+extern cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream);
+extern cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream);
+extern cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec);
+extern cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 #if defined(__cplusplus)
 }

@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 typedef struct cuemu_counters {
-    uint64_t kernel_launches;   /* kernels accepted for launch (<<<>>>, cudaLaunchKernel*) */
+    uint64_t kernel_launches;   /* kernels the host launched directly (<<<>>>, cudaLaunchKernel*), not from graphs */
     uint64_t library_calls;     /* cuBLAS / cuBLASLt / cuDNN calls that queued device work */
     uint64_t library_api_calls; /* other cuBLAS / cuBLASLt / cuDNN calls */
     uint64_t host_waits;        /* calls that block the host until device work is done:
@@ -21,6 +21,8 @@ typedef struct cuemu_counters {
     uint64_t host_allocs, host_frees; /* cudaMallocHost / cudaHostAlloc / cudaFreeHost */
     uint64_t memcpy_calls, memset_calls;
     uint64_t h2d_bytes, d2h_bytes, d2d_bytes;
+    uint64_t graph_launches;    /* cudaGraphLaunch calls (each one unit of work to the host) */
+    uint64_t graph_kernels;     /* kernels run by those launches (not in kernel_launches) */
 } cuemu_counters;
 
 /* The counters since the start or the last reset, summed over host threads. */

@@ -3,6 +3,8 @@
    them against the toolkit's header). */
 #ifndef CUEMU_DRIVER_TYPES_H
 #define CUEMU_DRIVER_TYPES_H
+/* the toolkit header's own guard, which programs test (cuda-samples' helper_cuda.h) */
+#define __DRIVER_TYPES_H__
 
 #include "crt/host_defines.h"
 #include "vector_types.h"
@@ -621,5 +623,79 @@ typedef struct cudaLaunchConfig_st {
 } cudaLaunchConfig_t;
 
 typedef void (CUDART_CB *cudaHostFn_t)(void *userData);
+
+/* >>graphs (CUDA Runtime API "Graph Management") */
+typedef struct CUgraphNode_st *cudaGraphNode_t;
+
+enum cudaGraphNodeType {
+    cudaGraphNodeTypeKernel = 0x00,
+    cudaGraphNodeTypeMemcpy = 0x01,
+    cudaGraphNodeTypeMemset = 0x02,
+    cudaGraphNodeTypeHost = 0x03,
+    cudaGraphNodeTypeGraph = 0x04,
+    cudaGraphNodeTypeEmpty = 0x05,
+    cudaGraphNodeTypeWaitEvent = 0x06,
+    cudaGraphNodeTypeEventRecord = 0x07,
+    cudaGraphNodeTypeExtSemaphoreSignal = 0x08,
+    cudaGraphNodeTypeExtSemaphoreWait = 0x09,
+    cudaGraphNodeTypeMemAlloc = 0x0a,
+    cudaGraphNodeTypeMemFree = 0x0b,
+    cudaGraphNodeTypeConditional = 0x0d,
+};
+
+struct cudaKernelNodeParams {
+    void *func;
+    dim3 gridDim;
+    dim3 blockDim;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+};
+
+struct cudaMemsetParams {
+    void *dst;
+    size_t pitch;
+    unsigned int value;
+    unsigned int elementSize;
+    size_t width;
+    size_t height;
+};
+
+struct cudaHostNodeParams {
+    cudaHostFn_t fn;
+    void *userData;
+};
+
+typedef struct cudaGraphEdgeData_st {
+    unsigned char from_port;
+    unsigned char to_port;
+    unsigned char type;
+    unsigned char reserved[5];
+} cudaGraphEdgeData;
+
+enum cudaGraphExecUpdateResult {
+    cudaGraphExecUpdateSuccess = 0x0,
+    cudaGraphExecUpdateError = 0x1,
+    cudaGraphExecUpdateErrorTopologyChanged = 0x2,
+    cudaGraphExecUpdateErrorNodeTypeChanged = 0x3,
+    cudaGraphExecUpdateErrorFunctionChanged = 0x4,
+    cudaGraphExecUpdateErrorParametersChanged = 0x5,
+    cudaGraphExecUpdateErrorNotSupported = 0x6,
+    cudaGraphExecUpdateErrorUnsupportedFunctionChange = 0x7,
+    cudaGraphExecUpdateErrorAttributesChanged = 0x8,
+};
+
+typedef struct cudaGraphExecUpdateResultInfo_st {
+    enum cudaGraphExecUpdateResult result;
+    cudaGraphNode_t errorNode;
+    cudaGraphNode_t errorFromNode;
+} cudaGraphExecUpdateResultInfo;
+
+enum cudaGraphInstantiateFlags {
+    cudaGraphInstantiateFlagAutoFreeOnLaunch = 1,
+    cudaGraphInstantiateFlagUpload = 2,
+    cudaGraphInstantiateFlagDeviceLaunch = 4,
+    cudaGraphInstantiateFlagUseNodePriority = 8,
+};
 
 #endif

@@ -1,6 +1,7 @@
 /* vector_functions.h (cuemu) - make_int2(), make_float4(), ... */
 #ifndef CUEMU_VECTOR_FUNCTIONS_H
 #define CUEMU_VECTOR_FUNCTIONS_H
+#define __VECTOR_FUNCTIONS_H__   /* the toolkit header's guard, which programs test */
 #include "vector_types.h"
 #if defined(__cplusplus)
 #  define CUEMU_VF static inline

@@ -2,6 +2,7 @@
    the real ones (float2: 8 bytes, float4: 16, ...) and dim3. */
 #ifndef CUEMU_VECTOR_TYPES_H
 #define CUEMU_VECTOR_TYPES_H
+#define __VECTOR_TYPES_H__   /* the toolkit header's guard, which programs test */
 
 #include "crt/host_defines.h"
 

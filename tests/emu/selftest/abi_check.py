@@ -894,6 +894,29 @@ def first_error(msg):
     return msg.split('\n')[0][:300]
 
 
+def per_thread_mapping(emu, real):
+    """nvcc --default-stream per-thread: the emulator's cuda_runtime_api.h
+    maps API names to _ptsz / _ptds entry points as the toolkit's does
+    (#define cudaX __CUDART_API_PTSZ(cudaX) there, cudaX_ptsz here). A text
+    comparison: (header, names, problems), or None without the mapping."""
+    try:
+        mine = open(os.path.join(emu, 'cuda_runtime_api.h')).read()
+        theirs = open(os.path.join(real, 'cuda_runtime_api.h')).read()
+    except OSError:
+        return None
+    emu_map = dict(re.findall(r'#\s*define\s+(cuda\w+)\s+\1_(pt[sd][sz])\b', mine))
+    if not emu_map:
+        return None
+    real_map = {n: k.lower() for k, n in re.findall(r'#\s*define\s+cuda\w+\s+__CUDART_API_(PT[SD][SZ])\((cuda\w+)\)', theirs)}
+    probs = []
+    for name, kind in sorted(emu_map.items()):
+        if name not in real_map:
+            probs.append('%s: mapped to %s_%s; the toolkit does not map it' % (name, name, kind))
+        elif real_map[name] != kind:
+            probs.append('%s: mapped to %s_%s; the toolkit maps it to %s_%s' % (name, name, kind, name, real_map[name]))
+    return ('cuda_runtime_api.h (per-thread default stream)', len(emu_map), probs)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--emu', default=EMU_DEFAULT)
@@ -931,6 +954,10 @@ def main():
                             results += f.result()
                         except RuntimeError as e2:
                             results.append((p[0], 0, ['does not build on its own with a host compiler: %s' % first_error(str(e2))]))
+    if not only or 'cuda_runtime_api.h' in only:
+        pt = per_thread_mapping(a.emu, a.real)
+        if pt:
+            results.append(pt)
     passed = failed = 0
     for rel, n, probs in sorted(results):
         if probs:

@@ -21,6 +21,8 @@
    devices, or "none". GPUDL_EMU_DRIVER=none emulates a machine without
    the driver. */
 #include "state.h"
+#include "access.h"
+#include "sanitizer.h"
 #include <cuemu.h>
 #include <chrono>
 #include <link.h>
@@ -41,12 +43,15 @@ namespace {
 thread_local cudaError_t t_last = cudaSuccess;
 thread_local int t_device = 0;
 thread_local bool t_in_exec = false;      /* this thread runs queued work: no runtime calls allowed */
+thread_local bool t_library_work = false; /* ... and that work is a library call's (enqueue) */
 std::atomic<int> g_exec_device{-1};
 bool g_host_guard = true;
 bool g_trace = false;   /* CUEMU_TRACE=1: each launch and library call to stderr */
 std::vector<std::pair<uintptr_t, uintptr_t>> g_static_ranges;
 
 const size_t kQuarantineEntries = 512;
+const size_t kLargeAlloc = 256ull << 20;   /* above this an allocation is reserved, not filled */
+const size_t kLargeFill = 1ull << 20;
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 size_t page() {
@@ -220,6 +225,11 @@ void ensure_init() {
                 S.devs.clear();
                 break;
             }
+            if ((int)S.devs.size() == kMaxDevices) {
+                fprintf(stderr, "cuemu: GPUDL_EMU_DEVICE=%s: at most %d devices; the rest are ignored\n", S.spec.c_str(),
+                        kMaxDevices);
+                break;
+            }
             S.devs.emplace_back();
             S.devs.back().prof = p;
             if (comma == std::string::npos) break;
@@ -258,7 +268,7 @@ int executing_device() { return g_exec_device.load(); }
 void note_static_shared(const void *func, size_t bytes) {
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
-    S.funcs[func].static_smem += bytes;
+    S.funcs[func].seen_smem += bytes;
 }
 
 bool static_data(const void *p) {
@@ -386,6 +396,10 @@ bool device_range(int dev, const void *p, size_t bytes, std::string *why) {
         }
         return false;
     }
+    /* The library emulations do not tell reads from writes: every range
+       they may touch counts as written, so initcheck checks kernels' reads
+       only. */
+    if (t_library_work) san_written(p, bytes);
     return true;
 }
 
@@ -403,9 +417,19 @@ cudaError_t alloc_device(int dev, size_t size, bool internal, void **out) {
     a.device = dev;
     a.internal = internal;
     a.accounted = charge;
-    /* fresh device memory holds garbage: all one bits (NaN as floats) */
+    /* Fresh device memory holds garbage: all one bits (NaN as floats). A
+       large allocation is only reserved (MAP_NORESERVE, pages committed when
+       touched, as a GPU's 20 GB cudaMalloc does not take 20 GB of host RAM):
+       its first and last kLargeFill bytes get the garbage, the rest reads as
+       zero bytes, which is one of the values garbage may have. */
     mprotect(a.map, a.map_len - page(), PROT_READ | PROT_WRITE);
-    memset(a.base, 0xff, round_up(size ? size : 1, 256));
+    size_t fill = round_up(size ? size : 1, 256);
+    if (fill <= kLargeAlloc) {
+        memset(a.base, 0xff, fill);
+    } else {
+        memset(a.base, 0xff, kLargeFill);
+        memset(a.base + fill - kLargeFill, 0xff, kLargeFill);
+    }
     protect(a, S.mem_open || !g_host_guard);
     D.used += charge;
     S.allocs[(uintptr_t)a.base] = a;
@@ -427,6 +451,29 @@ void quarantine(State &S, Alloc a) {
 }
 
 } /* namespace */
+
+void device_fill(void *p, const void *init, size_t bytes) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    auto it = S.allocs.find((uintptr_t)p);
+    if (it == S.allocs.end()) return;
+    const Alloc &a = it->second;
+    if (!S.mem_open && g_host_guard) mprotect(a.map, a.map_len - page(), PROT_READ | PROT_WRITE);
+    memcpy(p, init, bytes);
+    protect(a, S.mem_open || !g_host_guard);
+}
+
+void *device_copy_of(int dev, const void *init, size_t bytes) {
+    void *p = nullptr;
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (alloc_device(dev, bytes, true, &p) != cudaSuccess) {
+        fprintf(stderr, "cuemu: no device memory for a __device__ variable's copy (%zu bytes)\n", bytes);
+        abort();
+    }
+    device_fill(p, init, bytes);
+    return p;
+}
 
 void *internal_alloc(int dev, size_t bytes) {
     void *p = nullptr;
@@ -455,6 +502,7 @@ bool op_done(uint64_t seq) {
 namespace {
 bool is_legacy(State &S, const Stream *s) { return s == &S.devs[s->device].legacy; }
 }
+bool is_legacy_stream(const Stream *s) { return is_legacy(state(), s); }
 
 /* A stream's order, plus the legacy default stream's rule: work on it waits
    for all earlier work on the device's blocking streams, and work on a
@@ -525,6 +573,7 @@ void run_until(uint64_t seq) {
         if (op.always || !sticky_error(op.device)) {
             g_exec_device = op.device;
             t_in_exec = true;
+            DeviceFpScope fp(false);   /* device work sees the device's FP state, not this host thread's */
             op.fn();
             t_in_exec = false;
             g_exec_device = -1;
@@ -545,11 +594,30 @@ void run_until(uint64_t seq) {
     }
 }
 
+namespace {
+/* Programming Guide, "Per-thread Default Stream": cudaStreamPerThread is
+   one stream per host thread and device; it synchronises with the legacy
+   default stream as a blocking stream does and with no other stream. */
+Stream *per_thread_stream(State &S) {
+    thread_local Stream *mine[kMaxDevices] = {};
+    Stream *&s = mine[t_device];
+    if (!s) {
+        s = new Stream{t_device, 0, 0, 0, nullptr, {}};   /* lives as long as the program: work may be queued on it at exit */
+        S.streams.insert(s);
+    }
+    return s;
+}
+} /* namespace */
+
 Stream *resolve_stream(cudaStream_t s, int *dev, cudaError_t *err) {
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
     *err = cudaSuccess;
-    if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) {
+    if (s == cudaStreamPerThread) {
+        *dev = t_device;
+        return per_thread_stream(S);
+    }
+    if (s == nullptr || s == cudaStreamLegacy) {
         *dev = t_device;
         return &S.devs[t_device].legacy;
     }
@@ -568,6 +636,24 @@ cudaError_t stream_device(cudaStream_t s, int *dev) {
     return e;
 }
 
+cudaError_t submit(int device, Stream *st, const char *name, cudaGraphNodeType type, std::function<void()> fn, uint64_t *seq,
+                   GNode **node, uint64_t extra_dep, bool always) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (seq) *seq = 0;
+    if (node) *node = nullptr;
+    cudaError_t e = capture_guard(st);
+    if (e) return e;
+    if (st->cap) {
+        GNode *n = capture_add(st, type, name, std::move(fn));
+        if (node) *node = n;
+        return cudaSuccess;
+    }
+    uint64_t q = push_op(device, st, name, std::move(fn), extra_dep, always);
+    if (seq) *seq = q;
+    return cudaSuccess;
+}
+
 cudaError_t enqueue(cudaStream_t s, const char *name, std::function<void()> fn) {
     cudaError_t e = need_device();
     if (e) return e;
@@ -575,7 +661,14 @@ cudaError_t enqueue(cudaStream_t s, const char *name, std::function<void()> fn) 
     Stream *st = resolve_stream(s, &dev, &e);
     if (!st) return e;
     if ((e = sticky_error(dev))) return e;
-    push_op(dev, st, name, std::move(fn));
+    GNode *node = nullptr;
+    e = submit(dev, st, name, cudaGraphNodeTypeKernel, [fn = std::move(fn)] {
+        t_library_work = true;
+        fn();
+        t_library_work = false;
+    }, nullptr, &node);
+    if (e) return e;
+    if (node) return cudaSuccess;   /* captured: part of a graph launch's work, not a call of its own */
     state().counters.library_calls++;
     if (g_trace) fprintf(stderr, "cuemu trace: library %s\n", name);
     return cudaSuccess;
@@ -586,11 +679,14 @@ void count_library_api_call() { state().counters.library_api_calls++; }
 /* >>launch (cuemu/kernel.h) */
 namespace {
 
-bool arch_matches(const char *archs, const Profile &p, std::string *list) {
-    if (!archs || !*archs) return true;
-    *list = archs;
+bool arch_matches(const char *archs_flags, const Profile &p, std::string *list) {
+    if (!archs_flags || !*archs_flags) return true;
+    /* "sm_80,compute_90|ftz|...": the targets, then nvcc-emu's code-generation flags */
+    std::string targets(archs_flags, strcspn(archs_flags, "|"));
+    if (targets.empty()) return true;
+    *list = targets;
     int cc = p.major * 10 + p.minor;
-    const char *s = archs;
+    const char *s = targets.c_str();
     while (*s) {
         const char *e = strchr(s, ',');
         std::string one(s, e ? (size_t)(e - s) : strlen(s));
@@ -618,12 +714,33 @@ bool arch_matches(const char *archs, const Profile &p, std::string *list) {
 
 } /* namespace */
 
-struct GridOp {
-    Grid g;
-    ~GridOp() {
-        if (g.destroy) g.destroy(g.args);
-    }
+/* A kernel node being made (cudaGraphAddKernelNode, ...SetParams): the
+   launch the registered launcher makes becomes this grid instead of work. */
+thread_local std::shared_ptr<GridOp> *t_node_sink = nullptr;
+
+/* Device code: symbols resolve to the device's copies while it runs
+   (registry.cpp). Every fiber of this host thread runs the same grid. */
+struct DeviceCall {
+    void (*run)(void *);
+    void *args;
+    void (*destroy)(void *);
+    int device;
 };
+void device_call_run(void *p) {
+    DeviceCall *c = (DeviceCall *)p;
+    t_code_device = c->device;
+    c->run(c->args);
+}
+void device_call_destroy(void *p) {
+    DeviceCall *c = (DeviceCall *)p;
+    if (c->destroy) c->destroy(c->args);
+    delete c;
+}
+
+void run_device_grid(GridOp &op) {
+    run_grid(op.g);
+    t_code_device = -1;   /* this host thread took part; it runs host code again */
+}
 
 cudaError_t launch_checked(const LaunchSite &site, const void *func, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                            void (*run)(void *), void *args, void (*destroy)(void *), const PtrArg *ptrs, int nptrs,
@@ -635,8 +752,9 @@ cudaError_t launch_checked(const LaunchSite &site, const void *func, dim3 grid, 
     cudaError_t e = need_device();
     if (e) return drop(e);
     int dev;
-    Stream *st = resolve_stream(stream, &dev, &e);
+    Stream *st = t_node_sink ? &state().devs[t_device].legacy : resolve_stream(stream, &dev, &e);
     if (!st) return drop(e);
+    if (t_node_sink) dev = t_device;
     if (dev != t_device) return drop(cudaErrorInvalidResourceHandle);   /* a stream of another device */
     State &S = state();
     const Profile &p = S.devs[dev].prof;
@@ -646,14 +764,30 @@ cudaError_t launch_checked(const LaunchSite &site, const void *func, dim3 grid, 
         grid.z > 65535)
         return drop(cudaErrorInvalidConfiguration);
     {
-        /* dynamic shared memory up to the kernel's opt-in (48 KiB without one), static plus dynamic up to
-           48 KiB without an opt-in and to the device's opt-in limit with one */
         std::lock_guard<std::recursive_mutex> lk(S.mu);
         auto it = S.funcs.find(func);
-        bool optin = it != S.funcs.end() && it->second.max_dynamic_smem >= 0;
-        size_t st = it != S.funcs.end() ? it->second.static_smem : 0;
-        size_t limit = optin ? (size_t)it->second.max_dynamic_smem : p.smem_per_block - (st < p.smem_per_block ? st : p.smem_per_block);
-        if (smem > limit || st + smem > (optin ? p.smem_per_block_optin : p.smem_per_block)) return drop(cudaErrorInvalidValue);
+        const FuncAttr *fa = it != S.funcs.end() ? &it->second : nullptr;
+        /* Programming Guide, "Launch Bounds": maxThreadsPerBlock is the most
+           threads per block the kernel is ever launched with; the compiled
+           kernel cannot run more, and the launch fails for lack of
+           resources ("too many resources requested for launch"). */
+        if (fa && fa->max_threads > 0 && threads > (uint64_t)fa->max_threads) {
+            static std::atomic<int> said{0};
+            if (said++ < 3)
+                fprintf(stderr, "cuemu: kernel %s: %llu threads per block, above its __launch_bounds__ of %d\n",
+                        fa->name ? fa->name : site.kernel ? site.kernel : "?", (unsigned long long)threads, fa->max_threads);
+            return drop(cudaErrorLaunchOutOfResources);
+        }
+        /* Programming Guide, "Shared Memory" (compute capability tables):
+           dynamic shared memory up to the kernel's opt-in
+           (cudaFuncAttributeMaxDynamicSharedMemorySize), 48 KiB in all
+           without one; static plus dynamic up to the device's opt-in limit
+           with one. The static size is the compiled image's, known before
+           the first launch. */
+        bool optin = fa && fa->max_dynamic_smem >= 0;
+        size_t sts = fa ? fa->static_smem() : 0;
+        size_t limit = optin ? (size_t)fa->max_dynamic_smem : p.smem_per_block - (sts < p.smem_per_block ? sts : p.smem_per_block);
+        if (smem > limit || sts + smem > (optin ? p.smem_per_block_optin : p.smem_per_block)) return drop(cudaErrorInvalidValue);
     }
     std::string list;
     if (!arch_matches(site.archs, p, &list)) {
@@ -668,12 +802,49 @@ cudaError_t launch_checked(const LaunchSite &site, const void *func, dim3 grid, 
         if (per_sm > (uint64_t)p.max_blocks_per_sm) per_sm = p.max_blocks_per_sm;
         if ((uint64_t)grid.x * grid.y * grid.z > (uint64_t)p.sms * per_sm) return drop(cudaErrorCooperativeLaunchTooLarge);
     }
+    symbols_ready(dev);
     auto op = std::make_shared<GridOp>();
-    op->g = Grid{site, func, grid, block, smem, dev, run, args, destroy, std::vector<PtrArg>(ptrs, ptrs + nptrs)};
+    DeviceCall *call = new DeviceCall{run, args, destroy, dev};
+    op->g = Grid{site, func, grid, block, smem, dev, &device_call_run, call, &device_call_destroy,
+                 std::vector<PtrArg>(ptrs, ptrs + nptrs)};
+    if (t_node_sink) {
+        *t_node_sink = op;
+        return cudaSuccess;
+    }
+    GNode *node = nullptr;
+    e = submit(dev, st, "kernel", cudaGraphNodeTypeKernel, [op] { run_device_grid(*op); }, nullptr, &node);
+    if (e) return set_error(e);
+    if (node) {
+        set_kernel_node(node, op, func, grid, block, smem);
+        return cudaSuccess;
+    }
     S.counters.kernel_launches++;
     if (g_trace) fprintf(stderr, "cuemu trace: kernel %s <<<(%u,%u,%u), (%u,%u,%u), %zu>>>\n", site.kernel ? site.kernel : "?",
                          grid.x, grid.y, grid.z, block.x, block.y, block.z, smem);
-    push_op(dev, st, "kernel", [op] { run_grid(op->g); });
+    return cudaSuccess;
+}
+
+/* A kernel node's grid from cudaKernelNodeParams: the registered launcher
+   copies the arguments, as the graph API does ("kernelParams ... copied"). */
+cudaError_t make_kernel_grid(const cudaKernelNodeParams *kp, std::shared_ptr<GridOp> *out) {
+    if (!kp || !kp->func) return cudaErrorInvalidDeviceFunction;
+    if (kp->extra) return cudaErrorInvalidValue;   /* the "extra" form is not emulated */
+    cudaError_t (*launcher)(const void *, dim3, dim3, void **, size_t, cudaStream_t, int) = nullptr;
+    {
+        State &S = state();
+        std::lock_guard<std::recursive_mutex> lk(S.mu);
+        auto it = S.funcs.find(kp->func);
+        if (it != S.funcs.end()) launcher = it->second.launcher;
+    }
+    if (!launcher) return cudaErrorInvalidDeviceFunction;
+    std::shared_ptr<GridOp> op;
+    std::shared_ptr<GridOp> *saved = t_node_sink;
+    t_node_sink = &op;
+    cudaError_t e = launcher(kp->func, kp->gridDim, kp->blockDim, kp->kernelParams, kp->sharedMemBytes, nullptr, 0);
+    t_node_sink = saved;
+    if (e) return e;
+    if (!op) return cudaErrorInvalidValue;
+    *out = op;
     return cudaSuccess;
 }
 
@@ -921,6 +1092,8 @@ extern "C" cudaError_t cudaGetDeviceFlags(unsigned int *flags) {
 
 extern "C" cudaError_t cudaDeviceSynchronize(void) {
     CUEMU_NEED_DEVICE();
+    cudaError_t e = capture_sync_check(nullptr, t_device);
+    if (e) return set_error(e);
     State &S = state();
     S.counters.host_waits++;
     run_until(~0ull);
@@ -932,10 +1105,15 @@ extern "C" cudaError_t cudaDeviceReset(void) {
     if (e) return set_error(e);
     State &S = state();
     if (!sticky_error(t_device)) run_until(~0ull);
+    symbols_reset(t_device);   /* the module's variables start again from their initialisers */
+    san_device_reset(t_device);   /* memcheck's leak check: what is still allocated when the context goes */
     std::lock_guard<std::recursive_mutex> lk(S.mu);
     for (auto it = S.allocs.begin(); it != S.allocs.end();) {
-        if ((it->second.kind == MEM_DEVICE || it->second.kind == MEM_MANAGED) && it->second.device == t_device) {
+        /* the program's allocations go; the emulator's own (symbol copies, library workspaces) stay */
+        if ((it->second.kind == MEM_DEVICE || it->second.kind == MEM_MANAGED) && it->second.device == t_device &&
+            !it->second.internal) {
             if (it->second.kind == MEM_DEVICE) S.devs[t_device].used -= it->second.accounted;
+            san_free(it->second.base);
             quarantine(S, it->second);
             it = S.allocs.erase(it);
         } else {
@@ -1020,6 +1198,7 @@ extern "C" cudaError_t cudaDeviceDisablePeerAccess(int peer) {
 /* >>memory */
 extern "C" cudaError_t cudaMalloc(void **devPtr, size_t size) {
     CUEMU_NEED_DEVICE();
+    if (cudaError_t ce = capture_unsafe_call()) return set_error(ce);
     if (!devPtr) return set_error(cudaErrorInvalidValue);
     state().counters.mallocs++;
     if (size == 0) {
@@ -1028,6 +1207,7 @@ extern "C" cudaError_t cudaMalloc(void **devPtr, size_t size) {
     }
     cudaError_t e = alloc_device(t_device, size, false, devPtr);
     if (e) *devPtr = nullptr;
+    else san_alloc(*devPtr, size, t_device);
     return set_error(e);
 }
 
@@ -1063,6 +1243,7 @@ extern "C" cudaError_t cudaMallocHost(void **ptr, size_t size) { return cudaHost
 
 extern "C" cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
     CUEMU_NEED_DEVICE();
+    if (cudaError_t ce = capture_unsafe_call()) return set_error(ce);
     if (!pHost || (flags & ~0x7u)) return set_error(cudaErrorInvalidValue);
     state().counters.host_allocs++;
     cudaError_t e = alloc_host(pHost, size, MEM_PINNED, flags);
@@ -1072,27 +1253,31 @@ extern "C" cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int fla
 
 extern "C" cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
     CUEMU_NEED_DEVICE();
+    if (cudaError_t ce = capture_unsafe_call()) return set_error(ce);
     if (!devPtr || size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)) return set_error(cudaErrorInvalidValue);
     state().counters.mallocs++;
     cudaError_t e = alloc_host(devPtr, size, MEM_MANAGED, flags);
     if (e) *devPtr = nullptr;
+    else san_alloc(*devPtr, size, t_device);
     return set_error(e);
 }
 
 extern "C" cudaError_t cudaFree(void *devPtr) {
     CUEMU_NEED_DEVICE();
     if (!devPtr) return cudaSuccess;
+    if (cudaError_t ce = capture_unsafe_call()) return set_error(ce);
     State &S = state();
     run_until(~0ull);   /* cudaFree waits for the device to be idle */
     std::lock_guard<std::recursive_mutex> lk(S.mu);
     auto it = S.allocs.find((uintptr_t)devPtr);
-    if (it == S.allocs.end() || it->second.internal ||
+    if (it == S.allocs.end() || it->second.internal || it->second.free_queued ||
         (it->second.kind != MEM_DEVICE && it->second.kind != MEM_MANAGED))
         return set_error(cudaErrorInvalidValue);
     Alloc a = it->second;
     S.allocs.erase(it);
     if (a.kind == MEM_DEVICE) S.devs[a.device].used -= a.accounted;
     S.counters.frees++;
+    san_free(a.base);
     quarantine(S, a);
     return cudaSuccess;
 }
@@ -1100,6 +1285,7 @@ extern "C" cudaError_t cudaFree(void *devPtr) {
 extern "C" cudaError_t cudaFreeHost(void *ptr) {
     CUEMU_NEED_DEVICE();
     if (!ptr) return cudaSuccess;
+    if (cudaError_t ce = capture_unsafe_call()) return set_error(ce);
     State &S = state();
     run_until(~0ull);
     std::lock_guard<std::recursive_mutex> lk(S.mu);
@@ -1206,10 +1392,9 @@ extern "C" cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at
 /* >>copies */
 namespace {
 
-/* SIDE_STATIC: the program's global data, which holds both host globals
-   and __device__ variables (their addresses come from cudaGetSymbolAddress):
-   whichever side the copy's kind says. */
-enum Side { SIDE_HOST, SIDE_PINNED, SIDE_DEVICE, SIDE_STATIC };
+/* (a __device__ variable's address, from cudaGetSymbolAddress, is device
+   memory: its device copy) */
+enum Side { SIDE_HOST, SIDE_PINNED, SIDE_DEVICE };
 
 /* Where p lives, and whether [p, p + n) is a valid range of it. */
 cudaError_t side_of(const void *p, size_t n, Side *side, int *dev) {
@@ -1230,7 +1415,7 @@ cudaError_t side_of(const void *p, size_t n, Side *side, int *dev) {
         return cudaSuccess;
     case MEM_FREED: return cudaErrorInvalidValue;
     default:
-        *side = static_data(p) && static_data((const char *)p + n - 1) ? SIDE_STATIC : SIDE_HOST;
+        *side = SIDE_HOST;
         return p ? cudaSuccess : cudaErrorInvalidValue;
     }
 }
@@ -1258,23 +1443,24 @@ cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_
        device memory. */
     bool want_dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     bool want_src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-    if (ds == SIDE_STATIC) ds = want_dst_dev ? SIDE_DEVICE : SIDE_HOST;
-    if (ss == SIDE_STATIC) ss = want_src_dev ? SIDE_DEVICE : SIDE_HOST;
     if (kind != cudaMemcpyDefault) {
         if ((want_dst_dev && ds == SIDE_HOST) || (!want_dst_dev && ds == SIDE_DEVICE)) return set_error(cudaErrorInvalidValue);
         if ((want_src_dev && ss == SIDE_HOST) || (!want_src_dev && ss == SIDE_DEVICE)) return set_error(cudaErrorInvalidValue);
     }
     bool to_host = !is_dev(ds), from_host = !is_dev(ss);
+    if (!async && (e = capture_unsafe_call())) return set_error(e);
     int dev;
-    Stream *st = resolve_stream(async ? stream : nullptr, &dev, &e);
+    Stream *st = resolve_stream(stream, &dev, &e);
     if (!st) return set_error(e);
+    if ((e = capture_guard(st))) return set_error(e);
+    bool capturing = st->cap != nullptr;
     size_t bytes = width * height;
     if (from_host && !to_host) S.counters.h2d_bytes += bytes;
     else if (!from_host && to_host) S.counters.d2h_bytes += bytes;
     else if (!from_host && !to_host) S.counters.d2d_bytes += bytes;
     const char *srcp = (const char *)src;
     std::shared_ptr<std::vector<char>> staged;
-    if (ss == SIDE_HOST && !to_host) {
+    if (ss == SIDE_HOST && !to_host && !capturing) {
         /* From pageable memory: a synchronous copy first waits for the stream
            (the docs: "a stream sync is performed before the copy is
            initiated"); either form stages the data now, so the caller may
@@ -1288,17 +1474,24 @@ cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_
         memcpy(staged->data(), src, sext);
         srcp = staged->data();
     }
+    /* A captured copy reads its source when the graph runs. */
     char *d = (char *)dst;
-    uint64_t seq = push_op(dev, st, "memcpy", [=] {
+    bool dev_dst = !to_host;
+    uint64_t seq = 0;
+    e = submit(dev, st, "memcpy", cudaGraphNodeTypeMemcpy, [=] {
         (void)staged;
-        for (size_t r = 0; r < height; r++) memcpy(d + r * dpitch, srcp + r * spitch, width);
-    });
+        for (size_t r = 0; r < height; r++) {
+            memcpy(d + r * dpitch, srcp + r * spitch, width);
+            if (dev_dst) san_written(d + r * dpitch, width);
+        }
+    }, &seq);
+    if (e) return set_error(e);
     /* The host waits for copies into host memory (always, if synchronous;
        for pageable memory even when asynchronous), and for synchronous
        copies from pinned memory or between host buffers. */
     bool wait = (to_host && (!async || ds == SIDE_HOST)) || (!async && from_host && ss != SIDE_HOST) ||
                 (from_host && to_host);
-    if (wait) {
+    if (wait && seq) {
         S.counters.host_waits++;
         run_until(seq);
         if ((e = sticky_error(dev))) return set_error(e);
@@ -1317,14 +1510,21 @@ cudaError_t fill(void *p, size_t pitch, int value, size_t width, size_t height, 
     int d;
     cudaError_t e = side_of(p, ext, &side, &d);
     if (e || side == SIDE_HOST) return set_error(cudaErrorInvalidValue);
+    if (!async && (e = capture_unsafe_call())) return set_error(e);
     int dev;
-    Stream *st = resolve_stream(async ? stream : nullptr, &dev, &e);
+    Stream *st = resolve_stream(stream, &dev, &e);
     if (!st) return set_error(e);
+    if ((e = capture_guard(st))) return set_error(e);
     char *base = (char *)p;
-    uint64_t seq = push_op(dev, st, "memset", [=] {
-        for (size_t r = 0; r < height; r++) memset(base + r * pitch, value, width);
-    });
-    if (side == SIDE_PINNED && !async) run_until(seq);   /* synchronous for pinned host memory */
+    uint64_t seq = 0;
+    e = submit(dev, st, "memset", cudaGraphNodeTypeMemset, [=] {
+        for (size_t r = 0; r < height; r++) {
+            memset(base + r * pitch, value, width);
+            san_written(base + r * pitch, width);
+        }
+    }, &seq);
+    if (e) return set_error(e);
+    if (side == SIDE_PINNED && !async && seq) run_until(seq);   /* synchronous for pinned host memory */
     return cudaSuccess;
 }
 
@@ -1361,70 +1561,73 @@ extern "C" cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, 
     return fill(devPtr, pitch, value, width, height, stream, true);
 }
 
-/* >>symbols: __device__ and __constant__ variables are ordinary globals. */
+/* >>symbols (Runtime API, "Memory Management": cudaMemcpyToSymbol, ...):
+   a symbol is a registered __device__ / __constant__ variable (registry.cpp);
+   any other address is cudaErrorInvalidSymbol; offset + count past the
+   variable is cudaErrorInvalidValue. The copies reach the current device's
+   copy of the variable, in stream order like other copies. */
 namespace {
-cudaError_t symbol_copy(void *dst, const void *src, size_t count, bool to_symbol, cudaMemcpyKind kind, cudaStream_t stream,
-                        bool async) {
+/* The symbol's device copy on the current device, at offset; errors as the API's. */
+cudaError_t symbol_target(const void *symbol, size_t offset, size_t count, char **out) {
+    const SymbolInfo *si = symbol_find(symbol);
+    if (!si) return cudaErrorInvalidSymbol;
+    if (offset > si->size || count > si->size - offset) return cudaErrorInvalidValue;
+    *out = (char *)symbol_copy_on(si, t_device) + offset;
+    return cudaSuccess;
+}
+
+cudaError_t symbol_copy(void *dst, const void *src, size_t count, size_t offset, bool to_symbol, cudaMemcpyKind kind,
+                        cudaStream_t stream, bool async) {
     CUEMU_NEED_DEVICE();
-    const void *sym = to_symbol ? dst : src;
-    if (!static_data(sym)) return set_error(cudaErrorInvalidSymbol);
+    char *target;
+    cudaError_t e = symbol_target(to_symbol ? dst : src, offset, count, &target);
+    if (e) return set_error(e);
     if (to_symbol ? (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
                   : (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault))
         return set_error(cudaErrorInvalidMemcpyDirection);
-    cudaError_t e;
-    int dev;
-    Stream *st = resolve_stream(async ? stream : nullptr, &dev, &e);
-    if (!st) return set_error(e);
-    State &S = state();
-    S.counters.memcpy_calls++;
-    const void *other = to_symbol ? src : dst;
-    Side side;
-    int odev;
-    if ((e = side_of(other, count, &side, &odev))) return set_error(e);
-    std::shared_ptr<std::vector<char>> staged;
-    const char *from = (const char *)src;
-    if (to_symbol && side == SIDE_HOST) {
-        staged = std::make_shared<std::vector<char>>((const char *)src, (const char *)src + count);
-        from = staged->data();
+    if (!count) return cudaSuccess;
+    /* the other side: host memory (HostToDevice / DeviceToHost) or device memory (DeviceToDevice) */
+    cudaMemcpyKind k = kind;
+    if (k == cudaMemcpyDefault) {
+        Region r;
+        MemKind mk = classify(to_symbol ? src : dst, &r);
+        k = mk == MEM_DEVICE ? cudaMemcpyDeviceToDevice : to_symbol ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     }
-    char *to = (char *)dst;
-    uint64_t seq = push_op(dev, st, "memcpy symbol", [=] {
-        (void)staged;
-        memcpy(to, from, count);
-    });
-    if (!async || (!to_symbol && side == SIDE_HOST)) {
-        S.counters.host_waits++;
-        run_until(seq);
-    }
-    return set_error(sticky_error(dev));
+    if (to_symbol) return copy(target, count, src, count, count, 1, k, stream, async);
+    return copy(dst, count, target, count, count, 1, k, stream, async);
 }
 } /* namespace */
 
 extern "C" cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-    return symbol_copy((char *)symbol + offset, src, count, true, kind, nullptr, false);
+    return symbol_copy((void *)symbol, src, count, offset, true, kind, nullptr, false);
 }
 extern "C" cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-    return symbol_copy(dst, (const char *)symbol + offset, count, false, kind, nullptr, false);
+    return symbol_copy(dst, symbol, count, offset, false, kind, nullptr, false);
 }
 extern "C" cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset,
                                               enum cudaMemcpyKind kind, cudaStream_t stream) {
-    return symbol_copy((char *)symbol + offset, src, count, true, kind, stream, true);
+    return symbol_copy((void *)symbol, src, count, offset, true, kind, stream, true);
 }
 extern "C" cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset,
                                                 enum cudaMemcpyKind kind, cudaStream_t stream) {
-    return symbol_copy(dst, (const char *)symbol + offset, count, false, kind, stream, true);
+    return symbol_copy(dst, symbol, count, offset, false, kind, stream, true);
 }
 extern "C" cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol) {
     CUEMU_NEED_DEVICE();
-    if (!devPtr || !static_data(symbol)) return set_error(cudaErrorInvalidSymbol);
-    *devPtr = (void *)symbol;
+    if (!devPtr) return set_error(cudaErrorInvalidValue);
+    char *target;
+    cudaError_t e = symbol_target(symbol, 0, 0, &target);
+    if (e) return set_error(e);
+    *devPtr = target;
     return cudaSuccess;
 }
 extern "C" cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol) {
     CUEMU_NEED_DEVICE();
-    (void)size;
-    (void)symbol;
-    return set_error(cudaErrorInvalidSymbol);   /* only the C++ overload knows the size */
+    if (!size) return set_error(cudaErrorInvalidValue);
+    const SymbolInfo *si = symbol_find(symbol);
+    if (!si) return set_error(cudaErrorInvalidSymbol);
+    *size = si->size;
+    return cudaSuccess;
 }
 
 extern "C" cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, struct cudaMemLocation, unsigned int flags,
@@ -1438,34 +1641,65 @@ extern "C" cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, st
     return set_error(e);
 }
 
+/* Stream-ordered allocation (Runtime API, cudaMallocAsync / cudaFreeAsync;
+   Programming Guide "Stream Ordered Memory Allocator"): the memory may be
+   used by work after the allocation in its stream (other streams once an
+   event or a synchronisation orders them after it), and is released when
+   the free is reached in the stream: work that runs after that uses freed
+   memory and faults. Work queued before the cudaMallocAsync call cannot
+   hold the pointer, and queued work runs in issue order, so the allocation
+   itself is made at the call. Allocation in a stream capture (graph memory
+   nodes) is not emulated: cudaErrorStreamCaptureUnsupported. */
+namespace {
+cudaError_t async_stream(cudaStream_t hStream, Stream **st, int *dev) {
+    cudaError_t e;
+    *st = resolve_stream(hStream, dev, &e);
+    if (!*st) return e;
+    if ((e = capture_guard(*st))) return e;
+    if ((*st)->cap) {
+        static std::atomic<int> said{0};
+        if (said++ < 1) fprintf(stderr, "cuemu: cudaMallocAsync / cudaFreeAsync in a stream capture (graph memory nodes) is not emulated\n");
+        return cudaErrorStreamCaptureUnsupported;
+    }
+    return cudaSuccess;
+}
+} /* namespace */
+
 extern "C" cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
     CUEMU_NEED_DEVICE();
     int dev;
-    cudaError_t e = stream_device(hStream, &dev);
-    if (e) return set_error(e);
+    Stream *st;
     if (!devPtr) return set_error(cudaErrorInvalidValue);
+    cudaError_t e = async_stream(hStream, &st, &dev);
+    if (e) return set_error(e);
     state().counters.mallocs++;
     if (size == 0) {
         *devPtr = nullptr;
         return cudaSuccess;
     }
     e = alloc_device(dev, size, false, devPtr);
-    return set_error(e);
+    if (e) {
+        *devPtr = nullptr;
+        return set_error(e);
+    }
+    san_alloc(*devPtr, size, dev);
+    return cudaSuccess;
 }
 
 extern "C" cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
     CUEMU_NEED_DEVICE();
     int dev;
-    cudaError_t e;
-    Stream *st = resolve_stream(hStream, &dev, &e);
-    if (!st) return set_error(e);
+    Stream *st;
+    cudaError_t e = async_stream(hStream, &st, &dev);
+    if (e) return set_error(e);
     if (!devPtr) return cudaSuccess;
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
     auto it = S.allocs.find((uintptr_t)devPtr);
-    if (it == S.allocs.end() || it->second.kind != MEM_DEVICE || it->second.internal) return set_error(cudaErrorInvalidValue);
+    if (it == S.allocs.end() || it->second.kind != MEM_DEVICE || it->second.internal || it->second.free_queued)
+        return set_error(cudaErrorInvalidValue);
+    it->second.free_queued = true;   /* a second free is an error now, not when the first is reached */
     S.counters.frees++;
-    /* Freed in stream order: the memory stays valid for the work queued before. */
     push_op(dev, st, "free", [devPtr] {
         State &S2 = state();
         std::lock_guard<std::recursive_mutex> lk2(S2.mu);
@@ -1474,6 +1708,7 @@ extern "C" cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
         Alloc a = it2->second;
         S2.allocs.erase(it2);
         S2.devs[a.device].used -= a.accounted;
+        san_free(a.base);
         quarantine(S2, a);
     });
     return cudaSuccess;
@@ -1483,7 +1718,7 @@ extern "C" cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
 extern "C" cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority) {
     CUEMU_NEED_DEVICE();
     if (!pStream || (flags & ~1u)) return set_error(cudaErrorInvalidValue);
-    Stream *s = new Stream{t_device, flags, priority < -5 ? -5 : priority > 0 ? 0 : priority, 0};
+    Stream *s = new Stream{t_device, flags, priority < -5 ? -5 : priority > 0 ? 0 : priority, 0, nullptr, {}};
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
     S.streams.insert(s);
@@ -1541,6 +1776,7 @@ extern "C" cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     cudaError_t e;
     Stream *s = resolve_stream(stream, &dev, &e);
     if (!s) return set_error(e);
+    if ((e = capture_sync_check(s, dev))) return set_error(e);
     state().counters.host_waits++;
     run_until(s->last_seq);
     return set_error(sticky_error(dev));
@@ -1555,6 +1791,7 @@ extern "C" cudaError_t cudaStreamQuery(cudaStream_t stream) {
     cudaError_t e;
     Stream *s = resolve_stream(stream, &dev, &e);
     if (!s) return set_error(e);
+    if ((e = capture_sync_check(s, dev))) return set_error(e);
     uint64_t last;
     {
         State &S = state();
@@ -1577,6 +1814,14 @@ extern "C" cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t even
     Event *ev = (Event *)event;
     if (!event || !S.events.count(ev)) return set_error(cudaErrorInvalidResourceHandle);
     if (flags & ~1u) return set_error(cudaErrorInvalidValue);
+    /* Runtime API, cudaStreamWaitEvent: cudaEventWaitExternal makes an
+       event wait node in a capture and "is invalid outside of stream capture" */
+    if (flags & cudaEventWaitExternal) {
+        if (!s->cap) return set_error(cudaErrorInvalidValue);
+        return set_error(submit(dev, s, "event wait", cudaGraphNodeTypeWaitEvent, nullptr));
+    }
+    if (ev->cap_id || s->cap) return set_error(capture_event_wait(s, ev));   /* a fork or join of a capture */
+    if ((e = capture_guard(s))) return set_error(e);
     /* the stream's later work waits for the event's last record (none: no wait) */
     push_op(dev, s, "wait event", [] {}, ev->recorded ? ev->rec_seq : 0);
     return cudaSuccess;
@@ -1589,8 +1834,7 @@ extern "C" cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, 
     Stream *s = resolve_stream(stream, &dev, &e);
     if (!s) return set_error(e);
     if (!fn) return set_error(cudaErrorInvalidValue);
-    push_op(dev, s, "host function", [fn, userData] { fn(userData); });
-    return cudaSuccess;
+    return set_error(submit(dev, s, "host function", cudaGraphNodeTypeHost, [fn, userData] { fn(userData); }));
 }
 
 extern "C" cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData,
@@ -1601,6 +1845,9 @@ extern "C" cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCall
     Stream *s = resolve_stream(stream, &dev, &e);
     if (!s) return set_error(e);
     if (!callback || flags) return set_error(cudaErrorInvalidValue);
+    /* Runtime API, cudaStreamAddCallback: not supported in stream capture (cudaLaunchHostFunc is) */
+    if (s->cap) return set_error(cudaErrorStreamCaptureUnsupported);
+    if ((e = capture_guard(s))) return set_error(e);
     /* called exactly once, also after a device error, which it is told */
     push_op(dev, s, "stream callback", [callback, stream, userData, dev] { callback(stream, sticky_error(dev), userData); }, 0,
             true);
@@ -1626,7 +1873,7 @@ extern "C" cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int
     CUEMU_NEED_DEVICE();
     if (!event || (flags & ~7u) || ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)))
         return set_error(cudaErrorInvalidValue);
-    auto ev = std::make_shared<Event>(Event{t_device, flags, false, 0, false, 0});
+    auto ev = std::make_shared<Event>(Event{t_device, flags, false, 0, false, 0, 0, {}});
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
     S.events.insert(ev.get());
@@ -1658,6 +1905,19 @@ extern "C" cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t 
     std::lock_guard<std::recursive_mutex> lk(S.mu);
     Event *ev = (Event *)event;
     if (!event || !S.events.count(ev) || ev->device != dev) return set_error(cudaErrorInvalidResourceHandle);
+    if ((e = capture_guard(s))) return set_error(e);
+    /* cudaEventRecordExternal: an event record node in a capture; invalid outside one */
+    if (flags & cudaEventRecordExternal) {
+        if (!s->cap) return set_error(cudaErrorInvalidValue);
+        std::shared_ptr<Event> keep = event_owners()[ev];
+        return set_error(submit(dev, s, "event record", cudaGraphNodeTypeEventRecord, [keep] { keep->t_ns = now_ns(); }));
+    }
+    if (s->cap) {   /* in a capture: the event stands for the stream's work so far (a fork / join point) */
+        capture_event_record(s, ev);
+        return cudaSuccess;
+    }
+    ev->cap_id = 0;
+    ev->cap_nodes.clear();
     std::shared_ptr<Event> keep = event_owners()[ev];
     ev->recorded = true;
     ev->complete = false;
@@ -1678,6 +1938,8 @@ extern "C" cudaError_t cudaEventQuery(cudaEvent_t event) {
     CUEMU_NEED_DEVICE();
     Event *ev = find_event(event);
     if (!ev) return set_error(cudaErrorInvalidResourceHandle);
+    cudaError_t ce = capture_event_check(ev);
+    if (ce) return set_error(ce);
     if (event_done(ev)) return cudaSuccess;
     run_until(ev->rec_seq);   /* progress for the next query */
     return set_error(cudaErrorNotReady);
@@ -1687,6 +1949,8 @@ extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     CUEMU_NEED_DEVICE();
     Event *ev = find_event(event);
     if (!ev) return set_error(cudaErrorInvalidResourceHandle);
+    cudaError_t ce = capture_event_check(ev);
+    if (ce) return set_error(ce);
     state().counters.host_waits++;
     if (ev->recorded) run_until(ev->rec_seq);
     return set_error(sticky_error(ev->device));
@@ -1705,23 +1969,46 @@ extern "C" cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEv
 }
 
 /* >>execution */
-extern "C" cudaError_t cudaLaunchKernel(const void *func, dim3, dim3, void **, size_t, cudaStream_t) {
+namespace {
+using Launcher = cudaError_t (*)(const void *, dim3, dim3, void **, size_t, cudaStream_t, int);
+/* The kernel at func as the compiled image knows it: its registered
+   launcher (null: not a kernel nvcc-emu registered). */
+Launcher launcher_of(const void *func) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    auto it = S.funcs.find(func);
+    return it != S.funcs.end() ? it->second.launcher : nullptr;
+}
+
+/* Runtime API, cudaLaunchKernel: func is "device function symbol"; an
+   address that is no kernel is cudaErrorInvalidDeviceFunction. */
+cudaError_t launch_void(const void *func, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t st, int coop) {
     CUEMU_NEED_DEVICE();
-    if (!func) return set_error(cudaErrorInvalidDeviceFunction);
-    fprintf(stderr, "cuemu: cudaLaunchKernel with a void pointer: the emulator needs the kernel's type; call it from C++ "
-                    "with the kernel itself (the cuda_runtime.h template), or use <<<>>>\n");
-    return set_error(cudaErrorInvalidDeviceFunction);
+    Launcher l = func ? launcher_of(func) : nullptr;
+    if (!l) return set_error(cudaErrorInvalidDeviceFunction);
+    return set_error(l(func, g, b, args, smem, st, coop));
+}
+} /* namespace */
+
+extern "C" cudaError_t cudaLaunchKernel(const void *func, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t st) {
+    return launch_void(func, g, b, args, smem, st, 0);
 }
 
 extern "C" cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 g, dim3 b, void **a, size_t s, cudaStream_t st) {
-    return cudaLaunchKernel(func, g, b, a, s, st);
+    return launch_void(func, g, b, a, s, st, 1);
 }
 
 extern "C" cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) {
     if (!config) return set_error(cudaErrorInvalidValue);
-    return cudaLaunchKernel(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes, config->stream);
+    int coop = 0;
+    for (unsigned i = 0; i < config->numAttrs; i++)
+        if (config->attrs && config->attrs[i].id == cudaLaunchAttributeCooperative) coop = config->attrs[i].val.cooperative;
+    return launch_void(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes, config->stream, coop);
 }
 
+/* Runtime API, cudaFuncGetAttributes: what the compiled image says
+   (maxThreadsPerBlock from __launch_bounds__, 1024 without; the static
+   shared size), known before the first launch for registered kernels. */
 extern "C" cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) {
     CUEMU_NEED_DEVICE();
     if (!attr) return set_error(cudaErrorInvalidValue);
@@ -1736,10 +2023,12 @@ extern "C" cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, co
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
     auto it = S.funcs.find(func);
-    size_t st = it != S.funcs.end() ? it->second.static_smem : 0;
+    const FuncAttr *fa = it != S.funcs.end() ? &it->second : nullptr;
+    if (fa && fa->max_threads > 0 && fa->max_threads < attr->maxThreadsPerBlock) attr->maxThreadsPerBlock = fa->max_threads;
+    size_t st = fa ? fa->static_smem() : 0;
     attr->sharedSizeBytes = st;
-    attr->maxDynamicSharedSizeBytes = it != S.funcs.end() && it->second.max_dynamic_smem >= 0
-                                          ? it->second.max_dynamic_smem
+    attr->maxDynamicSharedSizeBytes = fa && fa->max_dynamic_smem >= 0
+                                          ? fa->max_dynamic_smem
                                           : (int)(p.smem_per_block - (st < p.smem_per_block ? st : p.smem_per_block));
     return cudaSuccess;
 }
@@ -1752,8 +2041,11 @@ extern "C" cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttri
     std::lock_guard<std::recursive_mutex> lk(S.mu);
     switch (attr) {
     case cudaFuncAttributeMaxDynamicSharedMemorySize:
-        /* "the sum of this value and sharedSizeBytes cannot exceed" the device's opt-in limit */
-        if (value < 0 || (size_t)value + S.funcs[func].static_smem > p.smem_per_block_optin) return set_error(cudaErrorInvalidValue);
+        /* Runtime API, cudaFuncSetAttribute: "the sum of this value and the
+           function attribute sharedSizeBytes cannot exceed the device
+           attribute cudaDevAttrMaxSharedMemoryPerBlockOptin" */
+        if (value < 0 || (size_t)value + S.funcs[func].static_smem() > p.smem_per_block_optin)
+            return set_error(cudaErrorInvalidValue);
         S.funcs[func].max_dynamic_smem = value;
         return cudaSuccess;
     case cudaFuncAttributePreferredSharedMemoryCarveout:
@@ -1815,6 +2107,8 @@ extern "C" void cuemu_counters_get(cuemu_counters *out) {
     out->h2d_bytes = c.h2d_bytes;
     out->d2h_bytes = c.d2h_bytes;
     out->d2d_bytes = c.d2d_bytes;
+    out->graph_launches = c.graph_launches;
+    out->graph_kernels = c.graph_kernels;
 }
 
 extern "C" void cuemu_counters_reset(void) {
@@ -1832,9 +2126,96 @@ extern "C" void cuemu_counters_reset(void) {
     c.h2d_bytes = 0;
     c.d2h_bytes = 0;
     c.d2d_bytes = 0;
+    c.graph_launches = 0;
+    c.graph_kernels = 0;
 }
 
 extern "C" const char *cuemu_device_spec(void) {
     ensure_init();
     return state().spec.c_str();
+}
+
+/* >>per-thread default stream entry points. nvcc --default-stream
+   per-thread defines CUDA_API_PER_THREAD_DEFAULT_STREAM, and the toolkit's
+   headers then map the API to these entry points (Programming Guide,
+   "Per-thread Default Stream"): the handle 0 means cudaStreamPerThread
+   (_ptsz), and the synchronous calls use the per-thread stream instead of
+   the legacy one (_ptds). cuda_runtime_api.h does the mapping. */
+namespace {
+cudaStream_t ptsz(cudaStream_t s) { return s ? s : cudaStreamPerThread; }
+} /* namespace */
+
+#define CUEMU_PTSZ(ret, name, params, args) extern "C" ret name##_ptsz params { return name args; }
+CUEMU_PTSZ(cudaError_t, cudaMemcpyAsync, (void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st),
+           (d, s, n, k, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMemcpy2DAsync,
+           (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k, cudaStream_t st),
+           (d, dp, s, sp, w, h, k, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMemsetAsync, (void *p, int v, size_t n, cudaStream_t st), (p, v, n, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMemset2DAsync, (void *p, size_t pitch, int v, size_t w, size_t h, cudaStream_t st),
+           (p, pitch, v, w, h, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMemcpyToSymbolAsync,
+           (const void *sym, const void *s, size_t n, size_t off, enum cudaMemcpyKind k, cudaStream_t st),
+           (sym, s, n, off, k, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMemcpyFromSymbolAsync,
+           (void *d, const void *sym, size_t n, size_t off, enum cudaMemcpyKind k, cudaStream_t st),
+           (d, sym, n, off, k, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMemPrefetchAsync, (const void *p, size_t n, struct cudaMemLocation l, unsigned int f, cudaStream_t st),
+           (p, n, l, f, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMallocAsync, (void **p, size_t n, cudaStream_t st), (p, n, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaFreeAsync, (void *p, cudaStream_t st), (p, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaStreamSynchronize, (cudaStream_t st), (ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaStreamQuery, (cudaStream_t st), (ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaStreamGetPriority, (cudaStream_t st, int *p), (ptsz(st), p))
+CUEMU_PTSZ(cudaError_t, cudaStreamGetFlags, (cudaStream_t st, unsigned int *f), (ptsz(st), f))
+CUEMU_PTSZ(cudaError_t, cudaStreamGetDevice, (cudaStream_t st, int *d), (ptsz(st), d))
+CUEMU_PTSZ(cudaError_t, cudaStreamWaitEvent, (cudaStream_t st, cudaEvent_t ev, unsigned int f), (ptsz(st), ev, f))
+CUEMU_PTSZ(cudaError_t, cudaStreamAddCallback, (cudaStream_t st, cudaStreamCallback_t cb, void *u, unsigned int f),
+           (ptsz(st), cb, u, f))
+CUEMU_PTSZ(cudaError_t, cudaLaunchHostFunc, (cudaStream_t st, cudaHostFn_t fn, void *u), (ptsz(st), fn, u))
+CUEMU_PTSZ(cudaError_t, cudaEventRecord, (cudaEvent_t ev, cudaStream_t st), (ev, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaEventRecordWithFlags, (cudaEvent_t ev, cudaStream_t st, unsigned int f), (ev, ptsz(st), f))
+CUEMU_PTSZ(cudaError_t, cudaLaunchKernel, (const void *f, dim3 g, dim3 b, void **a, size_t s, cudaStream_t st),
+           (f, g, b, a, s, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaLaunchCooperativeKernel, (const void *f, dim3 g, dim3 b, void **a, size_t s, cudaStream_t st),
+           (f, g, b, a, s, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaStreamBeginCapture, (cudaStream_t st, enum cudaStreamCaptureMode m), (ptsz(st), m))
+CUEMU_PTSZ(cudaError_t, cudaStreamEndCapture, (cudaStream_t st, cudaGraph_t *g), (ptsz(st), g))
+CUEMU_PTSZ(cudaError_t, cudaStreamIsCapturing, (cudaStream_t st, enum cudaStreamCaptureStatus *s), (ptsz(st), s))
+CUEMU_PTSZ(cudaError_t, cudaStreamGetCaptureInfo,
+           (cudaStream_t st, enum cudaStreamCaptureStatus *s, unsigned long long *id, cudaGraph_t *g, const cudaGraphNode_t **d,
+            const cudaGraphEdgeData **e, size_t *n),
+           (ptsz(st), s, id, g, d, e, n))
+CUEMU_PTSZ(cudaError_t, cudaGraphLaunch, (cudaGraphExec_t x, cudaStream_t st), (x, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaGraphUpload, (cudaGraphExec_t x, cudaStream_t st), (x, ptsz(st)))
+#undef CUEMU_PTSZ
+
+extern "C" cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args) {
+    if (!config) return set_error(cudaErrorInvalidValue);
+    cudaLaunchConfig_t c = *config;
+    c.stream = ptsz(c.stream);
+    return cudaLaunchKernelExC(&c, func, args);
+}
+
+/* the synchronous calls, on the per-thread stream */
+extern "C" cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+    return copy(dst, count, src, count, count, 1, kind, cudaStreamPerThread, false);
+}
+extern "C" cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                                        enum cudaMemcpyKind kind) {
+    return copy(dst, dpitch, src, spitch, width, height, kind, cudaStreamPerThread, false);
+}
+extern "C" cudaError_t cudaMemset_ptds(void *p, int value, size_t count) {
+    return fill(p, count, value, count, 1, cudaStreamPerThread, false);
+}
+extern "C" cudaError_t cudaMemset2D_ptds(void *p, size_t pitch, int value, size_t width, size_t height) {
+    return fill(p, pitch, value, width, height, cudaStreamPerThread, false);
+}
+extern "C" cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count, size_t offset,
+                                              enum cudaMemcpyKind kind) {
+    return symbol_copy((void *)symbol, src, count, offset, true, kind, cudaStreamPerThread, false);
+}
+extern "C" cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count, size_t offset,
+                                                enum cudaMemcpyKind kind) {
+    return symbol_copy(dst, symbol, count, offset, false, kind, cudaStreamPerThread, false);
 }

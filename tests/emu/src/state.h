@@ -8,6 +8,8 @@
 #include <cuemu/kernel.h>
 #include <atomic>
 #include <deque>
+#include <memory>
+#include <thread>
 #include <map>
 #include <mutex>
 #include <string>
@@ -17,12 +19,17 @@
 
 namespace cuemu {
 
+struct Capture;
+struct GNode;
+
 /* >>streams and events */
 struct Stream {
     int device;
     unsigned flags;
     int priority;
     uint64_t last_seq;     /* the last unit of work queued on it */
+    Capture *cap = nullptr;          /* the stream capture it takes part in (graph.cpp) */
+    std::vector<GNode *> cap_tail;   /* while capturing: what its next work depends on */
 };
 
 struct Event {
@@ -32,6 +39,8 @@ struct Event {
     uint64_t rec_seq;      /* the unit of work that completes it */
     bool complete;
     int64_t t_ns;          /* when its record ran (steady clock) */
+    unsigned long long cap_id = 0;   /* last recorded in this stream capture (graph.cpp; 0: none) */
+    std::vector<GNode *> cap_nodes;  /* ... after these nodes */
 };
 
 /* One unit of device work: a kernel grid, a copy, a library call, an event
@@ -60,6 +69,7 @@ struct Alloc {
     int device;
     bool internal;       /* a library's own workspace */
     unsigned flags;      /* cudaHostAlloc / cudaHostRegister flags */
+    bool free_queued;    /* cudaFreeAsync queued its release */
 };
 
 struct Device {
@@ -74,14 +84,24 @@ struct Device {
 
 struct Counters {
     std::atomic<uint64_t> kernel_launches{0}, library_calls{0}, library_api_calls{0}, host_waits{0}, mallocs{0}, frees{0},
-        host_allocs{0}, host_frees{0}, memcpy_calls{0}, memset_calls{0}, h2d_bytes{0}, d2h_bytes{0}, d2d_bytes{0};
+        host_allocs{0}, host_frees{0}, memcpy_calls{0}, memset_calls{0}, h2d_bytes{0}, d2h_bytes{0}, d2d_bytes{0},
+        graph_launches{0}, graph_kernels{0};
 };
 
-/* Per-kernel attributes (cudaFuncSetAttribute), keyed by the kernel's address. */
+/* Per-kernel attributes, keyed by the kernel's address: what nvcc-emu
+   registered from the source (the compiled image's attributes) and what
+   cudaFuncSetAttribute set. */
 struct FuncAttr {
     int max_dynamic_smem = -1;    /* -1: the default limit */
     int carveout = -1;
-    size_t static_smem = 0;       /* static __shared__ bytes seen in its runs so far */
+    size_t seen_smem = 0;         /* static __shared__ bytes seen in its runs so far */
+    bool registered = false;      /* known from the source (kernel_register) */
+    const char *name = nullptr;
+    int max_threads = 0;          /* __launch_bounds__ (0: none) */
+    size_t reg_smem = 0;          /* static __shared__ bytes from the source */
+    cudaError_t (*launcher)(const void *, dim3, dim3, void **, size_t, cudaStream_t, int) = nullptr;
+    /* static shared memory: the source's count, or what runs showed where the rewrite could not size it */
+    size_t static_smem() const { return reg_smem > seen_smem ? reg_smem : seen_smem; }
 };
 
 struct State {
@@ -99,15 +119,34 @@ struct State {
     std::unordered_set<Event *> events;
     std::vector<Stream *> stream_graveyard;
     std::unordered_map<const void *, FuncAttr> funcs;
-    std::unordered_map<const void *, cudaError_t (*)(const void *, dim3, dim3, void **, size_t, cudaStream_t, int)> launchers;
     bool mem_open = false;                       /* device memory readable by the host (work is running) */
     Counters counters;
     std::mutex exec_mu;                          /* one executor at a time */
 };
 State &state();
 
+/* >>symbols (registry.cpp) */
+const int kMaxDevices = 16;                      /* devices GPUDL_EMU_DEVICE may list */
+struct SymbolInfo {
+    void *shadow;                                /* the host's variable, the symbol's handle */
+    size_t size;
+    const char *name;
+    bool is_constant;
+};
+extern thread_local int t_code_device;           /* the device whose kernel this host thread runs, -1: host code */
+size_t symbol_count();
+const SymbolInfo *symbol_find(const void *shadow);   /* null: not a registered variable */
+void *symbol_copy_on(const SymbolInfo *s, int dev);  /* device dev's copy (made on first use) */
+void symbols_ready(int dev);                     /* every variable has its copy on dev */
+void symbols_reset(int dev);                     /* dev's copies hold their initialisers again (cudaDeviceReset) */
+
 /* runtime.cpp */
 void ensure_init();
+/* Device memory of dev that holds bytes of init (a symbol's copy: a
+   library-style internal allocation, not the program's). */
+void *device_copy_of(int dev, const void *init, size_t bytes);
+void device_fill(void *p, const void *init, size_t bytes);   /* writes device memory from the host side */
+bool is_legacy_stream(const Stream *s);
 /* Runs unit seq and everything it depends on (~0ull: all queued work). */
 void run_until(uint64_t seq);
 bool op_done(uint64_t seq);
@@ -125,6 +164,43 @@ void note_static_shared(const void *func, size_t bytes);   /* a kernel's static 
 int64_t now_ns();
 
 /* exec.cpp */
+struct Grid;
+void run_grid(Grid &g);                          /* inside an Op: runs every block */
+/* A grid queued or captured; the kernel's arguments live as long as it. */
+struct GridOp;
+/* Runs a grid as device code of its device (symbols resolve to that device's copies). */
+void run_device_grid(GridOp &op);
+
+/* >>graphs and stream capture (graph.cpp) */
+/* The thread's stream-capture rules for an API call that is "potentially
+   unsafe" during capture (cudaMalloc, synchronous copies, ...):
+   cudaErrorStreamCaptureUnsupported (and the offending captures
+   invalidated) where cudaThreadExchangeStreamCaptureMode's rules prohibit it. */
+cudaError_t capture_unsafe_call();
+/* Work about to be queued on st: cudaErrorStreamCaptureImplicit for the
+   legacy stream while a blocking stream of its device captures,
+   cudaErrorStreamCaptureInvalidated for a stream in an invalidated capture. */
+cudaError_t capture_guard(Stream *st);
+/* st is capturing: the work becomes a node after st's current dependencies. */
+GNode *capture_add(Stream *st, cudaGraphNodeType type, const char *name, std::function<void()> body);
+/* A synchronisation or query of st (or of the whole device when st is
+   null) that capture forbids: cudaErrorStreamCaptureUnsupported, or
+   cudaErrorStreamCaptureImplicit for the legacy stream; the captures
+   concerned are invalidated. cudaSuccess when allowed. */
+cudaError_t capture_sync_check(Stream *st, int device);
+void capture_event_record(Stream *st, Event *ev);
+cudaError_t capture_event_wait(Stream *st, Event *ev);
+cudaError_t capture_event_check(Event *ev);   /* cudaErrorCapturedEvent for an event recorded in a capture */
+/* runtime.cpp: a kernel node's grid from its parameters (through the kernel's registered launcher) */
+cudaError_t make_kernel_grid(const cudaKernelNodeParams *kp, std::shared_ptr<GridOp> *out);
+void set_kernel_node(GNode *n, std::shared_ptr<GridOp> op, const void *func, dim3 grid, dim3 block, size_t smem);
+
+/* Queues work on st (push_op), or, while st captures, adds it to the
+   capture as a node of the given type. *seq: the unit queued, 0 when
+   captured; *node: the node, null when queued. */
+cudaError_t submit(int device, Stream *st, const char *name, cudaGraphNodeType type, std::function<void()> fn,
+                   uint64_t *seq = nullptr, GNode **node = nullptr, uint64_t extra_dep = 0, bool always = false);
+
 struct Grid {
     LaunchSite site;
     const void *func;
@@ -136,7 +212,12 @@ struct Grid {
     void (*destroy)(void *);
     std::vector<PtrArg> ptrs;
 };
-void run_grid(Grid &g);                          /* inside an Op: runs every block */
+struct GridOp {
+    Grid g;
+    ~GridOp() {
+        if (g.destroy) g.destroy(g.args);
+    }
+};
 void install_signal_handlers();
 size_t fiber_stack_bytes();
 

@@ -1,0 +1,878 @@
+/* graph.cpp - stream capture and CUDA Graphs (CUDA Runtime API "Graph
+   Management" and "Stream Management"; CUDA C++ Programming Guide "CUDA
+   Graphs", its "Stream Capture", "Cross-stream Dependencies and Events",
+   "Prohibited and Unhandled Operations" and "Invalidation" sections).
+
+   The model: a graph is a set of nodes with dependencies; each node holds
+   what it does when the graph runs (a kernel grid, a copy, a memset, a
+   host function, a library call's work). Instantiating takes a snapshot in
+   a dependency-respecting order; cudaGraphLaunch queues the whole graph on
+   a stream as one unit of stream-ordered work that runs every node again.
+   Work queued on a capturing stream becomes nodes instead of running
+   (runtime.cpp's submit()); events recorded in a capture carry the nodes
+   they stand for, so that cudaStreamWaitEvent forks other streams into the
+   capture and joins them back. */
+#include "state.h"
+#include <cuemu.h>
+#include <algorithm>
+#include <stdio.h>
+#include <string.h>
+
+struct CUgraph_st {
+    int device;
+    std::vector<std::unique_ptr<cuemu::GNode>> nodes;
+};
+
+namespace cuemu {
+
+struct GNode {
+    cudaGraph_t graph;
+    cudaGraphNodeType type;
+    const char *name;
+    std::vector<GNode *> deps;
+    std::function<void()> body;          /* what it does when the graph runs */
+    /* kernel nodes */
+    std::shared_ptr<GridOp> grid;        /* null for a library call's work */
+    cudaKernelNodeParams kparams{};
+    cudaMemsetParams mparams{};
+    cudaHostNodeParams hparams{};
+    GNode *origin = nullptr;             /* in a clone: the node it was cloned from */
+};
+
+/* One capture sequence: the streams that take part, the graph being built. */
+struct Capture {
+    unsigned long long id;
+    cudaGraph_t graph;
+    cudaStreamCaptureMode mode;
+    std::thread::id thread;
+    Stream *origin;
+    std::vector<Stream *> streams;
+    bool invalidated = false;
+};
+
+} /* namespace cuemu */
+
+struct CUgraphExec_st {
+    int device;
+    std::vector<cuemu::GNode> nodes;                      /* copies, in an order that respects every dependency */
+    std::unordered_map<const cuemu::GNode *, size_t> of;  /* the graph's node -> its copy here */
+    std::vector<size_t> topo_key;                         /* per copy: its type and dependency indices, for updates */
+};
+
+namespace cuemu {
+
+namespace {
+
+/* The graph state, under state().mu; never destroyed (device work may run during exit). */
+struct Graphs {
+    unsigned long long capture_ids = 0;
+    std::vector<Capture *> captures;                /* the active ones */
+    std::unordered_set<cudaGraph_t> graphs;
+    std::unordered_set<cudaGraphExec_t> execs;
+};
+Graphs &G() {
+    static Graphs *g = new Graphs();
+    return *g;
+}
+#define g_captures (G().captures)
+#define g_graphs (G().graphs)
+#define g_execs (G().execs)
+thread_local cudaStreamCaptureMode t_mode = cudaStreamCaptureModeGlobal;
+
+void invalidate(Capture *c) { c->invalidated = true; }
+
+/* An event's capture, while that capture is active (null otherwise). */
+Capture *capture_of(const Event *ev) {
+    if (!ev->cap_id) return nullptr;
+    for (Capture *c : g_captures)
+        if (c->id == ev->cap_id) return c;
+    return nullptr;
+}
+
+/* The capture's streams leave capture mode; the capture is gone. */
+void end_capture(Capture *c) {
+    for (Stream *s : c->streams) {
+        s->cap = nullptr;
+        s->cap_tail.clear();
+    }
+    g_captures.erase(std::remove(g_captures.begin(), g_captures.end(), c), g_captures.end());
+    delete c;
+}
+
+bool graph_ok(cudaGraph_t g) { return g && g_graphs.count(g); }
+bool node_ok(cudaGraphNode_t n) {
+    GNode *x = (GNode *)n;
+    if (!n) return false;
+    for (cudaGraph_t g : g_graphs)
+        for (auto &u : g->nodes)
+            if (u.get() == x) return true;
+    return false;
+}
+
+GNode *add_node(cudaGraph_t g, cudaGraphNodeType type, const char *name, std::vector<GNode *> deps,
+                std::function<void()> body) {
+    auto n = std::make_unique<GNode>();
+    n->graph = g;
+    n->type = type;
+    n->name = name;
+    n->deps = std::move(deps);
+    n->body = std::move(body);
+    GNode *p = n.get();
+    g->nodes.push_back(std::move(n));
+    return p;
+}
+
+/* Dependencies given to a cudaGraphAdd*Node call: nodes of the same graph, no duplicates. */
+cudaError_t take_deps(cudaGraph_t g, const cudaGraphNode_t *deps, size_t n, std::vector<GNode *> *out) {
+    if (n && !deps) return cudaErrorInvalidValue;
+    for (size_t i = 0; i < n; i++) {
+        GNode *d = (GNode *)deps[i];
+        if (!node_ok(deps[i]) || d->graph != g) return cudaErrorInvalidValue;
+        if (std::find(out->begin(), out->end(), d) != out->end()) return cudaErrorInvalidValue;
+        out->push_back(d);
+    }
+    return cudaSuccess;
+}
+
+/* The nodes of g in an order where each comes after its dependencies; false on a cycle. */
+bool topo_order(cudaGraph_t g, std::vector<GNode *> *out) {
+    std::unordered_map<GNode *, int> state;   /* 1 visiting, 2 done */
+    bool ok = true;
+    std::function<void(GNode *)> visit = [&](GNode *n) {
+        int &st = state[n];
+        if (st == 2) return;
+        if (st == 1) { ok = false; return; }
+        st = 1;
+        for (GNode *d : n->deps) visit(d);
+        st = 2;
+        out->push_back(n);
+    };
+    for (auto &n : g->nodes) visit(n.get());
+    return ok;
+}
+
+/* Every node in from's ancestry (from included). */
+void ancestry(const std::vector<GNode *> &from, std::unordered_set<GNode *> *out) {
+    std::vector<GNode *> stack(from.begin(), from.end());
+    while (!stack.empty()) {
+        GNode *n = stack.back();
+        stack.pop_back();
+        if (!out->insert(n).second) continue;
+        for (GNode *d : n->deps) stack.push_back(d);
+    }
+}
+
+void fill_kernel_body(GNode *n) {
+    std::shared_ptr<GridOp> op = n->grid;
+    n->body = [op] { run_device_grid(*op); };
+}
+
+#define GRAPH_LOCK()        \
+    ensure_init();          \
+    State &S = state();     \
+    std::lock_guard<std::recursive_mutex> lk(S.mu)
+
+} /* namespace */
+
+/* >>capture hooks used by runtime.cpp */
+/* Programming Guide, "Prohibited and Unhandled Operations" and Runtime API,
+   cudaThreadExchangeStreamCaptureMode: in mode Global a thread may not make
+   potentially unsafe calls while it has a capture not begun in Relaxed mode
+   or while another thread has a Global capture; in ThreadLocal only its own
+   captures count; in Relaxed nothing does. */
+cudaError_t capture_unsafe_call() {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (g_captures.empty() || t_mode == cudaStreamCaptureModeRelaxed) return cudaSuccess;
+    std::thread::id me = std::this_thread::get_id();
+    bool prohibited = false;
+    for (Capture *c : g_captures) {
+        bool mine = c->thread == me && c->mode != cudaStreamCaptureModeRelaxed;
+        bool others = t_mode == cudaStreamCaptureModeGlobal && c->thread != me && c->mode == cudaStreamCaptureModeGlobal;
+        if (mine || others) {
+            invalidate(c);
+            prohibited = true;
+        }
+    }
+    return prohibited ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+
+/* Programming Guide, "Prohibited and Unhandled Operations": while a
+   blocking stream captures, using the legacy stream (which would depend on
+   it) is invalid: cudaErrorStreamCaptureImplicit. "Invalidation": work
+   given to a stream of an invalidated capture fails until the capture ends. */
+cudaError_t capture_guard(Stream *st) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (g_captures.empty()) return cudaSuccess;
+    if (st->cap) return st->cap->invalidated ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
+    if (!is_legacy_stream(st)) return cudaSuccess;
+    bool implicit = false;
+    for (Capture *c : g_captures)
+        for (Stream *s : c->streams)
+            if (s->device == st->device && !(s->flags & cudaStreamNonBlocking)) {
+                invalidate(c);
+                implicit = true;
+            }
+    return implicit ? cudaErrorStreamCaptureImplicit : cudaSuccess;
+}
+
+GNode *capture_add(Stream *st, cudaGraphNodeType type, const char *name, std::function<void()> body) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    GNode *n = add_node(st->cap->graph, type, name, st->cap_tail, std::move(body));
+    st->cap_tail.assign(1, n);
+    return n;
+}
+
+void set_kernel_node(GNode *n, std::shared_ptr<GridOp> op, const void *func, dim3 grid, dim3 block, size_t smem) {
+    n->grid = std::move(op);
+    n->kparams = cudaKernelNodeParams{(void *)func, grid, block, (unsigned)smem, nullptr, nullptr};
+}
+
+/* Programming Guide, "Prohibited and Unhandled Operations": synchronising
+   or querying a capturing stream, or the device while any of its streams
+   captures, is invalid (cudaErrorStreamCaptureUnsupported) and invalidates
+   the capture; the legacy stream while a blocking stream captures is
+   cudaErrorStreamCaptureImplicit. */
+cudaError_t capture_sync_check(Stream *st, int device) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (g_captures.empty()) return cudaSuccess;
+    if (st && st->cap) {
+        invalidate(st->cap);
+        return cudaErrorStreamCaptureUnsupported;
+    }
+    if (st && !is_legacy_stream(st)) return cudaSuccess;
+    if (st) return capture_guard(st);
+    bool any = false;
+    for (Capture *c : g_captures)
+        for (Stream *s : c->streams)
+            if (s->device == device) {
+                invalidate(c);
+                any = true;
+            }
+    return any ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+
+void capture_event_record(Stream *st, Event *ev) {
+    ev->cap_id = st->cap->id;
+    ev->cap_nodes = st->cap_tail;
+}
+
+/* Programming Guide, "Cross-stream Dependencies and Events": waiting on an
+   event recorded in a capture forks the waiting stream into that capture
+   (its next work depends on the event's nodes), or joins it back. */
+cudaError_t capture_event_wait(Stream *st, Event *ev) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (st->cap && st->cap->invalidated) return cudaErrorStreamCaptureInvalidated;
+    Capture *c = capture_of(ev);
+    if (!c) {
+        if (ev->cap_id) return cudaErrorStreamCaptureIsolation;   /* recorded in a capture that has ended */
+        return cudaSuccess;   /* an event from outside the capture: no node depends on it here */
+    }
+    if (c->invalidated) return cudaErrorStreamCaptureInvalidated;
+    if (st->cap && st->cap != c) {   /* two captures would merge: not emulated */
+        invalidate(c);
+        invalidate(st->cap);
+        return cudaErrorStreamCaptureMerge;
+    }
+    if (!st->cap) {
+        if (is_legacy_stream(st)) {
+            invalidate(c);
+            return cudaErrorStreamCaptureImplicit;
+        }
+        st->cap = c;
+        st->cap_tail = ev->cap_nodes;
+        c->streams.push_back(st);
+        return cudaSuccess;
+    }
+    for (GNode *n : ev->cap_nodes)
+        if (std::find(st->cap_tail.begin(), st->cap_tail.end(), n) == st->cap_tail.end()) st->cap_tail.push_back(n);
+    return cudaSuccess;
+}
+
+/* Programming Guide: "It is invalid to synchronize or query the execution
+   status of ... a captured event" (cudaErrorCapturedEvent); during the
+   capture this invalidates it. */
+cudaError_t capture_event_check(Event *ev) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (!ev->cap_id) return cudaSuccess;
+    if (Capture *c = capture_of(ev)) invalidate(c);
+    return cudaErrorCapturedEvent;
+}
+
+} /* namespace cuemu */
+
+using namespace cuemu;
+
+namespace {
+cudaError_t stream_of(cudaStream_t s, Stream **out, int *dev) {
+    cudaError_t e;
+    *out = resolve_stream(s, dev, &e);
+    return *out ? cudaSuccess : e;
+}
+/* records e as the thread's last error */
+cudaError_t fail(cudaError_t e) { return set_error(e); }
+} /* namespace */
+
+/* >>stream capture (Runtime API, "Stream Management") */
+extern "C" cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+    GRAPH_LOCK();
+    if (sticky_error(-1)) return fail(sticky_error(-1));
+    Stream *st;
+    int dev;
+    cudaError_t e = stream_of(stream, &st, &dev);
+    if (e) return fail(e);
+    if ((int)mode < 0 || (int)mode > 2) return fail(cudaErrorInvalidValue);
+    /* "Capture may not be initiated if stream is cudaStreamLegacy" */
+    if (is_legacy_stream(st)) return fail(cudaErrorStreamCaptureUnsupported);
+    if (st->cap) return fail(cudaErrorIllegalState);
+    Capture *c = new Capture();
+    c->id = ++G().capture_ids;
+    c->graph = new CUgraph_st{dev, {}};
+    g_graphs.insert(c->graph);
+    c->mode = mode;
+    c->thread = std::this_thread::get_id();
+    c->origin = st;
+    c->streams.push_back(st);
+    st->cap = c;
+    st->cap_tail.clear();
+    g_captures.push_back(c);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
+    GRAPH_LOCK();
+    Stream *st;
+    int dev;
+    cudaError_t e = stream_of(stream, &st, &dev);
+    if (e) return fail(e);
+    if (!pGraph) return fail(cudaErrorInvalidValue);
+    Capture *c = st->cap;
+    if (!c) return fail(cudaErrorIllegalState);
+    /* "cudaErrorStreamCaptureWrongThread: ... ended in a different thread"
+       (modes Global and ThreadLocal; Relaxed captures may end anywhere) */
+    if (c->mode != cudaStreamCaptureModeRelaxed && c->thread != std::this_thread::get_id())
+        return fail(cudaErrorStreamCaptureWrongThread);
+    /* the capture must end in the stream where it began */
+    if (st != c->origin) {
+        invalidate(c);
+        return fail(cudaErrorStreamCaptureUnmatched);
+    }
+    /* every stream forked into the capture must have been joined back */
+    bool unjoined = false;
+    if (!c->invalidated) {
+        std::unordered_set<GNode *> joined;
+        ancestry(st->cap_tail, &joined);
+        for (Stream *s : c->streams)
+            for (GNode *n : s->cap_tail)
+                if (!joined.count(n)) unjoined = true;
+    }
+    cudaGraph_t graph = c->graph;
+    bool invalidated = c->invalidated;
+    end_capture(c);
+    *pGraph = nullptr;
+    if (invalidated || unjoined) {
+        g_graphs.erase(graph);
+        delete graph;
+        return fail(unjoined ? cudaErrorStreamCaptureUnjoined : cudaErrorStreamCaptureInvalidated);
+    }
+    *pGraph = graph;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pStatus) {
+    GRAPH_LOCK();
+    Stream *st;
+    int dev;
+    cudaError_t e = stream_of(stream, &st, &dev);
+    if (e) return fail(e);
+    if (!pStatus) return fail(cudaErrorInvalidValue);
+    if (is_legacy_stream(st)) {   /* the legacy stream while a blocking stream captures: implicit */
+        if ((e = capture_guard(st))) return fail(e);
+    }
+    *pStatus = !st->cap ? cudaStreamCaptureStatusNone
+               : st->cap->invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
+                                               unsigned long long *id, cudaGraph_t *graph,
+                                               const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
+                                               size_t *ndeps) {
+    GRAPH_LOCK();
+    Stream *st;
+    int dev;
+    cudaError_t e = stream_of(stream, &st, &dev);
+    if (e) return fail(e);
+    if (!status) return fail(cudaErrorInvalidValue);
+    if (is_legacy_stream(st) && (e = capture_guard(st))) return fail(e);
+    Capture *c = st->cap;
+    *status = !c ? cudaStreamCaptureStatusNone : c->invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+    bool active = c && !c->invalidated;
+    if (id && active) *id = c->id;
+    if (graph) *graph = active ? c->graph : nullptr;
+    if (deps) *deps = active ? (const cudaGraphNode_t *)st->cap_tail.data() : nullptr;
+    if (edges) *edges = nullptr;   /* all edges plain */
+    if (ndeps) *ndeps = active ? st->cap_tail.size() : 0;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
+    if (!mode || (int)*mode < 0 || (int)*mode > 2) return fail(cudaErrorInvalidValue);
+    cudaStreamCaptureMode old = t_mode;
+    t_mode = *mode;
+    *mode = old;
+    return cudaSuccess;
+}
+
+/* >>graphs (Runtime API, "Graph Management") */
+extern "C" cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags) {
+    GRAPH_LOCK();
+    if (!pGraph || flags) return fail(cudaErrorInvalidValue);
+    *pGraph = new CUgraph_st{current_device(), {}};
+    g_graphs.insert(*pGraph);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+    GRAPH_LOCK();
+    if (!graph_ok(graph)) return fail(cudaErrorInvalidValue);
+    for (Capture *c : g_captures)
+        if (c->graph == graph) return fail(cudaErrorIllegalState);   /* still being captured into */
+    g_graphs.erase(graph);
+    delete graph;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+                                             const struct cudaKernelNodeParams *p) {
+    std::shared_ptr<GridOp> op;
+    {
+        GRAPH_LOCK();
+        if (!pNode || !graph_ok(graph) || !p) return fail(cudaErrorInvalidValue);
+    }
+    cudaError_t e = make_kernel_grid(p, &op);   /* outside the lock: the launcher takes it itself */
+    if (e) return fail(e);
+    GRAPH_LOCK();
+    std::vector<GNode *> d;
+    if ((e = take_deps(graph, deps, ndeps, &d))) return fail(e);
+    GNode *n = add_node(graph, cudaGraphNodeTypeKernel, "kernel", d, nullptr);
+    set_kernel_node(n, op, p->func, p->gridDim, p->blockDim, p->sharedMemBytes);
+    n->kparams.kernelParams = p->kernelParams;
+    fill_kernel_body(n);
+    *pNode = (cudaGraphNode_t)n;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *p) {
+    GRAPH_LOCK();
+    GNode *n = (GNode *)node;
+    if (!p || !node_ok(node) || n->type != cudaGraphNodeTypeKernel) return fail(cudaErrorInvalidValue);
+    *p = n->kparams;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams *p) {
+    {
+        GRAPH_LOCK();
+        GNode *n = (GNode *)node;
+        if (!p || !node_ok(node) || n->type != cudaGraphNodeTypeKernel) return fail(cudaErrorInvalidValue);
+    }
+    std::shared_ptr<GridOp> op;
+    cudaError_t e = make_kernel_grid(p, &op);
+    if (e) return fail(e);
+    GRAPH_LOCK();
+    GNode *n = (GNode *)node;
+    set_kernel_node(n, op, p->func, p->gridDim, p->blockDim, p->sharedMemBytes);
+    n->kparams.kernelParams = p->kernelParams;
+    fill_kernel_body(n);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                               size_t ndeps, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+    GRAPH_LOCK();
+    if (!pNode || !graph_ok(graph) || !dst || !src) return fail(cudaErrorInvalidValue);
+    if ((int)kind < 0 || (int)kind > cudaMemcpyDefault) return fail(cudaErrorInvalidMemcpyDirection);
+    std::vector<GNode *> d;
+    cudaError_t e = take_deps(graph, deps, ndeps, &d);
+    if (e) return fail(e);
+    int dev = graph->device;
+    char *to = (char *)dst;
+    const char *from = (const char *)src;
+    GNode *n = add_node(graph, cudaGraphNodeTypeMemcpy, "memcpy", d, [=] {
+        std::string why;
+        Region r;
+        bool to_dev = classify(to, &r) == MEM_DEVICE;
+        if ((classify(from, &r) == MEM_DEVICE && !device_range(dev, from, count, &why)) ||
+            (to_dev && !device_range(dev, to, count, &why))) {
+            fault(cudaErrorIllegalAddress, "graph memcpy node: %s", why.c_str());
+            return;
+        }
+        memcpy(to, from, count);
+        if (to_dev) san_written(to, count);
+    });
+    *pNode = (cudaGraphNode_t)n;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+                                             const struct cudaMemsetParams *p) {
+    GRAPH_LOCK();
+    if (!pNode || !graph_ok(graph) || !p || !p->dst || !p->width || !p->height) return fail(cudaErrorInvalidValue);
+    /* elementSize "must be 1, 2, or 4" */
+    if (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) return fail(cudaErrorInvalidValue);
+    size_t row = p->width * p->elementSize;
+    if (p->height > 1 && p->pitch < row) return fail(cudaErrorInvalidValue);
+    std::vector<GNode *> d;
+    cudaError_t e = take_deps(graph, deps, ndeps, &d);
+    if (e) return fail(e);
+    int dev = graph->device;
+    cudaMemsetParams m = *p;
+    GNode *n = add_node(graph, cudaGraphNodeTypeMemset, "memset", d, [m, row, dev] {
+        for (size_t r = 0; r < m.height; r++) {
+            char *base = (char *)m.dst + r * (m.height > 1 ? m.pitch : 0);
+            std::string why;
+            if (!device_range(dev, base, row, &why)) {
+                fault(cudaErrorIllegalAddress, "graph memset node: %s", why.c_str());
+                return;
+            }
+            for (size_t i = 0; i < m.width; i++) memcpy(base + i * m.elementSize, &m.value, m.elementSize);
+            san_written(base, row);
+        }
+    });
+    n->mparams = m;
+    *pNode = (cudaGraphNode_t)n;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *p) {
+    GRAPH_LOCK();
+    GNode *n = (GNode *)node;
+    if (!p || !node_ok(node) || n->type != cudaGraphNodeTypeMemset) return fail(cudaErrorInvalidValue);
+    *p = n->mparams;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+                                           const struct cudaHostNodeParams *p) {
+    GRAPH_LOCK();
+    if (!pNode || !graph_ok(graph) || !p || !p->fn) return fail(cudaErrorInvalidValue);
+    std::vector<GNode *> d;
+    cudaError_t e = take_deps(graph, deps, ndeps, &d);
+    if (e) return fail(e);
+    cudaHostFn_t fn = p->fn;
+    void *user = p->userData;
+    GNode *n = add_node(graph, cudaGraphNodeTypeHost, "host function", d, [fn, user] { fn(user); });
+    n->hparams = *p;
+    *pNode = (cudaGraphNode_t)n;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams *p) {
+    GRAPH_LOCK();
+    GNode *n = (GNode *)node;
+    if (!p || !node_ok(node) || n->type != cudaGraphNodeTypeHost) return fail(cudaErrorInvalidValue);
+    *p = n->hparams;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps) {
+    GRAPH_LOCK();
+    if (!pNode || !graph_ok(graph)) return fail(cudaErrorInvalidValue);
+    std::vector<GNode *> d;
+    cudaError_t e = take_deps(graph, deps, ndeps, &d);
+    if (e) return fail(e);
+    *pNode = (cudaGraphNode_t)add_node(graph, cudaGraphNodeTypeEmpty, "empty", d, nullptr);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                                  size_t ndeps, cudaEvent_t event) {
+    GRAPH_LOCK();
+    if (!pNode || !graph_ok(graph) || !event || !S.events.count((Event *)event)) return fail(cudaErrorInvalidValue);
+    std::vector<GNode *> d;
+    cudaError_t e = take_deps(graph, deps, ndeps, &d);
+    if (e) return fail(e);
+    Event *ev = (Event *)event;
+    *pNode = (cudaGraphNode_t)add_node(graph, cudaGraphNodeTypeEventRecord, "event record", d, [ev] { ev->t_ns = now_ns(); });
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                                size_t ndeps, cudaEvent_t event) {
+    GRAPH_LOCK();
+    if (!pNode || !graph_ok(graph) || !event || !S.events.count((Event *)event)) return fail(cudaErrorInvalidValue);
+    std::vector<GNode *> d;
+    cudaError_t e = take_deps(graph, deps, ndeps, &d);
+    if (e) return fail(e);
+    /* the graph runs as one unit after the stream's earlier work: the wait is already met in issue order */
+    *pNode = (cudaGraphNode_t)add_node(graph, cudaGraphNodeTypeWaitEvent, "event wait", d, nullptr);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to,
+                                               const cudaGraphEdgeData *edgeData, size_t n) {
+    GRAPH_LOCK();
+    if (!graph_ok(graph) || (n && (!from || !to))) return fail(cudaErrorInvalidValue);
+    for (size_t i = 0; i < n; i++) {
+        GNode *a = (GNode *)from[i], *b = (GNode *)to[i];
+        if (!node_ok(from[i]) || !node_ok(to[i]) || a->graph != graph || b->graph != graph || a == b)
+            return fail(cudaErrorInvalidValue);
+        if (edgeData && (edgeData[i].from_port || edgeData[i].to_port || edgeData[i].type)) return fail(cudaErrorNotSupported);
+        if (std::find(b->deps.begin(), b->deps.end(), a) != b->deps.end()) return fail(cudaErrorInvalidValue);   /* a duplicate edge */
+    }
+    for (size_t i = 0; i < n; i++) ((GNode *)to[i])->deps.push_back((GNode *)from[i]);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType) {
+    GRAPH_LOCK();
+    if (!pType || !node_ok(node)) return fail(cudaErrorInvalidValue);
+    *pType = ((GNode *)node)->type;
+    return cudaSuccess;
+}
+
+/* nodes null: *num is the count; otherwise up to *num are written and *num is how many */
+extern "C" cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *num) {
+    GRAPH_LOCK();
+    if (!graph_ok(graph) || !num) return fail(cudaErrorInvalidValue);
+    if (!nodes) {
+        *num = graph->nodes.size();
+        return cudaSuccess;
+    }
+    size_t k = std::min(*num, graph->nodes.size());
+    for (size_t i = 0; i < k; i++) nodes[i] = (cudaGraphNode_t)graph->nodes[i].get();
+    for (size_t i = k; i < *num; i++) nodes[i] = nullptr;
+    *num = k;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *roots, size_t *num) {
+    GRAPH_LOCK();
+    if (!graph_ok(graph) || !num) return fail(cudaErrorInvalidValue);
+    std::vector<GNode *> r;
+    for (auto &n : graph->nodes)
+        if (n->deps.empty()) r.push_back(n.get());
+    if (!roots) {
+        *num = r.size();
+        return cudaSuccess;
+    }
+    size_t k = std::min(*num, r.size());
+    for (size_t i = 0; i < k; i++) roots[i] = (cudaGraphNode_t)r[i];
+    for (size_t i = k; i < *num; i++) roots[i] = nullptr;
+    *num = k;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *deps, cudaGraphEdgeData *edges,
+                                                   size_t *num) {
+    GRAPH_LOCK();
+    if (!node_ok(node) || !num) return fail(cudaErrorInvalidValue);
+    GNode *n = (GNode *)node;
+    if (!deps) {
+        *num = n->deps.size();
+        return cudaSuccess;
+    }
+    size_t k = std::min(*num, n->deps.size());
+    for (size_t i = 0; i < k; i++) {
+        deps[i] = (cudaGraphNode_t)n->deps[i];
+        if (edges) memset(&edges[i], 0, sizeof edges[i]);
+    }
+    *num = k;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphClone(cudaGraph_t *pClone, cudaGraph_t original) {
+    GRAPH_LOCK();
+    if (!pClone || !graph_ok(original)) return fail(cudaErrorInvalidValue);
+    cudaGraph_t g = new CUgraph_st{original->device, {}};
+    std::unordered_map<GNode *, GNode *> map;
+    for (auto &n : original->nodes) {
+        auto c = std::make_unique<GNode>(*n);
+        c->graph = g;
+        c->origin = n.get();
+        map[n.get()] = c.get();
+        g->nodes.push_back(std::move(c));
+    }
+    for (auto &c : g->nodes)
+        for (GNode *&d : c->deps) d = map[d];
+    g_graphs.insert(g);
+    *pClone = g;
+    return cudaSuccess;
+}
+
+namespace {
+/* What a graph's topology is, for cudaGraphExecUpdate: per node in
+   insertion order, its type and its dependencies' positions. */
+std::vector<size_t> topology(cudaGraph_t g) {
+    std::unordered_map<const GNode *, size_t> pos;
+    for (size_t i = 0; i < g->nodes.size(); i++) pos[g->nodes[i].get()] = i;
+    std::vector<size_t> key;
+    for (auto &n : g->nodes) {
+        key.push_back(n->type);
+        key.push_back(n->deps.size());
+        std::vector<size_t> d;
+        for (GNode *x : n->deps) d.push_back(pos[x]);
+        std::sort(d.begin(), d.end());
+        key.insert(key.end(), d.begin(), d.end());
+    }
+    return key;
+}
+
+cudaError_t instantiate(cudaGraphExec_t *pExec, cudaGraph_t graph, unsigned long long flags) {
+    GRAPH_LOCK();
+    if (!pExec || !graph_ok(graph)) return fail(cudaErrorInvalidValue);
+    if (flags & ~(unsigned long long)(cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUpload |
+                                      cudaGraphInstantiateFlagDeviceLaunch | cudaGraphInstantiateFlagUseNodePriority))
+        return fail(cudaErrorInvalidValue);
+    for (Capture *c : g_captures)
+        if (c->graph == graph) return fail(cudaErrorIllegalState);
+    std::vector<GNode *> order;
+    if (!topo_order(graph, &order)) return fail(cudaErrorInvalidValue);   /* a cycle */
+    auto *x = new CUgraphExec_st();
+    x->device = graph->device;
+    for (GNode *n : order) {
+        x->of[n] = x->nodes.size();
+        x->nodes.push_back(*n);
+    }
+    x->topo_key = topology(graph);
+    /* the copies' dependencies are not used again: the order holds them */
+    for (GNode &n : x->nodes) n.deps.clear();
+    g_execs.insert(x);
+    *pExec = x;
+    return cudaSuccess;
+}
+} /* namespace */
+
+extern "C" cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pExec, cudaGraph_t graph, unsigned long long flags) {
+    return instantiate(pExec, graph, flags);
+}
+extern "C" cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pExec, cudaGraph_t graph, unsigned long long flags) {
+    return instantiate(pExec, graph, flags);
+}
+
+extern "C" cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+    GRAPH_LOCK();
+    if (!exec || !g_execs.count(exec)) return fail(cudaErrorInvalidValue);
+    g_execs.erase(exec);
+    delete exec;   /* a launch already queued holds its own snapshot */
+    return cudaSuccess;
+}
+
+/* Runtime API, cudaGraphExecKernelNodeSetParams: node is a node of the
+   graph exec was made from; the function may not change; later launches
+   use the new parameters. */
+extern "C" cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const struct cudaKernelNodeParams *p) {
+    size_t at;
+    {
+        GRAPH_LOCK();
+        if (!exec || !g_execs.count(exec) || !p) return fail(cudaErrorInvalidValue);
+        auto it = exec->of.find((GNode *)node);
+        if (it == exec->of.end() || exec->nodes[it->second].type != cudaGraphNodeTypeKernel) return fail(cudaErrorInvalidValue);
+        at = it->second;
+        if (exec->nodes[at].kparams.func != p->func) return fail(cudaErrorInvalidValue);
+    }
+    std::shared_ptr<GridOp> op;
+    cudaError_t e = make_kernel_grid(p, &op);
+    if (e) return fail(e);
+    GRAPH_LOCK();
+    if (!g_execs.count(exec)) return fail(cudaErrorInvalidValue);
+    GNode &n = exec->nodes[at];
+    set_kernel_node(&n, op, p->func, p->gridDim, p->blockDim, p->sharedMemBytes);
+    n.kparams.kernelParams = p->kernelParams;
+    fill_kernel_body(&n);
+    return cudaSuccess;
+}
+
+/* Runtime API, cudaGraphExecUpdate (CUDA 12+): a graph of the same
+   topology (same nodes in the same order, same types, same edges) updates
+   exec's node parameters; otherwise cudaErrorGraphExecUpdateFailure with
+   the reason in resultInfo. A kernel node's function may not change. */
+extern "C" cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph, cudaGraphExecUpdateResultInfo *info) {
+    GRAPH_LOCK();
+    if (!exec || !g_execs.count(exec) || !graph_ok(graph) || !info) return fail(cudaErrorInvalidValue);
+    info->result = cudaGraphExecUpdateSuccess;
+    info->errorNode = nullptr;
+    info->errorFromNode = nullptr;
+    if (topology(graph) != exec->topo_key || graph->nodes.size() != exec->nodes.size()) {
+        info->result = cudaGraphExecUpdateErrorTopologyChanged;
+        return fail(cudaErrorGraphExecUpdateFailure);
+    }
+    /* the copies are in dependency order; map the new graph's nodes the same way */
+    std::vector<GNode *> order;
+    if (!topo_order(graph, &order) || order.size() != exec->nodes.size()) {
+        info->result = cudaGraphExecUpdateErrorTopologyChanged;
+        return fail(cudaErrorGraphExecUpdateFailure);
+    }
+    for (size_t i = 0; i < order.size(); i++) {
+        GNode &cur = exec->nodes[i];
+        GNode *nw = order[i];
+        if (cur.type != nw->type) {
+            info->result = cudaGraphExecUpdateErrorNodeTypeChanged;
+            info->errorNode = (cudaGraphNode_t)nw;
+            return fail(cudaErrorGraphExecUpdateFailure);
+        }
+        if (cur.type == cudaGraphNodeTypeKernel && cur.kparams.func != nw->kparams.func) {
+            info->result = cudaGraphExecUpdateErrorFunctionChanged;
+            info->errorNode = (cudaGraphNode_t)nw;
+            return fail(cudaErrorGraphExecUpdateFailure);
+        }
+    }
+    exec->of.clear();
+    for (size_t i = 0; i < order.size(); i++) {
+        GNode copy = *order[i];
+        copy.deps.clear();
+        exec->nodes[i] = copy;
+        exec->of[order[i]] = i;
+    }
+    return cudaSuccess;
+}
+
+namespace {
+/* The graph as one unit of work on st: a snapshot of the nodes' work, so
+   that later parameter changes leave this launch alone. */
+cudaError_t launch_exec(cudaGraphExec_t exec, cudaStream_t stream, bool count) {
+    ensure_init();
+    cudaError_t e = sticky_error(-1);
+    if (e) return fail(e);
+    Stream *st;
+    int dev;
+    std::shared_ptr<std::vector<std::function<void()>>> work;
+    uint64_t kernels = 0;
+    {
+        State &S = state();
+        std::lock_guard<std::recursive_mutex> lk(S.mu);
+        if (!exec || !g_execs.count(exec)) return fail(cudaErrorInvalidValue);
+        if ((e = stream_of(stream, &st, &dev))) return fail(e);
+        if (dev != exec->device) return fail(cudaErrorInvalidValue);
+        work = std::make_shared<std::vector<std::function<void()>>>();
+        for (GNode &n : exec->nodes) {
+            if (!n.body) continue;
+            work->push_back(n.body);
+            if (n.grid) kernels++;
+        }
+    }
+    if (!count) return cudaSuccess;   /* cudaGraphUpload: nothing to do ahead of time here */
+    int d = dev;
+    e = submit(dev, st, "graph", cudaGraphNodeTypeGraph, [work, d] {
+        for (auto &f : *work) {
+            if (sticky_error(d)) break;   /* a node faulted: the rest of the graph does not run */
+            f();
+        }
+    });
+    if (e) return fail(e);
+    if (!st->cap) {
+        state().counters.graph_launches++;
+        state().counters.graph_kernels += kernels;
+    }
+    return cudaSuccess;
+}
+} /* namespace */
+
+extern "C" cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) { return launch_exec(exec, stream, true); }
+extern "C" cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream) { return launch_exec(exec, stream, false); }
