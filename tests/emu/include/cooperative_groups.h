@@ -24,6 +24,24 @@ inline int nth_lane(unsigned mask, unsigned n) {
         }
     return 0;
 }
+/* The groups' shuffles take any trivially copyable type (CUDA C++
+   Programming Guide, Cooperative Groups, "Thread Block Tile": shfl,
+   shfl_up, shfl_down, shfl_xor; unlike the __shfl_*_sync intrinsics, which
+   move at most 8 bytes): a wider value moves in 4-byte words, one exchange
+   each, in the same order on every lane. */
+template <class T, class F> inline T by_words(const T &v, F f) {
+    static_assert(std::is_trivially_copyable<T>::value, "cooperative groups shuffle a trivially copyable type");
+    if constexpr (sizeof(T) <= 8) {
+        return f(v);
+    } else {
+        unsigned w[(sizeof(T) + 3) / 4] = {};
+        memcpy(w, &v, sizeof(T));
+        for (unsigned &x : w) x = f(x);
+        T out;
+        memcpy(&out, w, sizeof(T));
+        return out;
+    }
+}
 }  // namespace details
 
 class thread_block {
@@ -59,10 +77,18 @@ public:
     unsigned long long meta_group_rank() const { return details::block_rank() / N; }
     unsigned long long meta_group_size() const { return (details::block_size() + N - 1) / N; }
     bool is_valid() const { return true; }
-    template <class T> T shfl(T v, int src) const { return __shfl_sync(mask(), v, src, (int)N); }
-    template <class T> T shfl_down(T v, unsigned d) const { return __shfl_down_sync(mask(), v, d, (int)N); }
-    template <class T> T shfl_up(T v, unsigned d) const { return __shfl_up_sync(mask(), v, d, (int)N); }
-    template <class T> T shfl_xor(T v, unsigned m) const { return __shfl_xor_sync(mask(), v, (int)m, (int)N); }
+    template <class T> T shfl(T v, int src) const {
+        return details::by_words(v, [&](auto x) { return __shfl_sync(mask(), x, src, (int)N); });
+    }
+    template <class T> T shfl_down(T v, unsigned d) const {
+        return details::by_words(v, [&](auto x) { return __shfl_down_sync(mask(), x, d, (int)N); });
+    }
+    template <class T> T shfl_up(T v, unsigned d) const {
+        return details::by_words(v, [&](auto x) { return __shfl_up_sync(mask(), x, d, (int)N); });
+    }
+    template <class T> T shfl_xor(T v, unsigned m) const {
+        return details::by_words(v, [&](auto x) { return __shfl_xor_sync(mask(), x, (int)m, (int)N); });
+    }
     int any(int p) const { return __any_sync(mask(), p); }
     int all(int p) const { return __all_sync(mask(), p); }
     unsigned ballot(int p) const {
@@ -88,15 +114,19 @@ public:
     unsigned long long size() const { return details::popc(mask_); }
     unsigned long long num_threads() const { return details::popc(mask_); }
     unsigned long long thread_rank() const { return details::popc(mask_ & ((1u << cuemu::lane_id()) - 1)); }
-    template <class T> T shfl(T v, unsigned rank) const { return __shfl_sync(mask_, v, details::nth_lane(mask_, rank)); }
+    template <class T> T shfl(T v, unsigned rank) const {
+        int src = details::nth_lane(mask_, rank);
+        return details::by_words(v, [&](auto x) { return __shfl_sync(mask_, x, src); });
+    }
     template <class T> T shfl_down(T v, unsigned d) const {
         unsigned r = (unsigned)thread_rank() + d;
-        T o = __shfl_sync(mask_, v, details::nth_lane(mask_, r < size() ? r : (unsigned)thread_rank()));
-        return o;
+        int src = details::nth_lane(mask_, r < size() ? r : (unsigned)thread_rank());
+        return details::by_words(v, [&](auto x) { return __shfl_sync(mask_, x, src); });
     }
     template <class T> T shfl_up(T v, unsigned d) const {
         unsigned r = (unsigned)thread_rank();
-        return __shfl_sync(mask_, v, details::nth_lane(mask_, r >= d ? r - d : r));
+        int src = details::nth_lane(mask_, r >= d ? r - d : r);
+        return details::by_words(v, [&](auto x) { return __shfl_sync(mask_, x, src); });
     }
     int any(int p) const { return __any_sync(mask_, p); }
     int all(int p) const { return __all_sync(mask_, p); }

@@ -4,6 +4,8 @@
    Enum values and signatures are CUDA 13.0 / cuBLAS 13.1's. C99 and C++. */
 #ifndef CUEMU_CUBLAS_API_H
 #define CUEMU_CUBLAS_API_H
+/* the toolkit header's own include guard, which programs test (helper_cuda.h) */
+#define CUBLAS_API_H_
 
 #ifndef CUBLASWINAPI
 #define CUBLASWINAPI

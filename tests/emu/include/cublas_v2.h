@@ -2,6 +2,8 @@
    names of the functions whose exported symbols carry a _v2 suffix. */
 #ifndef CUEMU_CUBLAS_V2_H
 #define CUEMU_CUBLAS_V2_H
+/* the toolkit header's own include guard, which programs test (helper_cuda.h) */
+#define CUBLAS_V2_H_
 
 #if defined(CUBLAS_H_)
 #error "cublas.h (legacy API) and cublas_v2.h cannot both be included"

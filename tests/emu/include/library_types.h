@@ -2,6 +2,8 @@
    libraries, with the values of CUDA 13's header. */
 #ifndef CUEMU_LIBRARY_TYPES_H
 #define CUEMU_LIBRARY_TYPES_H
+/* the toolkit header's own include guard, which programs test (helper_cuda.h) */
+#define __LIBRARY_TYPES_H__
 
 typedef enum cudaDataType_t {
     CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_8I = 3,

@@ -30,13 +30,13 @@ def launch(src):
 
 
 out = launch('k<<<1, 2>>>(a, b);\n')
-check('plain', '::cuemu::kernel_call(k, "k", "t.cu", 1, cuemu_tu_archs, 1, 2)(a, b)' in out, out)
+check('plain', '::cuemu::kernel_call(k, "k", "t.cu", 1, cuemu_tu_archs, 1, 2, 0, cuemu_launch_stream(0))(a, b)' in out, out)
 
 out = launch('ns::k<float, std::vector<int>><<<g, b, 0, s>>>(x);\n')
-check('template_and_namespace', 'kernel_call(ns::k<float, std::vector<int>>, ' in out and ', g, b, 0, s)(x)' in out, out)
+check('template_and_namespace', 'kernel_call(ns::k<float, std::vector<int>>, ' in out and ', g, b, 0, cuemu_launch_stream(s))(x)' in out, out)
 
 out = launch('k<T><<<f(n), dim3(2, 3), sizeof(T) * (n > 1 ? n : 1)>>>(p);\n')
-check('nested_parens_in_config', 'cuemu_tu_archs, f(n), dim3(2, 3), sizeof(T) * (n > 1 ? n : 1))(p)' in out, out)
+check('nested_parens_in_config', 'cuemu_tu_archs, f(n), dim3(2, 3), sizeof(T) * (n > 1 ? n : 1), cuemu_launch_stream(0))(p)' in out, out)
 
 out = launch('puts("<<<not a launch>>>"); k<<<1,\n 1>>>(\n x);\nint after;\n')
 check('string_literal_left_alone', 'puts("<<<not a launch>>>")' in out, out)
@@ -63,6 +63,74 @@ check('shared_two_declarators_fall_back', 'static thread_local int a[4], b[4]' i
 
 sh = emu.rewrite_shared('# 1 "t.cu"\nvoid f() { static __shared__ volatile float v[8]; }\n')
 check('static_volatile_shared', 'static thread_local volatile float (&v)[8]' in sh, sh)
+
+# >>text outside code: string, raw-string and character literals, directives
+sh = emu.rewrite_shared('# 1 "t.cu"\nvoid f() { puts("extern __shared__ float s[];"); __shared__ int a[2]; }\n')
+check('shared_in_string_left_alone', 'puts("extern __shared__ float s[];")' in sh and 'shared_var<int[2]' in sh, sh)
+
+src = 'const char *r = R"x(k<<<1, 1>>>(p); )" __shared__ int z;)x"; char q = \'"\'; int n = 1\'000; k<<<2, 3>>>(n);\n'
+out = launch(src)
+check('raw_string_char_and_digit_separator', out.count('kernel_call') == 1 and 'R"x(k<<<1, 1>>>(p); )" __shared__ int z;)x"' in out
+      and 'kernel_call(k, "k", "t.cu", 1, cuemu_tu_archs, 2, 3, 0, cuemu_launch_stream(0))(n)' in out, out)
+
+full = emu.rewrite('# 1 "t.cu"\n#pragma once\n__cuemu_global__ void k(const char *s) { puts("__cuemu_device__ <<<"); }\n# 7 "t.cu" 2\nint main() { k<<<1,\n1>>>("__shared__"); }\n')
+check('directives_and_literals_survive', '#pragma once\n' in full and '\n# 7 "t.cu" 2\n' in full and '"__cuemu_device__ <<<"' in full
+      and '("__shared__")' in full, full)
+
+
+# >>the image: markers, kernel registrations, defaults, device variables
+def image(src):
+    return emu.rewrite('# 1 "t.cu"\n' + src)
+
+
+src = ('namespace a { __cuemu_device__ float g(float x) { __shared__ float s[8]; return s[0] + x; }\n'
+       '__cuemu_global__ void __cuemu_launch_bounds__(256, 2) k(float *p, int n = 4) {\n  const int M = 3;\n'
+       '  __shared__ double d[M][2];\n  p[0] = g(d[0][0]) + n;\n}\n}\n'
+       'struct S { __cuemu_device__ int f() const { return 1; } };\n'
+       'auto lam = [] __cuemu_device__ (int x) { return x; };\n'
+       'int main() { float *p = 0; a::k<<<1, 1>>>(p); }\n')
+out = image(src)
+check('markers_all_consumed', '__cuemu_' not in out, out)
+check('line_count_kept', out.count('\n') == ('# 1 "t.cu"\n' + src).count('\n'), out)
+check('kernel_registration', 'register_kernel<void(float *p, int n), &k>("k", (int)(256), (int)(2), ' in out, out)
+check('static_smem_own_callee_and_local_constant', 'sizeof(double[(3)][2])' in out and 'sizeof(float[8])' in out, out)
+check('default_argument_filled_in', 'cuemu_tu_archs, 1, 1, 0, cuemu_launch_stream(0))(p, static_cast<int>(4))' in out, out)
+
+out = image('template <int B, class T> __cuemu_global__ void t(T *o) { __shared__ T s[B]; o[0] = s[0]; }\n'
+            'template <> __cuemu_global__ void t<1, int>(int *o) { }\n')
+check('template_kernel_registers_per_instance', 'struct cuemu_kinfo_' in out and '(void)&cuemu_kinfo_' in out
+      and '&t<B, T>>("t"' in out and 'sizeof(T[B])' in out and out.count('register_kernel') == 1, out)
+
+out = image('static __cuemu_global__ void s1(int) {}\nextern "C" { __cuemu_global__ void c1(void) {} }\n')
+check('static_and_extern_c_kernels', '&s1>("s1"' in out and '&c1>("c1"' in out and 'void(), &c1' in out, out)
+
+out = image('__cuemu_device__ int counter;\n__cuemu_constant__ float c[4] = {1, 2};\nextern __cuemu_device__ int e;\n'
+            'struct P { int a; };\nstatic __cuemu_device__ P pt = {3};\n__cuemu_device__ constexpr int K = 4;\n'
+            '__cuemu_device__ __attribute__((aligned(16))) float al[4];\n'
+            'void f(P q) { int x = pt.a + q.pt.a + counter; }\n')
+check('device_variable', '::cuemu::DevVar<int, false> counter("counter");' in out, out)
+check('constant_array_with_initialiser', '::cuemu::DevVar<float[4], true> c("c", {1, 2});' in out, out)
+check('extern_device_variable', 'extern ::cuemu::DevVar<int, false> e;' in out, out)
+check('static_struct_variable', 'static ::cuemu::DevVar<P, false> pt("pt", {3});' in out, out)
+check('constexpr_left_plain', ' constexpr int K = 4;' in out and 'DevVar<int, false> K' not in out, out)
+check('aligned_variable', 'alignas(16) ::cuemu::DevVar<float[4], false> al("al");' in out, out)
+check('member_of_device_struct', 'pt->a + q.pt.a + counter' in out, out)
+
+out = image('__cuemu_device__ int n;\n__cuemu_managed__ __cuemu_device__ int mg;\n__cuemu_device__ float a[3];\n'
+            'void f() { printf("%d %d %f %p", n, mg, a[1], &n); }\n')
+check('managed_variable_stays_shared', '\n' + ' ' * 35 + 'int mg;' in out and 'DevVar<int, false> mg' not in out, out)
+check('device_variable_passed_to_printf', 'printf("%d %d %f %p", n.get(), mg, a[1], &n)' in out, out)
+
+out = image('struct A { int x; };\n__cuemu_device__ bool operator==(A a, A b) { return a.x == b.x; }\n'
+            'template <class T> __cuemu_device__ T twice(T v) { return v + v; }\n')
+check('operators_and_device_templates', '__cuemu_' not in out and 'DevVar' not in out and 'bool operator==(A a, A b)' in out, out)
+
+src = ('__cuemu_global__ void k(int *d, int *p = \n# 5 "/usr/include/stddef.h" 3 4\n    __null\n# 5 "t.cu"\n) {}\n'
+       'void f(int *d) { k<<<1, 1, 0,\n# 9 "/usr/include/stddef.h" 3 4\n __null\n# 9 "t.cu"\n>>>(d); }\n')
+out = image(src)
+flat = ' '.join(out.split())
+check('line_markers_inside_a_default_and_a_launch', 'cuemu_tu_archs, 1, 1, 0, cuemu_launch_stream( __null ))' in flat and '(d, static_cast<int *>(__null)); }' in flat
+      and '\n# 9' not in out and out.count('\n') == src.count('\n') + 1, out)
 
 print('%d passed, %d failed' % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -15,4 +15,6 @@
 static const char cuemu_tu_archs[] __attribute__((unused)) = CUEMU_ARCHS;
 #define CUEMU_TU_ARCHS cuemu_tu_archs
 #include <cuda_runtime.h>
+/* what the rewrite's kernel registrations and __device__ variables call */
+#include "devvar.h"
 #endif
