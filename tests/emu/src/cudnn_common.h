@@ -12,7 +12,9 @@
 
 #include <cudnn.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -188,5 +190,48 @@ bool device_ok(int dev, const char *fn, const char *what, const void *p, size_t 
 int compute_capability(int dev); /* major * 10 + minor */
 
 }  // namespace cudnn_emu
+
+/* >>non-determinism. cuDNN's "Reproducibility (Determinism)" notes and its
+   algorithm enums: CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 and
+   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 / _ALGO_3 sum "using the atomic add
+   operation, thus the results are non-deterministic". Under CUEMU_MATH=perturb
+   (the emulator's mode for testing tolerances, tests/emu/include/cuemu/
+   device_math.h) such a sum takes an order that changes from call to call:
+   this returns a fresh non-zero seed for the order (CUEMU_SEED seeds the
+   sequence); 0, the fixed order, in every other mode. */
+inline uint64_t nondeterministic_order() {
+    static const bool perturb = [] {
+        const char *m = std::getenv("CUEMU_MATH");
+        return m && !std::strcmp(m, "perturb");
+    }();
+    if (!perturb) return 0;
+    static const uint64_t seed = [] {
+        const char *s = std::getenv("CUEMU_SEED");
+        return s && *s ? (uint64_t)std::strtoull(s, nullptr, 0) : (uint64_t)0x243f6a8885a308d3ull;
+    }();
+    static std::atomic<uint64_t> calls{0};
+    uint64_t z = seed + (calls.fetch_add(1) + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (z ^ (z >> 31)) | 1;
+}
+
+/* A permutation of [0, n) from seed (Fisher-Yates on splitmix64): an order
+   of summation for the non-deterministic algorithms. */
+inline std::vector<int> shuffled_order(int n, uint64_t seed) {
+    std::vector<int> p((size_t)(n > 0 ? n : 0));
+    for (int i = 0; i < n; i++) p[(size_t)i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        const size_t j = (size_t)(z % (uint64_t)(i + 1));
+        const int t = p[(size_t)i];
+        p[(size_t)i] = p[j];
+        p[j] = t;
+    }
+    return p;
+}
 
 #endif

@@ -489,12 +489,14 @@ cudnnStatus_t queue_conv(ApiCall &api, cudnnHandle_t h, const char *fn, const Co
         names[0] = "x"; names[1] = "dy"; names[2] = "dw";
         sizes[0] = tensor_span_bytes(c.in); sizes[1] = tensor_span_bytes(c.out); sizes[2] = filter_bytes(c.filt);
     }
+    /* the atomic-add algorithms: an order of their own for every call under CUEMU_MATH=perturb */
+    const uint64_t order = deterministic_algo(c.dir, c.algo) ? 0 : nondeterministic_order();
     return launch(api, h, fn, [=]() {
         if (!device_ok(dev, fn, names[0], a, sizes[0]) || !device_ok(dev, fn, names[1], bp, sizes[1]) ||
             !device_ok(dev, fn, names[2], o, sizes[2]))
             return;
         if (c.ws_need && !device_ok(dev, fn, "workSpace", ws, c.ws_need)) return;
-        conv_compute(c.dir, c.g, c.num.round, c.c.dbl, c.in, c.out, c.filt, a, bp, o, blend);
+        conv_compute(c.dir, c.g, c.num.round, c.c.dbl, c.in, c.out, c.filt, a, bp, o, blend, order);
     });
 }
 

@@ -11,7 +11,8 @@
    output positions, with x outside the image read as 0. FLOAT, HALF and
    BFLOAT16 data are computed in float, DOUBLE in double (cblas_sgemm /
    cblas_dgemm under CUEMU_WITH_CBLAS, loops otherwise); the results do
-   not depend on the number of worker threads. */
+   not depend on the number of worker threads; the algorithms cuDNN calls
+   non-deterministic sum in another order each call under CUEMU_MATH=perturb. */
 #include "cudnn_conv_engine.h"
 
 #include <algorithm>
@@ -119,6 +120,17 @@ void scatter_filter(void *base, const cudnnFilterStruct &f, const Geom &g, const
 
 bool is_pointwise(const Geom &g) { return g.R == 1 && g.S == 1 && g.u == 1 && g.v == 1 && g.ph == 0 && g.pw == 0; }
 
+/* rows (or columns) of a rows x cols matrix in the order perm */
+template <class T>
+void permute_rows(const T *src, int rows, int64_t cols, const std::vector<int> &perm, T *dst) {
+    for (int i = 0; i < rows; i++) std::copy(src + (int64_t)perm[(size_t)i] * cols, src + (int64_t)(perm[(size_t)i] + 1) * cols, dst + (int64_t)i * cols);
+}
+template <class T>
+void permute_cols(const T *src, int rows, int64_t cols, const std::vector<int> &perm, T *dst) {
+    for (int i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) dst[(int64_t)i * cols + j] = src[(int64_t)i * cols + perm[(size_t)j]];
+}
+
 /* col[(c, r, s)][p, q] = x[c][p*u - ph + r*dh][q*v - pw + s*dw] (0 outside):
    the image of one group of one sample, Cg x H x W. */
 template <class T>
@@ -182,18 +194,27 @@ void conv_forward(const Geom &g, const T *X, const T *Wm, T *Y) {
     });
 }
 
-/* dX[n][g] = col2im(W_g^T * dY[n][g]). */
+/* dX[n][g] = col2im(W_g^T * dY[n][g]). order != 0: the sum over the
+   filters' outputs k runs in a shuffled order (ALGO_0's atomic adds). */
 template <class T>
-void conv_backward_data(const Geom &g, const T *dY, const T *Wm, T *dX) {
+void conv_backward_data(const Geom &g, const T *dY, const T *Wm, T *dX, uint64_t order) {
     const bool direct = is_pointwise(g);
     cuemu::parallel_for((int64_t)g.N * g.G, 1, [&](int64_t b, int64_t e) {
         std::vector<T> col(direct ? 0 : (size_t)(g.CRS() * g.PQ()));
+        std::vector<T> wp(order ? (size_t)(g.Kg * g.CRS()) : 0), yp(order ? (size_t)(g.Kg * g.PQ()) : 0);
         for (int64_t it = b; it < e; it++) {
             const int n = (int)(it / g.G), gr = (int)(it % g.G);
             T *img = dX + ((int64_t)n * g.C + (int64_t)gr * g.Cg) * g.HW();
             T *dst = direct ? img : col.data();
-            gemm<T>(true, false, (int)g.CRS(), (int)g.PQ(), g.Kg, Wm + (int64_t)gr * g.Kg * g.CRS(), (int)g.CRS(),
-                    dY + ((int64_t)n * g.K + (int64_t)gr * g.Kg) * g.PQ(), (int)g.PQ(), T(0), dst, (int)g.PQ());
+            const T *wg = Wm + (int64_t)gr * g.Kg * g.CRS(), *yg = dY + ((int64_t)n * g.K + (int64_t)gr * g.Kg) * g.PQ();
+            if (order) {
+                const std::vector<int> perm = shuffled_order(g.Kg, order ^ (uint64_t)it * 0xd1b54a32d192ed03ull);
+                permute_rows(wg, g.Kg, g.CRS(), perm, wp.data());
+                permute_rows(yg, g.Kg, g.PQ(), perm, yp.data());
+                wg = wp.data();
+                yg = yp.data();
+            }
+            gemm<T>(true, false, (int)g.CRS(), (int)g.PQ(), g.Kg, wg, (int)g.CRS(), yg, (int)g.PQ(), T(0), dst, (int)g.PQ());
             if (!direct) {
                 std::fill(img, img + (int64_t)g.Cg * g.HW(), T(0));
                 col2im_add(g, col.data(), img);
@@ -205,15 +226,18 @@ void conv_backward_data(const Geom &g, const T *dY, const T *Wm, T *dX) {
 /* dW_g = sum over n of dY[n][g] * im2col(X[n][g])^T. The samples are cut
    into blocks fixed by N alone; each block sums into its own partial and
    the partials are added in block order, so the result does not depend on
-   the number of worker threads. */
+   the number of worker threads. order != 0 (ALGO_0 and ALGO_3's atomic
+   adds): the output positions of each product and the partials are summed
+   in shuffled orders. */
 template <class T>
-void conv_backward_filter(const Geom &g, const T *X, const T *dY, T *dWm) {
+void conv_backward_filter(const Geom &g, const T *X, const T *dY, T *dWm, uint64_t order) {
     const bool direct = is_pointwise(g);
     const int blocks = std::min(g.N, 8), per = (g.N + blocks - 1) / blocks;
     const int64_t part = (int64_t)g.Kg * g.CRS();
     std::vector<T> partial((size_t)(part * g.G * blocks));
     cuemu::parallel_for((int64_t)g.G * blocks, 1, [&](int64_t b, int64_t e) {
         std::vector<T> col(direct ? 0 : (size_t)(g.CRS() * g.PQ()));
+        std::vector<T> yp(order ? (size_t)(g.Kg * g.PQ()) : 0), bp(order ? (size_t)(g.CRS() * g.PQ()) : 0);
         for (int64_t it = b; it < e; it++) {
             const int gr = (int)(it / blocks), blk = (int)(it % blocks);
             T *acc = partial.data() + it * part;
@@ -221,16 +245,26 @@ void conv_backward_filter(const Geom &g, const T *X, const T *dY, T *dWm) {
                 const T *img = X + ((int64_t)n * g.C + (int64_t)gr * g.Cg) * g.HW();
                 if (!direct) im2col(g, img, col.data());
                 const T *B = direct ? img : col.data();
-                gemm<T>(false, true, g.Kg, (int)g.CRS(), (int)g.PQ(), dY + ((int64_t)n * g.K + (int64_t)gr * g.Kg) * g.PQ(),
-                        (int)g.PQ(), B, (int)g.PQ(), n == blk * per ? T(0) : T(1), acc, (int)g.CRS());
+                const T *yg = dY + ((int64_t)n * g.K + (int64_t)gr * g.Kg) * g.PQ();
+                if (order) {
+                    const std::vector<int> perm = shuffled_order((int)g.PQ(), order ^ ((uint64_t)it << 32 ^ (uint64_t)n));
+                    permute_cols(yg, g.Kg, g.PQ(), perm, yp.data());
+                    permute_cols(B, (int)g.CRS(), g.PQ(), perm, bp.data());
+                    yg = yp.data();
+                    B = bp.data();
+                }
+                gemm<T>(false, true, g.Kg, (int)g.CRS(), (int)g.PQ(), yg, (int)g.PQ(), B, (int)g.PQ(),
+                        n == blk * per ? T(0) : T(1), acc, (int)g.CRS());
             }
         }
     });
+    const int used = std::min(blocks, (g.N + per - 1) / per);
+    const std::vector<int> blk_order = order ? shuffled_order(used, order * 0xd1b54a32d192ed03ull) : std::vector<int>();
     for (int gr = 0; gr < g.G; gr++) {
         T *dst = dWm + (int64_t)gr * part;
         std::fill(dst, dst + part, T(0));
-        for (int blk = 0; blk < blocks; blk++) {
-            if (blk * per >= g.N) break;
+        for (int bi = 0; bi < used; bi++) {
+            const int blk = order ? blk_order[(size_t)bi] : bi;
             const T *src = partial.data() + ((int64_t)gr * blocks + blk) * part;
             for (int64_t i = 0; i < part; i++) dst[i] += src[i];
         }
@@ -240,7 +274,7 @@ void conv_backward_filter(const Geom &g, const T *X, const T *dY, T *dWm) {
 /* The whole computation of one call. */
 template <class T>
 void run(ConvDir dir, const Geom &g, Rounding rd, const cudnnTensorStruct &in, const cudnnTensorStruct &out,
-         const cudnnFilterStruct &filt, const void *a, const void *b, void *o, const Blend &blend) {
+         const cudnnFilterStruct &filt, const void *a, const void *b, void *o, const Blend &blend, uint64_t order) {
     std::vector<T> X((size_t)g.N * g.C * g.HW()), Wm((size_t)g.K * g.CRS()), Y((size_t)g.N * g.K * g.PQ());
     switch (dir) {
     case ConvDir::Fwd:
@@ -252,13 +286,13 @@ void run(ConvDir dir, const Geom &g, Rounding rd, const cudnnTensorStruct &in, c
     case ConvDir::BwdData:
         gather_tensor(a, out, rd, Y.data());
         gather_filter(b, filt, g, rd, Wm.data());
-        conv_backward_data(g, Y.data(), Wm.data(), X.data());
+        conv_backward_data(g, Y.data(), Wm.data(), X.data(), order);
         scatter_tensor(o, in, X.data(), blend);
         break;
     case ConvDir::BwdFilter:
         gather_tensor(a, in, rd, X.data());
         gather_tensor(b, out, rd, Y.data());
-        conv_backward_filter(g, X.data(), Y.data(), Wm.data());
+        conv_backward_filter(g, X.data(), Y.data(), Wm.data(), order);
         scatter_filter(o, filt, g, Wm.data(), blend);
         break;
     }
@@ -296,11 +330,11 @@ void bias_activation(const Geom &g, Rounding rd, const cudnnTensorStruct &in, co
 
 void conv_compute(ConvDir dir, const ConvGeom &g, Rounding round, bool dbl, const cudnnTensorStruct &in,
                   const cudnnTensorStruct &out, const cudnnFilterStruct &filt, const void *a, const void *b, void *o,
-                  const Blend &blend) {
+                  const Blend &blend, uint64_t order) {
     if (dbl)
-        run<double>(dir, g, round, in, out, filt, a, b, o, blend);
+        run<double>(dir, g, round, in, out, filt, a, b, o, blend, order);
     else
-        run<float>(dir, g, round, in, out, filt, a, b, o, blend);
+        run<float>(dir, g, round, in, out, filt, a, b, o, blend, order);
 }
 
 void conv_bias_activation(const ConvGeom &g, Rounding round, bool dbl, const cudnnTensorStruct &in,

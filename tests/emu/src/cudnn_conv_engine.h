@@ -31,10 +31,13 @@ enum class Rounding { None, TF32, Half };
      Fwd:       a = x,  b = w,  o = y   (in = x's descriptor, out = y's)
      BwdData:   a = dy, b = w,  o = dx  (in = dx's, out = dy's)
      BwdFilter: a = x,  b = dy, o = dw  (in = x's, out = dy's)
-   The result is blended into o: alpha * result + beta * o. */
+   The result is blended into o: alpha * result + beta * o. order: 0 sums
+   in the fixed order; otherwise a seed for another order of the reduction
+   (the backward algorithms cuDNN documents as non-deterministic, see
+   nondeterministic_order()). */
 void conv_compute(ConvDir dir, const ConvGeom &g, Rounding round, bool dbl, const cudnnTensorStruct &in,
                   const cudnnTensorStruct &out, const cudnnFilterStruct &filt, const void *a, const void *b, void *o,
-                  const Blend &blend);
+                  const Blend &blend, uint64_t order = 0);
 
 /* cudnnConvolutionBiasActivationForward's arithmetic:
    y = act(alpha1 * conv(x, w) + alpha2 * z + bias), z not read when

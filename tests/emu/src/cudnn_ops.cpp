@@ -496,7 +496,10 @@ extern "C" cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPo
 
 /* dx from dy: MAX (and MAX_DETERMINISTIC) send each dy to the position of
    its window's maximum in x; averages spread dy / count over the window's
-   elements inside the image. Overlapping windows add up. */
+   elements inside the image. Overlapping windows add up: in output order,
+   except that CUDNN_POOLING_MAX, which cuDNN's determinism notes list as
+   not reproducible (atomics), adds in another order each call under
+   CUEMU_MATH=perturb (nondeterministic_order()). */
 extern "C" cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc,
                                               const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y,
                                               const cudnnTensorDescriptor_t dyDesc, const void *dy,
@@ -520,6 +523,7 @@ extern "C" cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnP
     if ((s = check_handle_for_work(handle, fn)) != CUDNN_STATUS_SUCCESS) return s;
     const Blend b = read_blend(alpha, beta, dxt.type);
     const int dev = handle->device;
+    const uint64_t order = pd.mode == CUDNN_POOLING_MAX ? nondeterministic_order() : 0;
     return launch(api, handle, fn, [=]() {
         if (!device_ok(dev, fn, "y", y, tensor_span_bytes(yt)) || !device_ok(dev, fn, "dy", dy, tensor_span_bytes(dyt)) ||
             !device_ok(dev, fn, "x", x, tensor_span_bytes(xt)) || !device_ok(dev, fn, "dx", dx, tensor_span_bytes(dxt)))
@@ -528,24 +532,26 @@ extern "C" cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnP
         std::vector<double> grad((size_t)xv.n * xv.c * xv.h * xv.w, 0.0);
         auto gi = [&](int n, int c, int h, int w) { return (((size_t)n * xv.c + c) * xv.h + h) * xv.w + w; };
         for (int n = 0; n < dyv.n; n++)
-            for (int c = 0; c < dyv.c; c++)
-                for (int p = 0; p < dyv.h; p++)
-                    for (int q = 0; q < dyv.w; q++) {
-                        const Window w = window_of(pd, xv.h, xv.w, p, q);
-                        const double g = load_elem(dy, dyt.type, dyv.at(n, c, p, q));
-                        if (is_max(pd.mode)) {
-                            const int64_t at = argmax(pd, x, xt.type, xv, n, c, w);
-                            if (at < 0) continue;
-                            for (int h = w.h0; h < w.h1; h++)
-                                for (int ww = w.w0; ww < w.w1; ww++)
-                                    if (xv.at(n, c, h, ww) == at) grad[gi(n, c, h, ww)] = as_compute(grad[gi(n, c, h, ww)] + g, xt.type);
-                        } else if (w.count) {
-                            const double share = as_compute(g / w.count, xt.type);
-                            for (int h = w.h0; h < w.h1; h++)
-                                for (int ww = w.w0; ww < w.w1; ww++)
-                                    grad[gi(n, c, h, ww)] = as_compute(grad[gi(n, c, h, ww)] + share, xt.type);
-                        }
+            for (int c = 0; c < dyv.c; c++) {
+                const std::vector<int> perm = order ? shuffled_order(dyv.h * dyv.w, order ^ ((uint64_t)n << 32 ^ (uint64_t)c)) : std::vector<int>();
+                for (int pq = 0; pq < dyv.h * dyv.w; pq++) {
+                    const int p = (order ? perm[(size_t)pq] : pq) / dyv.w, q = (order ? perm[(size_t)pq] : pq) % dyv.w;
+                    const Window w = window_of(pd, xv.h, xv.w, p, q);
+                    const double g = load_elem(dy, dyt.type, dyv.at(n, c, p, q));
+                    if (is_max(pd.mode)) {
+                        const int64_t at = argmax(pd, x, xt.type, xv, n, c, w);
+                        if (at < 0) continue;
+                        for (int h = w.h0; h < w.h1; h++)
+                            for (int ww = w.w0; ww < w.w1; ww++)
+                                if (xv.at(n, c, h, ww) == at) grad[gi(n, c, h, ww)] = as_compute(grad[gi(n, c, h, ww)] + g, xt.type);
+                    } else if (w.count) {
+                        const double share = as_compute(g / w.count, xt.type);
+                        for (int h = w.h0; h < w.h1; h++)
+                            for (int ww = w.w0; ww < w.w1; ww++)
+                                grad[gi(n, c, h, ww)] = as_compute(grad[gi(n, c, h, ww)] + share, xt.type);
                     }
+                }
+            }
         for (int n = 0; n < xv.n; n++)
             for (int c = 0; c < xv.c; c++)
                 for (int h = 0; h < xv.h; h++)

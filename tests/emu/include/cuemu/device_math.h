@@ -1,14 +1,21 @@
-/* cuemu/device_math.h - the device functions of CUDA's math library that a
-   host C/C++ library lacks (C++ only; cuda_runtime.h includes it).
+/* cuemu/device_math.h - CUDA's device math library (C++ only; cuda_runtime.h
+   includes it in .cu files).
 
    What the emulated device gives, per the CUDA Math API reference and the
-   accuracy tables of the CUDA C++ Programming Guide:
-   - fast-math intrinsics (__expf, __sinf, ...): the host function's value
-     (well inside the documented error), with the documented quirks: denormal
-     outputs of __sinf/__cosf/__tanf/__sincosf flushed to zero, __powf as
-     exp2f(y * __log2f(x)) (so negative bases give NaN), __tanf as
-     __fdividef(__sinf, __cosf), __fdividef returning 0 (Inf / y: NaN) for
-     2^126 < |y| < 2^128.
+   accuracy tables of the CUDA C++ Programming Guide (appendix
+   "Mathematical Functions"):
+   - the standard functions (expf, logf, tanhf, erff, powf, exp, ...) in
+     device code: not the host's libm bit for bit but a value within the
+     documented maximum ulp error of the correctly rounded result, chosen
+     by CUEMU_MATH (>>accuracy); the standard names in a .cu file are
+     redirected to these (>>redirect), --use_fast_math maps them to the
+     intrinsics and --ftz flushes their denormals;
+   - fast-math intrinsics (__expf, __sinf, ...): within their own documented
+     bounds (ulps growing with |x|, absolute or relative errors), with the
+     documented quirks: denormal outputs of __sinf/__cosf/__tanf/__sincosf
+     flushed to zero, __powf as exp2f(y * __log2f(x)) (so negative bases
+     give NaN), __tanf as __sinf(x) * (1 / __cosf(x)), __fdividef returning
+     0 (Inf / y: NaN) for 2^126 < |y| < 2^128.
    - float operations in a named rounding direction (__fadd_rd, ...):
      exact, computed in double rounded "to odd" and then rounded in the
      direction (cuemu/fp_round.h). Double ones (__dadd_rd, ...): the host's
@@ -21,15 +28,17 @@
    - integer intrinsics, bit reinterpretation, and the min/max overloads of
      crt/math_functions.hpp (mixed signed/unsigned ones compare as unsigned).
    - math functions absent from glibc (rsqrtf, rcbrtf, sinpif, normcdff,
-     erfinvf, ...): evaluated in long double and rounded once, well within
-     the documented ulp bounds. */
+     erfinvf, ...): evaluated in long double, then within their bounds. */
 #ifndef CUEMU_DEVICE_MATH_H
 #define CUEMU_DEVICE_MATH_H
 
 #include <math.h>
 #include <fenv.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <type_traits>
 #include "fp_round.h"
 
 namespace cuemu {
@@ -333,35 +342,270 @@ template <class T> inline long double norm_n(int dim, const T *p, bool recip) {
 } /* namespace dm */
 } /* namespace cuemu */
 
-/* >>fast-math intrinsics */
+/* >>accuracy: device math within NVIDIA's documented error, not the host's
+   libm bit for bit.
+
+   The CUDA C++ Programming Guide, appendix "Mathematical Functions",
+   section "Standard Functions" (Tables 17 and 18 in CUDA 13), states each
+   function's maximum error as the absolute difference in ulps between the
+   CUDA result and the correctly rounded (to nearest even) one; section
+   "Intrinsic Functions" (Table 21) gives the fast intrinsics' bounds in
+   ulps, as an absolute error, or as a relative error. A GPU's results are
+   therefore neither glibc's nor correctly rounded, and a program or a test
+   tolerance that depends on either breaks there. So each device math
+   function with a non-zero bound starts from an accurate value (the double
+   evaluation for float functions, long double for double ones), rounds it
+   to nearest and moves it by k ulps, |k| <= the bound:
+   - CUEMU_MATH unset or "default": k from a hash of the function and its
+     arguments: deterministic, not glibc's, within the bound;
+   - CUEMU_MATH=perturb: k drawn afresh for every call (seeded by
+     CUEMU_SEED), anywhere within the bound;
+   - CUEMU_MATH=exact: k = 0, the correctly rounded value (for debugging).
+   Special values stay exact, as on a GPU: NaN, infinities, zeros and every
+   result that is exactly representable (expf(0) = 1, logf(1) = 0,
+   powf(2, 3) = 8); a result never changes sign or overflows by the move,
+   and stays inside the function's range (|tanhf(x)| <= 1, coshf(x) >= 1). */
+namespace cuemu {
+namespace dm {
+enum MathMode { MATH_DEFAULT = 0, MATH_EXACT = 1, MATH_PERTURB = 2 };
+inline int math_mode() {
+    static const int mode = [] {
+        const char *s = getenv("CUEMU_MATH");
+        if (!s || !*s || !strcmp(s, "default")) return (int)MATH_DEFAULT;
+        if (!strcmp(s, "exact")) return (int)MATH_EXACT;
+        if (!strcmp(s, "perturb")) return (int)MATH_PERTURB;
+        fprintf(stderr, "cuemu: CUEMU_MATH=%s is not default, exact or perturb; using default\n", s);
+        return (int)MATH_DEFAULT;
+    }();
+    return mode;
+}
+inline uint64_t math_seed() {
+    static const uint64_t seed = [] {
+        const char *s = getenv("CUEMU_SEED");
+        return s && *s ? (uint64_t)strtoull(s, nullptr, 0) : (uint64_t)0x243f6a8885a308d3ull;
+    }();
+    return seed;
+}
+inline uint64_t mix(uint64_t z) {   /* splitmix64's finaliser */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+constexpr uint64_t fn_id(const char *s, uint64_t h = 1469598103934665603ull) {   /* FNV-1a of the name */
+    return *s ? fn_id(s + 1, (h ^ (uint8_t)*s) * 1099511628211ull) : h;
+}
+/* The hash of one call: the function and its arguments' bits; under
+   perturb also the seed and a per-thread count of calls. */
+inline uint64_t draw(uint64_t fn, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
+    uint64_t h = mix(fn ^ mix(a + 0x632be59bd9b4e019ull) ^ mix(b ^ 0x8cb92ba72f3d8dd7ull) ^ mix(c + 0x9e3779b97f4a7c15ull));
+    if (math_mode() == MATH_PERTURB) {
+        static thread_local uint64_t calls;
+        h = mix(h ^ mix(math_seed() + ++calls * 0x9e3779b97f4a7c15ull));
+    }
+    return h;
+}
+inline int64_t pick(uint64_t h, int64_t bound) { return (int64_t)(h % (uint64_t)(2 * bound + 1)) - bound; }   /* [-bound, bound] */
+inline uint64_t dbits(double x) { return d2u(x); }
+inline uint64_t dbits(float x) { return f2u(x); }
+
+/* v moved by k ulps (k > 0: up), or v itself where that would cross zero or
+   reach an infinity. */
+inline float step_f(float v, int64_t k) {
+    const uint32_t b = f2u(v);
+    const int64_t mag = b & 0x7fffffffu, o = (b >> 31) ? -mag : mag, n = o + k;
+    if ((o > 0 && n <= 0) || (o < 0 && n >= 0) || n >= 0x7f800000 || n <= -0x7f800000) return v;
+    return n < 0 ? u2f(0x80000000u | (uint32_t)(-n)) : u2f((uint32_t)n);
+}
+inline double step_d(double v, int64_t k) {
+    const uint64_t b = d2u(v);
+    const int64_t INF = 0x7ff0000000000000ll;
+    const int64_t mag = (int64_t)(b & 0x7fffffffffffffffull), o = (b >> 63) ? -mag : mag;
+    if ((k > 0 && o > INT64_MAX - k) || (k < 0 && o < -INT64_MAX - k)) return v;
+    const int64_t n = o + k;
+    if ((o > 0 && n <= 0) || (o < 0 && n >= 0) || n >= INF || n <= -INF) return v;
+    return n < 0 ? u2d(0x8000000000000000ull | (uint64_t)(-n)) : u2d((uint64_t)n);
+}
+/* r: the function's value, accurate to far below a float ulp; bound:
+   NVIDIA's maximum error in ulps of the correctly rounded result; [lo, hi]:
+   the function's range. */
+inline float near_f(double r, int64_t bound, uint64_t h, float lo = -HUGE_VALF, float hi = HUGE_VALF) {
+    const float rf = (float)r;
+    if (bound <= 0 || math_mode() == MATH_EXACT || rf == 0 || !isfinite(rf) || (double)rf == r) return rf;
+    /* r a hair from a midpoint between two floats: its own error may have
+       rounded it the wrong way, so one ulp of the bound goes to that */
+    const double gap = fabs((double)step_f(rf, r > (double)rf ? 1 : -1) - (double)rf);
+    if (fabs(r - (double)rf) > gap * (0.5 - 0x1p-20)) bound--;
+    float v = step_f(rf, pick(h, bound));
+    if (v < lo) v = lo;
+    if (v > hi) v = hi;
+    return v;
+}
+/* the same for double functions, from a long double value (glibc's long
+   double functions err by a few of their ulps, 2^-11 of a double's) */
+inline double near_d(long double r, int64_t bound, uint64_t h, double lo = -HUGE_VAL, double hi = HUGE_VAL) {
+    const double rd = (double)r;
+    if (bound <= 0 || math_mode() == MATH_EXACT || rd == 0 || !isfinite(rd) || (long double)rd == r) return rd;
+    const long double gap = fabsl((long double)step_d(rd, r > (long double)rd ? 1 : -1) - (long double)rd);
+    if (fabsl(r - (long double)rd) > gap * (0.5L - 0x1p-8L)) bound--;
+    double v = step_d(rd, pick(h, bound));
+    if (v < lo) v = lo;
+    if (v > hi) v = hi;
+    return v;
+}
+/* A float within err of r (the intrinsics' absolute and relative bounds). */
+inline float near_abs_f(double r, double err, uint64_t h) {
+    const float rf = (float)r;
+    if (math_mode() == MATH_EXACT || !isfinite(rf) || (double)rf == r || !(err > 0)) return rf;
+    const double frac = (double)(h >> 11) * 0x1p-52 - 1.0;   /* [-1, 1) */
+    const float v = (float)(r + frac * err * (1 - 0x1p-10));
+    return isfinite(v) && fabs((double)v - r) <= err * (1 - 0x1p-12) ? v : rf;
+}
+
+/* >>accuracy: the functions. Single precision (Table 17): the bound in
+   ulps and the range; the value from the host's double function. */
+#define CUEMU_DM_ACC_F1(name, ref, bound, lo, hi) \
+    inline float name##_acc(float x) { \
+        return near_f(ref((double)x), bound, draw(fn_id(#name), f2u(x)), lo, hi); }
+#define CUEMU_DM_ACC_D1(name, ref, bound, lo, hi) \
+    inline double name##_acc(double x) { \
+        return near_d(ref((long double)x), bound, draw(fn_id(#name), d2u(x)), lo, hi); }
+const float PI_F = 3.14159274f, HALF_PI_F = 1.57079637f;   /* pi, pi/2 rounded to nearest (above) */
+const double PI_D = 3.141592653589793116, HALF_PI_D = 1.570796326794896558;     /* (below) */
+inline double lgamma_ref(double x) { int s; return lgamma_r(x, &s); }
+inline long double lgamma_refl(long double x) { int s; return lgammal_r(x, &s); }
+CUEMU_DM_ACC_F1(expf, exp, 2, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(exp2f, exp2, 2, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(exp10f, exp10, 2, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(expm1f, expm1, 1, -1.0f, HUGE_VALF)
+CUEMU_DM_ACC_F1(logf, log, 1, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(log2f, log2, 1, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(log10f, log10, 2, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(log1pf, log1p, 1, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(sinf, sin, 2, -1.0f, 1.0f)
+CUEMU_DM_ACC_F1(cosf, cos, 2, -1.0f, 1.0f)
+CUEMU_DM_ACC_F1(tanf, tan, 4, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(asinf, asin, 2, -HALF_PI_F, HALF_PI_F)
+CUEMU_DM_ACC_F1(acosf, acos, 2, 0.0f, PI_F)
+CUEMU_DM_ACC_F1(atanf, atan, 2, -HALF_PI_F, HALF_PI_F)
+CUEMU_DM_ACC_F1(sinhf, sinh, 3, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(coshf, cosh, 2, 1.0f, HUGE_VALF)
+CUEMU_DM_ACC_F1(tanhf, tanh, 2, -1.0f, 1.0f)
+CUEMU_DM_ACC_F1(asinhf, asinh, 3, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(acoshf, acosh, 4, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(atanhf, atanh, 3, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(erff, erf, 2, -1.0f, 1.0f)
+CUEMU_DM_ACC_F1(erfcf, erfc, 4, 0.0f, 2.0f)
+CUEMU_DM_ACC_F1(tgammaf, tgamma, 5, -HUGE_VALF, HUGE_VALF)
+/* 6 outside -10.001 ... -2.264 and "larger inside": 6 there too */
+CUEMU_DM_ACC_F1(lgammaf, lgamma_ref, 6, -HUGE_VALF, HUGE_VALF)
+CUEMU_DM_ACC_F1(cbrtf, cbrt, 1, -HUGE_VALF, HUGE_VALF)
+inline float atan2f_acc(float y, float x) {
+    return near_f(atan2((double)y, (double)x), 3, draw(fn_id("atan2f"), f2u(y), f2u(x)), -PI_F, PI_F);
+}
+inline float powf_acc(float x, float y) { return near_f(pow((double)x, (double)y), 4, draw(fn_id("powf"), f2u(x), f2u(y))); }
+inline float hypotf_acc(float x, float y) { return near_f(hypot((double)x, (double)y), 3, draw(fn_id("hypotf"), f2u(x), f2u(y))); }
+/* Double precision (Table 18), from the host's long double functions. */
+CUEMU_DM_ACC_D1(exp, expl, 1, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(exp2, exp2l, 1, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(exp10, exp10l, 1, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(expm1, expm1l, 1, -1.0, HUGE_VAL)
+CUEMU_DM_ACC_D1(log, logl, 1, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(log2, log2l, 1, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(log10, log10l, 1, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(log1p, log1pl, 1, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(sin, sinl, 2, -1.0, 1.0)
+CUEMU_DM_ACC_D1(cos, cosl, 2, -1.0, 1.0)
+CUEMU_DM_ACC_D1(tan, tanl, 2, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(asin, asinl, 2, -HALF_PI_D, HALF_PI_D)
+CUEMU_DM_ACC_D1(acos, acosl, 2, 0.0, PI_D)
+CUEMU_DM_ACC_D1(atan, atanl, 2, -HALF_PI_D, HALF_PI_D)
+CUEMU_DM_ACC_D1(sinh, sinhl, 2, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(cosh, coshl, 1, 1.0, HUGE_VAL)
+CUEMU_DM_ACC_D1(tanh, tanhl, 1, -1.0, 1.0)
+CUEMU_DM_ACC_D1(asinh, asinhl, 3, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(acosh, acoshl, 3, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(atanh, atanhl, 2, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(erf, erfl, 2, -1.0, 1.0)
+CUEMU_DM_ACC_D1(erfc, erfcl, 5, 0.0, 2.0)
+CUEMU_DM_ACC_D1(tgamma, tgammal, 10, -HUGE_VAL, HUGE_VAL)
+/* 4 outside -23.0001 ... -2.2637 and "larger inside": 4 there too */
+CUEMU_DM_ACC_D1(lgamma, lgamma_refl, 4, -HUGE_VAL, HUGE_VAL)
+CUEMU_DM_ACC_D1(cbrt, cbrtl, 1, -HUGE_VAL, HUGE_VAL)
+inline double atan2_acc(double y, double x) {
+    return near_d(atan2l(y, x), 2, draw(fn_id("atan2"), d2u(y), d2u(x)), -PI_D, PI_D);
+}
+inline double pow_acc(double x, double y) { return near_d(powl(x, y), 2, draw(fn_id("pow"), d2u(x), d2u(y))); }
+inline double hypot_acc(double x, double y) { return near_d(hypotl(x, y), 2, draw(fn_id("hypot"), d2u(x), d2u(y))); }
+#undef CUEMU_DM_ACC_F1
+#undef CUEMU_DM_ACC_D1
+} /* namespace dm */
+} /* namespace cuemu */
+
+/* >>fast-math intrinsics, within the bounds of the Programming Guide's
+   "Intrinsic Functions" (Table 21), with the documented quirks. */
+namespace cuemu {
+namespace dm {
+/* the absolute error of __logf, __log2f, __log10f for x in [0.5, 2]; ulps elsewhere */
+inline float fast_log(double r, float x, double abs_err, int64_t ulps, uint64_t fn) {
+    if (x >= 0.5f && x <= 2.0f) return near_abs_f(r, abs_err, draw(fn, f2u(x)));
+    return near_f(r, ulps, draw(fn, f2u(x)));
+}
+inline int64_t lin_bound(float x, double c) {   /* 2 + floor(abs(c * x)) ulps, capped where exp is 0 or Inf anyway */
+    const double b = 2 + floor(fabs(c * (double)x));
+    return b > 1e6 ? 1000000 : (int64_t)b;
+}
+} /* namespace dm */
+} /* namespace cuemu */
 inline float __saturatef(float x) {
     if (!(x > 0.0f)) return 0.0f;   /* also NaN and -0 */
     return x >= 1.0f ? 1.0f : x;
 }
+/* 2 ulps for |y| in [2^-126, 2^126]; 0 (Inf / y: NaN) for 2^126 < |y| < 2^128 */
 inline float __fdividef(float x, float y) {
     const float ay = fabsf(y);
     if (ay > 8.50705917e+37f && ay < HUGE_VALF) {   /* 2^126 < |y| < 2^128 */
         if (isinf(x)) return NAN;
         return (signbit(x) != signbit(y)) ? -0.0f : 0.0f;
     }
-    return x / y;
+    const double q = (double)x / (double)y;
+    if (!(ay >= 1.17549435e-38f)) return (float)q;
+    return cuemu::dm::near_f(q, 2, cuemu::dm::draw(cuemu::dm::fn_id("__fdividef"), cuemu::fp::f2u(x), cuemu::fp::f2u(y)));
 }
-inline float fdividef(float x, float y) { return x / y; }
-inline float __expf(float x) noexcept { return expf(x); }
-inline float __exp10f(float x) noexcept { return exp10f(x); }
-inline float __logf(float x) noexcept { return logf(x); }
-inline float __log2f(float x) noexcept { return log2f(x); }
-inline float __log10f(float x) noexcept { return log10f(x); }
-inline float __sinf(float x) noexcept { return cuemu::dm::ftz(sinf(x)); }
-inline float __cosf(float x) noexcept { return cuemu::dm::ftz(cosf(x)); }
-inline void __sincosf(float x, float *sptr, float *cptr) noexcept {
+inline float __expf(float x) noexcept {
+    return cuemu::dm::near_f(exp((double)x), cuemu::dm::lin_bound(x, 1.173),
+                             cuemu::dm::draw(cuemu::dm::fn_id("__expf"), cuemu::fp::f2u(x)));
+}
+inline float __exp10f(float x) noexcept {
+    return cuemu::dm::near_f(exp10((double)x), cuemu::dm::lin_bound(x, 2.97),
+                             cuemu::dm::draw(cuemu::dm::fn_id("__exp10f"), cuemu::fp::f2u(x)));
+}
+inline float __logf(float x) noexcept { return cuemu::dm::fast_log(log((double)x), x, 3.588787907149952e-07 /* 2^-21.41 */, 3, cuemu::dm::fn_id("__logf")); }
+inline float __log2f(float x) noexcept { return cuemu::dm::fast_log(log2((double)x), x, 0x1p-22, 2, cuemu::dm::fn_id("__log2f")); }
+inline float __log10f(float x) noexcept { return cuemu::dm::fast_log(log10((double)x), x, 0x1p-24, 3, cuemu::dm::fn_id("__log10f")); }
+/* absolute error 2^-21.41 (sine), 2^-21.19 (cosine) in [-pi, pi], "larger
+   otherwise" (the same here); denormal inputs and outputs flushed to zero */
+inline float __sinf(float x) noexcept {
     x = cuemu::dm::ftz(x);
-    *sptr = cuemu::dm::ftz(sinf(x));
-    *cptr = cuemu::dm::ftz(cosf(x));
+    return cuemu::dm::ftz(cuemu::dm::near_abs_f(sin((double)x), 3.588787907149952e-07 /* 2^-21.41 */, cuemu::dm::draw(cuemu::dm::fn_id("__sinf"), cuemu::fp::f2u(x))));
 }
-inline float __tanf(float x) noexcept { return cuemu::dm::ftz(__fdividef(__sinf(x), __cosf(x))); }
-inline float __tanhf(float x) noexcept { return tanhf(x); }
-inline float __powf(float x, float y) noexcept { return exp2f(y * __log2f(x)); }
+inline float __cosf(float x) noexcept {
+    x = cuemu::dm::ftz(x);
+    return cuemu::dm::ftz(cuemu::dm::near_abs_f(cos((double)x), 4.1799818101693836e-07 /* 2^-21.19 */, cuemu::dm::draw(cuemu::dm::fn_id("__cosf"), cuemu::fp::f2u(x))));
+}
+inline void __sincosf(float x, float *sptr, float *cptr) noexcept {
+    *sptr = __sinf(x);
+    *cptr = __cosf(x);
+}
+/* "derived from its implementation as __sinf(x) * (1/__cosf(x))" */
+inline float __tanf(float x) noexcept { return cuemu::dm::ftz(__sinf(x) * (1.0f / __cosf(x))); }
+/* relative error 2^-11; subnormal results not flushed even under -ftz=true */
+inline float __tanhf(float x) noexcept {
+    const double r = tanh((double)x);
+    const float v = cuemu::dm::near_abs_f(r, fabs(r) * 0x1p-11, cuemu::dm::draw(cuemu::dm::fn_id("__tanhf"), cuemu::fp::f2u(x)));
+    return v > 1.0f ? 1.0f : v < -1.0f ? -1.0f : v;
+}
+/* "derived from its implementation as exp2f(y * __log2f(x))": negative bases give NaN */
+inline float __powf(float x, float y) noexcept { return cuemu::dm::exp2f_acc(y * __log2f(x)); }
 
 /* >>float arithmetic in a rounding direction (exact; see fp_round.h) */
 #define CUEMU_DM_MODES(M) M(rn, RN) M(rz, RZ) M(rd, RD) M(ru, RU)
@@ -431,45 +675,86 @@ CUEMU_DM_MODES(CUEMU_DM_F2I)
 inline double __int2double_rn(int x) { return (double)x; }
 inline double __uint2double_rn(unsigned int x) { return (double)x; }
 
-/* >>math functions glibc lacks */
-inline float rsqrtf(float x) { return cuemu::fp::u2f((uint32_t)cuemu::dm::rsqrt_rn<23, 8>(x)); }
+/* >>math functions glibc lacks: evaluated in long double, then within
+   their bound in Tables 17 and 18 (normf/rnormf/norm/rnorm have none: "a
+   fast algorithm is used with accuracy loss due to round-off"; accurate here). */
+namespace cuemu {
+namespace dm {
+inline float nf(long double v, int64_t bound, uint64_t fn, uint64_t a, uint64_t b = 0, uint64_t c = 0,
+                float lo = -HUGE_VALF, float hi = HUGE_VALF) {
+    return near_f((double)v, bound, draw(fn, a, b, c), lo, hi);
+}
+inline double nd(long double v, int64_t bound, uint64_t fn, uint64_t a, uint64_t b = 0, uint64_t c = 0,
+                 double lo = -HUGE_VAL, double hi = HUGE_VAL) {
+    return near_d(v, bound, draw(fn, a, b, c), lo, hi);
+}
+} /* namespace dm */
+} /* namespace cuemu */
+#define CUEMU_DM_ID(name) cuemu::dm::fn_id(name)
+#define CUEMU_DM_FB(x) cuemu::fp::f2u(x)
+#define CUEMU_DM_DB(x) cuemu::fp::d2u(x)
+inline float rsqrtf(float x) { return cuemu::dm::nf(1.0L / sqrtl(x), 2, CUEMU_DM_ID("rsqrtf"), CUEMU_DM_FB(x)); }
 inline double rsqrt(double x) {
     if (x == 0) return signbit(x) ? -HUGE_VAL : HUGE_VAL;
-    return (double)(1.0L / sqrtl((long double)x));
+    return cuemu::dm::nd(1.0L / sqrtl((long double)x), 1, CUEMU_DM_ID("rsqrt"), CUEMU_DM_DB(x));
 }
-inline float rcbrtf(float x) { return (float)(1.0 / cbrt((double)x)); }
-inline double rcbrt(double x) { return (double)(1.0L / cbrtl((long double)x)); }
+inline float rcbrtf(float x) { return cuemu::dm::nf(1.0L / cbrtl(x), 1, CUEMU_DM_ID("rcbrtf"), CUEMU_DM_FB(x)); }
+inline double rcbrt(double x) { return cuemu::dm::nd(1.0L / cbrtl((long double)x), 1, CUEMU_DM_ID("rcbrt"), CUEMU_DM_DB(x)); }
 #if !(defined(__GLIBC__) && defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 41))
-inline float sinpif(float x) { long double s, c; cuemu::dm::sincospi_l(x, &s, &c); return cuemu::dm::lf(s); }
-inline float cospif(float x) { long double s, c; cuemu::dm::sincospi_l(x, &s, &c); return cuemu::dm::lf(c); }
-inline double sinpi(double x) { long double s, c; cuemu::dm::sincospi_l(x, &s, &c); return (double)s; }
-inline double cospi(double x) { long double s, c; cuemu::dm::sincospi_l(x, &s, &c); return (double)c; }
+inline float sinpif(float x) {
+    long double s, c;
+    cuemu::dm::sincospi_l(x, &s, &c);
+    return cuemu::dm::nf(s, 1, CUEMU_DM_ID("sinpif"), CUEMU_DM_FB(x), 0, 0, -1.0f, 1.0f);
+}
+inline float cospif(float x) {
+    long double s, c;
+    cuemu::dm::sincospi_l(x, &s, &c);
+    return cuemu::dm::nf(c, 1, CUEMU_DM_ID("cospif"), CUEMU_DM_FB(x), 0, 0, -1.0f, 1.0f);
+}
+inline double sinpi(double x) {
+    long double s, c;
+    cuemu::dm::sincospi_l(x, &s, &c);
+    return cuemu::dm::nd(s, 2, CUEMU_DM_ID("sinpi"), CUEMU_DM_DB(x), 0, 0, -1.0, 1.0);
+}
+inline double cospi(double x) {
+    long double s, c;
+    cuemu::dm::sincospi_l(x, &s, &c);
+    return cuemu::dm::nd(c, 2, CUEMU_DM_ID("cospi"), CUEMU_DM_DB(x), 0, 0, -1.0, 1.0);
+}
 #endif
 inline void sincospif(float x, float *sptr, float *cptr) {
     long double s, c;
     cuemu::dm::sincospi_l(x, &s, &c);
-    *sptr = cuemu::dm::lf(s);
-    *cptr = cuemu::dm::lf(c);
+    *sptr = cuemu::dm::nf(s, 1, CUEMU_DM_ID("sinpif"), CUEMU_DM_FB(x), 0, 0, -1.0f, 1.0f);
+    *cptr = cuemu::dm::nf(c, 1, CUEMU_DM_ID("cospif"), CUEMU_DM_FB(x), 0, 0, -1.0f, 1.0f);
 }
 inline void sincospi(double x, double *sptr, double *cptr) {
     long double s, c;
     cuemu::dm::sincospi_l(x, &s, &c);
-    *sptr = (double)s;
-    *cptr = (double)c;
+    *sptr = cuemu::dm::nd(s, 2, CUEMU_DM_ID("sinpi"), CUEMU_DM_DB(x), 0, 0, -1.0, 1.0);
+    *cptr = cuemu::dm::nd(c, 2, CUEMU_DM_ID("cospi"), CUEMU_DM_DB(x), 0, 0, -1.0, 1.0);
 }
-inline float erfinvf(float x) { return cuemu::dm::lf(cuemu::dm::erfinv_l(x)); }
-inline double erfinv(double x) { return (double)cuemu::dm::erfinv_l(x); }
-inline float erfcinvf(float x) { return cuemu::dm::lf(cuemu::dm::erfcinv_l(x)); }
-inline double erfcinv(double x) { return (double)cuemu::dm::erfcinv_l(x); }
+inline float erfinvf(float x) { return cuemu::dm::nf(cuemu::dm::erfinv_l(x), 2, CUEMU_DM_ID("erfinvf"), CUEMU_DM_FB(x)); }
+inline double erfinv(double x) { return cuemu::dm::nd(cuemu::dm::erfinv_l(x), 5, CUEMU_DM_ID("erfinv"), CUEMU_DM_DB(x)); }
+inline float erfcinvf(float x) { return cuemu::dm::nf(cuemu::dm::erfcinv_l(x), 4, CUEMU_DM_ID("erfcinvf"), CUEMU_DM_FB(x)); }
+inline double erfcinv(double x) { return cuemu::dm::nd(cuemu::dm::erfcinv_l(x), 6, CUEMU_DM_ID("erfcinv"), CUEMU_DM_DB(x)); }
 /* Phi(x) = erfc(-x / sqrt 2) / 2 */
-inline float normcdff(float x) { return cuemu::dm::lf(0.5L * erfcl(-(long double)x * 0.707106781186547524400844362104849L)); }
-inline double normcdf(double x) { return (double)(0.5L * erfcl(-(long double)x * 0.707106781186547524400844362104849L)); }
+inline float normcdff(float x) {
+    return cuemu::dm::nf(0.5L * erfcl(-(long double)x * 0.707106781186547524400844362104849L), 5, CUEMU_DM_ID("normcdff"),
+                         CUEMU_DM_FB(x), 0, 0, 0.0f, 1.0f);
+}
+inline double normcdf(double x) {
+    return cuemu::dm::nd(0.5L * erfcl(-(long double)x * 0.707106781186547524400844362104849L), 5, CUEMU_DM_ID("normcdf"),
+                         CUEMU_DM_DB(x), 0, 0, 0.0, 1.0);
+}
 /* Phi^-1(p) = -sqrt 2 erfcinv(2 p) */
 inline float normcdfinvf(float x) {
-    return cuemu::dm::lf(-1.41421356237309504880168872420969808L * cuemu::dm::erfcinv_l(2.0L * x));
+    return cuemu::dm::nf(-1.41421356237309504880168872420969808L * cuemu::dm::erfcinv_l(2.0L * x), 5, CUEMU_DM_ID("normcdfinvf"),
+                         CUEMU_DM_FB(x));
 }
 inline double normcdfinv(double x) {
-    return (double)(-1.41421356237309504880168872420969808L * cuemu::dm::erfcinv_l(2.0L * x));
+    return cuemu::dm::nd(-1.41421356237309504880168872420969808L * cuemu::dm::erfcinv_l(2.0L * x), 8, CUEMU_DM_ID("normcdfinv"),
+                         CUEMU_DM_DB(x));
 }
 /* erfcx(x) = exp(x^2) erfc(x); for large x the asymptotic form avoids 0 * Inf */
 inline long double cuemu_erfcx_l(long double x) {
@@ -481,21 +766,245 @@ inline long double cuemu_erfcx_l(long double x) {
     const long double s = 1 - t * (1 - 3 * t * (1 - 5 * t * (1 - 7 * t * (1 - 9 * t))));
     return s / (x * 1.772453850905516027298167483341145183L);
 }
-inline float erfcxf(float x) { return cuemu::dm::lf(cuemu_erfcx_l(x)); }
-inline double erfcx(double x) { return (double)cuemu_erfcx_l(x); }
-inline float rhypotf(float x, float y) noexcept { const double v[2] = {x, y}; return cuemu::dm::lf(cuemu::dm::norm_n(2, v, true)); }
-inline double rhypot(double x, double y) noexcept { const double v[2] = {x, y}; return (double)cuemu::dm::norm_n(2, v, true); }
-inline float norm3df(float a, float b, float c) noexcept { const double v[3] = {a, b, c}; return cuemu::dm::lf(cuemu::dm::norm_n(3, v, false)); }
-inline double norm3d(double a, double b, double c) noexcept { const double v[3] = {a, b, c}; return (double)cuemu::dm::norm_n(3, v, false); }
-inline float rnorm3df(float a, float b, float c) noexcept { const double v[3] = {a, b, c}; return cuemu::dm::lf(cuemu::dm::norm_n(3, v, true)); }
-inline double rnorm3d(double a, double b, double c) noexcept { const double v[3] = {a, b, c}; return (double)cuemu::dm::norm_n(3, v, true); }
-inline float norm4df(float a, float b, float c, float d) noexcept { const double v[4] = {a, b, c, d}; return cuemu::dm::lf(cuemu::dm::norm_n(4, v, false)); }
-inline double norm4d(double a, double b, double c, double d) noexcept { const double v[4] = {a, b, c, d}; return (double)cuemu::dm::norm_n(4, v, false); }
-inline float rnorm4df(float a, float b, float c, float d) noexcept { const double v[4] = {a, b, c, d}; return cuemu::dm::lf(cuemu::dm::norm_n(4, v, true)); }
-inline double rnorm4d(double a, double b, double c, double d) noexcept { const double v[4] = {a, b, c, d}; return (double)cuemu::dm::norm_n(4, v, true); }
+inline float erfcxf(float x) { return cuemu::dm::nf(cuemu_erfcx_l(x), 4, CUEMU_DM_ID("erfcxf"), CUEMU_DM_FB(x)); }
+inline double erfcx(double x) { return cuemu::dm::nd(cuemu_erfcx_l(x), 4, CUEMU_DM_ID("erfcx"), CUEMU_DM_DB(x)); }
+inline float rhypotf(float x, float y) noexcept {
+    const double v[2] = {x, y};
+    return cuemu::dm::nf(cuemu::dm::norm_n(2, v, true), 2, CUEMU_DM_ID("rhypotf"), CUEMU_DM_FB(x), CUEMU_DM_FB(y));
+}
+inline double rhypot(double x, double y) noexcept {
+    const double v[2] = {x, y};
+    return cuemu::dm::nd(cuemu::dm::norm_n(2, v, true), 1, CUEMU_DM_ID("rhypot"), CUEMU_DM_DB(x), CUEMU_DM_DB(y));
+}
+inline float norm3df(float a, float b, float c) noexcept {
+    const double v[3] = {a, b, c};
+    return cuemu::dm::nf(cuemu::dm::norm_n(3, v, false), 3, CUEMU_DM_ID("norm3df"), CUEMU_DM_FB(a), CUEMU_DM_FB(b), CUEMU_DM_FB(c));
+}
+inline double norm3d(double a, double b, double c) noexcept {
+    const double v[3] = {a, b, c};
+    return cuemu::dm::nd(cuemu::dm::norm_n(3, v, false), 2, CUEMU_DM_ID("norm3d"), CUEMU_DM_DB(a), CUEMU_DM_DB(b), CUEMU_DM_DB(c));
+}
+inline float rnorm3df(float a, float b, float c) noexcept {
+    const double v[3] = {a, b, c};
+    return cuemu::dm::nf(cuemu::dm::norm_n(3, v, true), 2, CUEMU_DM_ID("rnorm3df"), CUEMU_DM_FB(a), CUEMU_DM_FB(b), CUEMU_DM_FB(c));
+}
+inline double rnorm3d(double a, double b, double c) noexcept {
+    const double v[3] = {a, b, c};
+    return cuemu::dm::nd(cuemu::dm::norm_n(3, v, true), 1, CUEMU_DM_ID("rnorm3d"), CUEMU_DM_DB(a), CUEMU_DM_DB(b), CUEMU_DM_DB(c));
+}
+inline float norm4df(float a, float b, float c, float d) noexcept {
+    const double v[4] = {a, b, c, d};
+    return cuemu::dm::nf(cuemu::dm::norm_n(4, v, false), 3, CUEMU_DM_ID("norm4df"), CUEMU_DM_FB(a), CUEMU_DM_FB(b),
+                         cuemu::dm::mix(CUEMU_DM_FB(c)) ^ CUEMU_DM_FB(d));
+}
+inline double norm4d(double a, double b, double c, double d) noexcept {
+    const double v[4] = {a, b, c, d};
+    return cuemu::dm::nd(cuemu::dm::norm_n(4, v, false), 2, CUEMU_DM_ID("norm4d"), CUEMU_DM_DB(a), CUEMU_DM_DB(b),
+                         cuemu::dm::mix(CUEMU_DM_DB(c)) ^ CUEMU_DM_DB(d));
+}
+inline float rnorm4df(float a, float b, float c, float d) noexcept {
+    const double v[4] = {a, b, c, d};
+    return cuemu::dm::nf(cuemu::dm::norm_n(4, v, true), 2, CUEMU_DM_ID("rnorm4df"), CUEMU_DM_FB(a), CUEMU_DM_FB(b),
+                         cuemu::dm::mix(CUEMU_DM_FB(c)) ^ CUEMU_DM_FB(d));
+}
+inline double rnorm4d(double a, double b, double c, double d) noexcept {
+    const double v[4] = {a, b, c, d};
+    return cuemu::dm::nd(cuemu::dm::norm_n(4, v, true), 1, CUEMU_DM_ID("rnorm4d"), CUEMU_DM_DB(a), CUEMU_DM_DB(b),
+                         cuemu::dm::mix(CUEMU_DM_DB(c)) ^ CUEMU_DM_DB(d));
+}
+#undef CUEMU_DM_ID
+#undef CUEMU_DM_FB
+#undef CUEMU_DM_DB
 inline float normf(int dim, const float *p) noexcept { return cuemu::dm::lf(cuemu::dm::norm_n(dim, p, false)); }
 inline float rnormf(int dim, const float *p) noexcept { return cuemu::dm::lf(cuemu::dm::norm_n(dim, p, true)); }
 inline double norm(int dim, const double *p) noexcept { return (double)cuemu::dm::norm_n(dim, p, false); }
 inline double rnorm(int dim, const double *p) noexcept { return (double)cuemu::dm::norm_n(dim, p, true); }
+
+/* >>redirect: the standard names in a .cu file call the device versions.
+   CUDA's math library replaces the host's in device code; here kernels are
+   host code, so expf(x), exp(x), std::exp(x), ... become function-like
+   macros for cuemu_expf(x), cuemu_exp(x), ... (defined once per translation
+   unit, static: nvcc's --use_fast_math and --ftz are per translation unit).
+   Host code of a .cu file keeps the host's libm, as nvcc's host compiler
+   gives it, when the runtime says the caller is no kernel; an emulator
+   library without that answer counts every caller as device code.
+   Define CUEMU_HOST_MATH to keep the host's functions everywhere.
+   CUDA C++ Programming Guide, "Intrinsic Functions", Table 20: with
+   -use_fast_math (__USE_FAST_MATH__) sinf, cosf, tanf, sincosf, logf, log2f,
+   log10f, expf, exp10f, powf and tanhf compile to their intrinsics;
+   -use_fast_math implies -ftz=true, which flushes denormal inputs and
+   results of single-precision functions to zero (nvcc manual, --ftz). */
+extern "C" int cuemu_in_device_code(void) __attribute__((weak));
+namespace cuemu {
+namespace dm {
+inline bool on_device() { return !cuemu_in_device_code || cuemu_in_device_code() != 0; }
+} /* namespace dm */
+} /* namespace cuemu */
+/* nvcc-emu defines __CUDA_FTZ for --ftz=true (also implied by --use_fast_math) */
+#if defined(__CUDA_FTZ) && (__CUDA_FTZ + 0)
+#  define CUEMU_DM_FTZ_ON 1
+#else
+#  define CUEMU_DM_FTZ_ON 0
+#endif
+#if defined(__USE_FAST_MATH__)
+#  define CUEMU_DM_FAST 1
+#else
+#  define CUEMU_DM_FAST 0
+#endif
+#define CUEMU_DM_Z(x) (CUEMU_DM_FTZ_ON ? cuemu::dm::ftz(x) : (x))
+/* one-argument functions: float name F (its fast intrinsic FAST), double
+   name D; D also takes float (as F), long double (the host's) and integers */
+#define CUEMU_DM_WRAP(F, D, FAST) \
+    static inline float cuemu_##F(float x) noexcept { \
+        if (!cuemu::dm::on_device()) return (F)(x); \
+        x = CUEMU_DM_Z(x); \
+        return CUEMU_DM_Z(CUEMU_DM_FAST ? FAST(x) : cuemu::dm::F##_acc(x)); \
+    } \
+    static inline double cuemu_##D(double x) noexcept { return cuemu::dm::on_device() ? cuemu::dm::D##_acc(x) : (D)(x); } \
+    static inline float cuemu_##D(float x) noexcept { return cuemu_##F(x); } \
+    static inline long double cuemu_##D(long double x) noexcept { return (D##l)(x); } \
+    template <class T, std::enable_if_t<std::is_integral<T>::value, int> = 0> \
+    static inline double cuemu_##D(T x) noexcept { return cuemu_##D((double)x); } \
+    namespace std { using ::cuemu_##F; using ::cuemu_##D; }
+CUEMU_DM_WRAP(expf, exp, __expf)
+CUEMU_DM_WRAP(exp2f, exp2, cuemu::dm::exp2f_acc)
+CUEMU_DM_WRAP(exp10f, exp10, __exp10f)
+CUEMU_DM_WRAP(expm1f, expm1, cuemu::dm::expm1f_acc)
+CUEMU_DM_WRAP(logf, log, __logf)
+CUEMU_DM_WRAP(log2f, log2, __log2f)
+CUEMU_DM_WRAP(log10f, log10, __log10f)
+CUEMU_DM_WRAP(log1pf, log1p, cuemu::dm::log1pf_acc)
+CUEMU_DM_WRAP(sinf, sin, __sinf)
+CUEMU_DM_WRAP(cosf, cos, __cosf)
+CUEMU_DM_WRAP(tanf, tan, __tanf)
+CUEMU_DM_WRAP(asinf, asin, cuemu::dm::asinf_acc)
+CUEMU_DM_WRAP(acosf, acos, cuemu::dm::acosf_acc)
+CUEMU_DM_WRAP(atanf, atan, cuemu::dm::atanf_acc)
+CUEMU_DM_WRAP(sinhf, sinh, cuemu::dm::sinhf_acc)
+CUEMU_DM_WRAP(coshf, cosh, cuemu::dm::coshf_acc)
+CUEMU_DM_WRAP(tanhf, tanh, __tanhf)
+CUEMU_DM_WRAP(asinhf, asinh, cuemu::dm::asinhf_acc)
+CUEMU_DM_WRAP(acoshf, acosh, cuemu::dm::acoshf_acc)
+CUEMU_DM_WRAP(atanhf, atanh, cuemu::dm::atanhf_acc)
+CUEMU_DM_WRAP(erff, erf, cuemu::dm::erff_acc)
+CUEMU_DM_WRAP(erfcf, erfc, cuemu::dm::erfcf_acc)
+CUEMU_DM_WRAP(tgammaf, tgamma, cuemu::dm::tgammaf_acc)
+CUEMU_DM_WRAP(lgammaf, lgamma, cuemu::dm::lgammaf_acc)
+CUEMU_DM_WRAP(cbrtf, cbrt, cuemu::dm::cbrtf_acc)
+#undef CUEMU_DM_WRAP
+/* two-argument functions; mixed arithmetic arguments promote as in <cmath> */
+#define CUEMU_DM_WRAP2(F, D, FAST) \
+    static inline float cuemu_##F(float x, float y) noexcept { \
+        if (!cuemu::dm::on_device()) return (F)(x, y); \
+        x = CUEMU_DM_Z(x); \
+        y = CUEMU_DM_Z(y); \
+        return CUEMU_DM_Z(CUEMU_DM_FAST ? FAST(x, y) : cuemu::dm::F##_acc(x, y)); \
+    } \
+    static inline double cuemu_##D(double x, double y) noexcept { \
+        return cuemu::dm::on_device() ? cuemu::dm::D##_acc(x, y) : (D)(x, y); } \
+    static inline float cuemu_##D(float x, float y) noexcept { return cuemu_##F(x, y); } \
+    static inline long double cuemu_##D(long double x, long double y) noexcept { return (D##l)(x, y); } \
+    template <class A, class B, \
+              std::enable_if_t<std::is_arithmetic<A>::value && std::is_arithmetic<B>::value, int> = 0> \
+    static inline auto cuemu_##D(A x, B y) noexcept { \
+        using R = std::conditional_t<std::is_same<A, long double>::value || std::is_same<B, long double>::value, \
+                                     long double, double>; \
+        return cuemu_##D((R)x, (R)y); \
+    } \
+    namespace std { using ::cuemu_##F; using ::cuemu_##D; }
+CUEMU_DM_WRAP2(powf, pow, __powf)
+CUEMU_DM_WRAP2(atan2f, atan2, cuemu::dm::atan2f_acc)
+CUEMU_DM_WRAP2(hypotf, hypot, cuemu::dm::hypotf_acc)
+#undef CUEMU_DM_WRAP2
+/* C++17's three-argument std::hypot: the host's (no CUDA bound for it) */
+template <class A, class B, class C> static inline auto cuemu_hypot(A x, B y, C z) { return (std::hypot)(x, y, z); }
+namespace std { using ::cuemu_hypot; }
+static inline void cuemu_sincosf(float x, float *s, float *c) noexcept {
+    if (!cuemu::dm::on_device()) return (sincosf)(x, s, c);
+    if (CUEMU_DM_FAST) return __sincosf(CUEMU_DM_Z(x), s, c);
+    *s = cuemu_sinf(x);
+    *c = cuemu_cosf(x);
+}
+static inline void cuemu_sincos(double x, double *s, double *c) noexcept {
+    if (!cuemu::dm::on_device()) return (sincos)(x, s, c);
+    *s = cuemu::dm::sin_acc(x);
+    *c = cuemu::dm::cos_acc(x);
+}
+static inline void cuemu_sincos(float x, float *s, float *c) noexcept { cuemu_sincosf(x, s, c); }
+namespace std { using ::cuemu_sincosf; using ::cuemu_sincos; }
+/* x / y, or __fdividef(x, y) under -use_fast_math (CUDA Math API, fdividef) */
+static inline float fdividef(float x, float y) { return CUEMU_DM_FAST ? __fdividef(x, y) : x / y; }
+/* sqrtf: 0 ulps with -prec-sqrt=true (the default), otherwise 1 (Table 17);
+   -use_fast_math implies -prec-sqrt=false unless it is given as true */
+static inline float cuemu_sqrtf(float x) noexcept {
+    if (!cuemu::dm::on_device()) return (sqrtf)(x);
+    x = CUEMU_DM_Z(x);
+    return CUEMU_DM_Z(cuemu::dm::near_f(sqrt((double)x), 1, cuemu::dm::draw(cuemu::dm::fn_id("sqrtf"), cuemu::fp::f2u(x))));
+}
+#undef CUEMU_DM_Z
+
+#ifndef CUEMU_HOST_MATH
+#  define expf(...) cuemu_expf(__VA_ARGS__)
+#  define exp(...) cuemu_exp(__VA_ARGS__)
+#  define exp2f(...) cuemu_exp2f(__VA_ARGS__)
+#  define exp2(...) cuemu_exp2(__VA_ARGS__)
+#  define exp10f(...) cuemu_exp10f(__VA_ARGS__)
+#  define exp10(...) cuemu_exp10(__VA_ARGS__)
+#  define expm1f(...) cuemu_expm1f(__VA_ARGS__)
+#  define expm1(...) cuemu_expm1(__VA_ARGS__)
+#  define logf(...) cuemu_logf(__VA_ARGS__)
+#  define log(...) cuemu_log(__VA_ARGS__)
+#  define log2f(...) cuemu_log2f(__VA_ARGS__)
+#  define log2(...) cuemu_log2(__VA_ARGS__)
+#  define log10f(...) cuemu_log10f(__VA_ARGS__)
+#  define log10(...) cuemu_log10(__VA_ARGS__)
+#  define log1pf(...) cuemu_log1pf(__VA_ARGS__)
+#  define log1p(...) cuemu_log1p(__VA_ARGS__)
+#  define sinf(...) cuemu_sinf(__VA_ARGS__)
+#  define sin(...) cuemu_sin(__VA_ARGS__)
+#  define cosf(...) cuemu_cosf(__VA_ARGS__)
+#  define cos(...) cuemu_cos(__VA_ARGS__)
+#  define tanf(...) cuemu_tanf(__VA_ARGS__)
+#  define tan(...) cuemu_tan(__VA_ARGS__)
+#  define sincosf(...) cuemu_sincosf(__VA_ARGS__)
+#  define sincos(...) cuemu_sincos(__VA_ARGS__)
+#  define asinf(...) cuemu_asinf(__VA_ARGS__)
+#  define asin(...) cuemu_asin(__VA_ARGS__)
+#  define acosf(...) cuemu_acosf(__VA_ARGS__)
+#  define acos(...) cuemu_acos(__VA_ARGS__)
+#  define atanf(...) cuemu_atanf(__VA_ARGS__)
+#  define atan(...) cuemu_atan(__VA_ARGS__)
+#  define atan2f(...) cuemu_atan2f(__VA_ARGS__)
+#  define atan2(...) cuemu_atan2(__VA_ARGS__)
+#  define sinhf(...) cuemu_sinhf(__VA_ARGS__)
+#  define sinh(...) cuemu_sinh(__VA_ARGS__)
+#  define coshf(...) cuemu_coshf(__VA_ARGS__)
+#  define cosh(...) cuemu_cosh(__VA_ARGS__)
+#  define tanhf(...) cuemu_tanhf(__VA_ARGS__)
+#  define tanh(...) cuemu_tanh(__VA_ARGS__)
+#  define asinhf(...) cuemu_asinhf(__VA_ARGS__)
+#  define asinh(...) cuemu_asinh(__VA_ARGS__)
+#  define acoshf(...) cuemu_acoshf(__VA_ARGS__)
+#  define acosh(...) cuemu_acosh(__VA_ARGS__)
+#  define atanhf(...) cuemu_atanhf(__VA_ARGS__)
+#  define atanh(...) cuemu_atanh(__VA_ARGS__)
+#  define powf(...) cuemu_powf(__VA_ARGS__)
+#  define pow(...) cuemu_pow(__VA_ARGS__)
+#  define erff(...) cuemu_erff(__VA_ARGS__)
+#  define erf(...) cuemu_erf(__VA_ARGS__)
+#  define erfcf(...) cuemu_erfcf(__VA_ARGS__)
+#  define erfc(...) cuemu_erfc(__VA_ARGS__)
+#  define tgammaf(...) cuemu_tgammaf(__VA_ARGS__)
+#  define tgamma(...) cuemu_tgamma(__VA_ARGS__)
+#  define lgammaf(...) cuemu_lgammaf(__VA_ARGS__)
+#  define lgamma(...) cuemu_lgamma(__VA_ARGS__)
+#  define cbrtf(...) cuemu_cbrtf(__VA_ARGS__)
+#  define cbrt(...) cuemu_cbrt(__VA_ARGS__)
+#  define hypotf(...) cuemu_hypotf(__VA_ARGS__)
+#  define hypot(...) cuemu_hypot(__VA_ARGS__)
+#  if defined(__USE_FAST_MATH__) && !defined(__CUDA_PREC_SQRT)
+#    define sqrtf(...) cuemu_sqrtf(__VA_ARGS__)
+#  endif
+#endif
 
 #endif
