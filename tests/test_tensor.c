@@ -664,7 +664,10 @@ static void test_gpu_fill_random_cast(void) {
         CHECK_OK(gpudl_tensor_normal(c, &hd, 0.5f, 3.0f));
         CHECK_OK(gpudl_tensor_normal(g, &dd, 0.5f, 3.0f));
         back = to_host(g, &dd);
-        CHECKF(max_rel(&back, &hd, 1e-3) <= (dts[d] == GPUDL_F32 ? 1e-5 : 1e-2), "%s normal GPU vs CPU", gpudl_dtype_name(dts[d]));
+        /* Box-Muller through logf, sqrtf and cosf: NVIDIA documents 1, 0 and 2 ulp for them, and nvcc
+           contracts a*b+c, so a draw differs from the CPU's by a few float ulp of its terms; relative to
+           the spread (3), not to the value, which crosses zero */
+        CHECKF(max_rel(&back, &hd, 3.0) <= (dts[d] == GPUDL_F32 ? 1e-5 : 1e-2), "%s normal GPU vs CPU", gpudl_dtype_name(dts[d]));
         gpudl_tensor_free(c, &back);
         CHECK_OK(gpudl_tensor_fill(g, &dd, -3.25f));
         back = to_host(g, &dd);
