@@ -91,6 +91,45 @@ if [ $QUICK = 0 ]; then
     fi
 fi
 
+if [ $QUICK = 0 ]; then
+    # The emulator's compute-sanitizer (issue 24): the runs make test-gpu-sanitize
+    # makes on a GPU, with the same skips. The control kernel must be flagged.
+    echo "== compute-sanitizer on the emulated device: memcheck (leak check), racecheck, initcheck, synccheck"
+    CS=(tests/emu/compute-sanitizer --error-exitcode 1)
+    if [ ! -x tests/emu/compute-sanitizer ]; then bad emu_compute_sanitizer "(tests/emu/compute-sanitizer is missing)"
+    elif [ -x $B/suite_core_cuda ]; then
+        if GPUDL_EMU_DEVICE=9.0:80G "${CS[@]}" --tool memcheck $B/suite_core_cuda --control-oob >$B/cs_control.log 2>&1 \
+                || ! grep -q '========= ERROR SUMMARY: [1-9]' $B/cs_control.log; then
+            bad cs_flags_control_kernel "(compute-sanitizer --tool memcheck suite_core_cuda --control-oob)"; tail -15 $B/cs_control.log | sed 's/^/        /'
+        else ok cs_flags_control_kernel "$(grep -m1 -E 'Invalid|ERROR SUMMARY' $B/cs_control.log | sed 's/=* *//')"; fi
+        for tool in memcheck racecheck initcheck synccheck; do
+            extra=(); [ $tool = memcheck ] && extra=(--leak-check full)
+            GPUDL_EMU_DEVICE=$TWO_H100 run_suite "cs_${tool}_core" "${CS[@]}" --tool $tool "${extra[@]}" $B/suite_core_cuda gpu_ --skip=gpu_sticky_error_is_fatal
+            [ -x $B/suite_train_cuda ] && GPUDL_EMU_DEVICE=9.0:80G run_suite "cs_${tool}_train" "${CS[@]}" --tool $tool "${extra[@]}" \
+                $B/suite_train_cuda gpu_layers gpu_amp gpu_fused gpu_xent
+        done
+    fi
+
+    # Blocks in a random order, threads switched at memory operations
+    # (CUEMU_SCHEDULE=shuffle): code that relies on block order or on warps
+    # in lock step fails under some seed.
+    echo "== shuffled schedules (CUEMU_SCHEDULE=shuffle, seeds 1 2 3)"
+    for seed in 1 2 3; do
+        [ -x $B/suite_core_cuda ] && CUEMU_SCHEDULE=shuffle CUEMU_SEED=$seed GPUDL_EMU_DEVICE=$TWO_H100 \
+            run_suite "shuffle_${seed}_core" $B/suite_core_cuda --gpu-only
+        [ -x $B/suite_train_cuda ] && CUEMU_SCHEDULE=shuffle CUEMU_SEED=$seed GPUDL_EMU_DEVICE=9.0:80G \
+            run_suite "shuffle_${seed}_train" $B/suite_train_cuda gpu_layers gpu_amp gpu_fused gpu_xent
+    done
+
+    # Every math function's result anywhere within NVIDIA's documented error,
+    # and cuDNN's non-deterministic algorithms summing in varying orders:
+    # gpudl's GPU-vs-CPU tolerances must hold.
+    echo "== device math perturbed within NVIDIA's documented ulp bounds (CUEMU_MATH=perturb)"
+    [ -x $B/suite_core_cuda ] && CUEMU_MATH=perturb GPUDL_EMU_DEVICE=$TWO_H100 run_suite perturb_core $B/suite_core_cuda --gpu-only
+    [ -x $B/suite_train_cuda ] && CUEMU_MATH=perturb GPUDL_EMU_DEVICE=$TWO_H100 \
+        run_suite perturb_train $B/suite_train_cuda --gpu-only --skip=gpu_mixed_precision_full
+fi
+
 echo "== examples, short runs on the emulated GPU"
 example() {   # example NAME WANT_REGEX ARGS...: builds examples/NAME.c, runs it, its output must match
     local name=$1 want=$2; shift 2
@@ -115,6 +154,29 @@ example mixed_precision 'BF16'                     --data "$DATA" --epochs 1
 if [ $CORE = 0 ]; then
     example gradcheck       'To check your own layer'
     example cpu_vs_gpu      'GPU'                      --small
+fi
+
+if [ $QUICK = 0 ] && [ -x tests/emu/compute-sanitizer ]; then
+    echo "== compute-sanitizer on the examples and the assignments' solutions"
+    cs_clean() {   # cs_clean NAME WANT_REGEX TOOL CMD...: no error reported, status 0, output matches
+        local name=$1 want=$2 tool=$3 extra=(); shift 3
+        [ "$tool" = memcheck ] && extra=(--leak-check full)
+        if GPUDL_EMU_DEVICE=9.0:80G tests/emu/compute-sanitizer --error-exitcode 1 --tool "$tool" "${extra[@]}" "$@" >"$B/$name.log" 2>&1 \
+                && grep -Eq '^========= (ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors)' "$B/$name.log" \
+                && grep -Eq "$want" "$B/$name.log"; then
+            ok "$name" "$(grep -E "$want" "$B/$name.log" | tail -1)"
+        else bad "$name" "(compute-sanitizer --tool $tool $*)"; grep -E '^=========|FAIL' "$B/$name.log" | head -20 | sed 's/^/        /'; fi
+    }
+    for a in relu_xent sgemm; do
+        build "grade_$a" -O2 "${ARCH[@]}" -Xcompiler -fopenmp -I. -o $B/grade_$a assignments/grade.c assignments/$a/solution.cu \
+            $B/kernels.o "${LIBS[@]}" -lgomp || continue
+        for tool in memcheck racecheck initcheck synccheck; do
+            cs_clean "cs_${tool}_solution_$a" '^score: ([0-9]+)/\1$' $tool $B/grade_$a $a --data "$DATA" --no-train
+        done
+    done
+    for tool in memcheck racecheck initcheck synccheck; do
+        [ -x $B/mlp_fashion ] && cs_clean "cs_${tool}_example_mlp" 'test accuracy: [0-9.]+%' $tool $B/mlp_fashion --data "$DATA" --epochs 1
+    done
 fi
 
 echo "== device profiles: no GPU, a GPU the kernels were not built for, a small GPU"
