@@ -112,6 +112,26 @@ static int used_misaligned_pointer(void) {
     EXPECT(2, cudaDeviceSynchronize() == cudaErrorMisalignedAddress);
     return 0;
 }
+/* an address nothing is mapped at, and a base pointer one before an
+   allocation (1-based indexing): fine while unused, a fault where used */
+static int unused_wild_pointers(void) {
+    float *d, *out;
+    EXPECT(1, cudaMalloc(&d, 64) == cudaSuccess && cudaMalloc(&out, 4) == cudaSuccess);
+    maybe_use<<<1, 1>>>((const float *)(uintptr_t)0xdeadbeef0ull, out, 0);
+    maybe_use<<<1, 1>>>((const float *)(uintptr_t)0x10, out, 0);
+    maybe_use<<<1, 1>>>(d - 1, out, 0);
+    EXPECT(2, cudaDeviceSynchronize() == cudaSuccess);
+    maybe_use<<<1, 1>>>(d - 1 + 1, out, 1);   /* a[1] of the 1-based view */
+    EXPECT(3, cudaDeviceSynchronize() == cudaSuccess);
+    return 0;
+}
+static int used_wild_pointer(void) {
+    float *out;
+    EXPECT(1, cudaMalloc(&out, 4) == cudaSuccess);
+    maybe_use<<<1, 1>>>((const float *)(uintptr_t)0xdeadbeef0ull, out, 1);
+    EXPECT(2, cudaDeviceSynchronize() == cudaErrorIllegalAddress);
+    return 0;
+}
 static int unused_freed_pointer(void) {
     float *d, *out;
     EXPECT(1, cudaMalloc(&d, 64) == cudaSuccess && cudaMalloc(&out, 4) == cudaSuccess);
@@ -157,6 +177,7 @@ RUN_CASE(atomic_max_int_misaligned, "misaligned address") RUN_CASE(atomic_max_in
 RUN_CASE(atomic_add_half2_misaligned, "misaligned address") RUN_CASE(atomic_add_half2_aligned, NULL)
 RUN_CASE(atomic_add_bf162_misaligned, "misaligned address") RUN_CASE(atomic_add_bf162_aligned, NULL)
 RUN_CASE(unused_misaligned_pointer, NULL) RUN_CASE(used_misaligned_pointer, "misaligned address")
+RUN_CASE(unused_wild_pointers, NULL) RUN_CASE(used_wild_pointer, "illegal memory access")
 RUN_CASE(unused_freed_pointer, NULL) RUN_CASE(used_freed_pointer, "illegal memory access")
 ST_TEST(message_names_the_culprit_t) {
     ST_CHILD(message_names_the_culprit, "store_float4_in_block");
@@ -178,6 +199,7 @@ int main(void) {
     ST_RUN(atomic_add_half2_misaligned_t); ST_RUN(atomic_add_half2_aligned_t);
     ST_RUN(atomic_add_bf162_misaligned_t); ST_RUN(atomic_add_bf162_aligned_t);
     ST_RUN(unused_misaligned_pointer_t); ST_RUN(used_misaligned_pointer_t);
+    ST_RUN(unused_wild_pointers_t); ST_RUN(used_wild_pointer_t);
     ST_RUN(unused_freed_pointer_t); ST_RUN(used_freed_pointer_t);
     ST_RUN(message_names_the_culprit_t);
     return st_summary();

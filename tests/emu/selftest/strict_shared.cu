@@ -70,6 +70,11 @@ static int static_read_past(void) { EXPECT(1, OOB_WANT((cudaError_t)run_static(1
 static int static_read_last(void) { EXPECT(1, run_static(15, 1) == cudaSuccess); return 0; }
 static int dynamic_one_past(void) { EXPECT(1, OOB_WANT((cudaError_t)run_dynamic(100, 400))); return 0; }
 static int dynamic_page_past(void) { EXPECT(1, OOB_WANT((cudaError_t)run_dynamic(5000, 400))); return 0; }
+/* far past the window (a GPU's shared window is at most 227 KiB): into the
+   emulator's guard, never into its heap */
+static int static_far_past(void) { EXPECT(1, run_static(1000000, 0) == cudaErrorIllegalAddress); return 0; }
+static int static_far_before(void) { EXPECT(1, run_static(-200000, 0) == cudaErrorIllegalAddress); return 0; }
+static int dynamic_far_past(void) { EXPECT(1, run_dynamic(70000, 128) == cudaErrorIllegalAddress); return 0; }
 static int dynamic_last(void) {
     EXPECT(1, run_dynamic(99, 400) == cudaSuccess);
     float h[25];
@@ -95,6 +100,9 @@ ST_TEST(dynamic_one_past_t) {
 }
 ST_TEST(dynamic_page_past_t) { ST_CHILD(dynamic_page_past, NULL); ST_CHECK(strstr(strict_log, "out-of-bounds shared")); }
 ST_TEST(dynamic_last_t) { ST_CHILD(dynamic_last, NULL); }
+ST_TEST(static_far_past_t) { ST_CHILD(static_far_past, NULL); ST_CHECKF(strstr(strict_log, "out-of-bounds shared"), "%s", strict_log); }
+ST_TEST(static_far_before_t) { ST_CHILD(static_far_before, NULL); ST_CHECKF(strstr(strict_log, "out-of-bounds shared"), "%s", strict_log); }
+ST_TEST(dynamic_far_past_t) { ST_CHILD(dynamic_far_past, NULL); ST_CHECKF(strstr(strict_log, "out-of-bounds shared"), "%s", strict_log); }
 
 int main(void) {
     ST_RUN(static_one_past_t);
@@ -105,5 +113,8 @@ int main(void) {
     ST_RUN(dynamic_one_past_t);
     ST_RUN(dynamic_page_past_t);
     ST_RUN(dynamic_last_t);
+    ST_RUN(static_far_past_t);
+    ST_RUN(static_far_before_t);
+    ST_RUN(dynamic_far_past_t);
     return st_summary();
 }

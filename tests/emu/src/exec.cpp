@@ -200,7 +200,7 @@ struct Worker {
     int bar_acc = 0, bar_kind = 0;
     const char *bar_site = nullptr;
     bool block_abort = false;
-    char *smem = nullptr;         /* [static region][dynamic region][guard page] */
+    char *smem = nullptr;         /* [static region][dynamic region], between two guards (kSharedGuard) */
     size_t dyn_open = 0;          /* bytes of the dynamic region currently accessible */
     uintptr_t fault_addr = 0;
     int fault_sig = 0;
@@ -212,6 +212,13 @@ struct Worker {
 
 const size_t kStaticCap = 256 * 1024;   /* all static __shared__ variables of the program */
 const size_t kDynCap = 256 * 1024;      /* dynamic shared memory: above every profile's opt-in limit */
+/* Address space reserved, never mapped, on both sides of a worker's shared
+   window: a block's shared memory is a window of at most 227 KiB (CUDA C++
+   Programming Guide, "Shared Memory" and the compute capabilities' table),
+   and an index far past an array's end is an illegal shared address on a
+   GPU. Here it would land in the emulator's own heap: a gigabyte of
+   PROT_NONE each side makes it fault instead. */
+const size_t kSharedGuard = (size_t)1 << 30;
 std::atomic<size_t> g_static_used{0};
 size_t g_page = 4096;
 
@@ -276,14 +283,14 @@ Worker *worker() {
     if (w) return w;
     w = new Worker();
     g_page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t len = kStaticCap + kDynCap + g_page;
-    void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    size_t len = kSharedGuard + kStaticCap + kDynCap + kSharedGuard;
+    void *p = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         fprintf(stderr, "cuemu: cannot map shared memory for a worker thread\n");
         abort();
     }
-    w->smem = (char *)p;
-    mprotect(w->smem + kStaticCap, kDynCap + g_page, PROT_NONE);
+    w->smem = (char *)p + kSharedGuard;   /* [guard][static region][dynamic region][guard] */
+    mprotect(w->smem, kStaticCap, PROT_READ | PROT_WRITE);
     {
         /* Workers live as long as the process (a worker thread's state stays reachable). */
         static std::mutex mu;
@@ -297,6 +304,14 @@ Worker *worker() {
 }
 
 char *dyn_base(Worker *w) { return w->smem + kStaticCap; }
+
+/* Is anything mapped at p's page in this process? (mincore fails with
+   ENOMEM where nothing is.) */
+bool host_mapped(const void *p) {
+    unsigned char v;
+    void *pg = (void *)((uintptr_t)p & ~(uintptr_t)(g_page - 1));
+    return mincore(pg, g_page, &v) == 0 || errno != ENOMEM;
+}
 
 /* Makes exactly the first bytes of the dynamic region accessible (pages;
    bytes too under AddressSanitizer). */
@@ -843,7 +858,10 @@ extern "C" __attribute__((no_sanitize_address)) void cuemu_fiber_fault(void *fp)
         kernel_error(cudaErrorLaunchFailure, "stack overflow (the fiber stack is %zu KiB; set CUEMU_STACK_KB for more)",
                      f->stack_size / 1024);
     if (g_san && sig != SIGFPE) san_bad_access((const void *)a, 0, false, SAN_BAD_FAULT, w->fault_pc);
-    if (a >= (uintptr_t)dyn_base(w) && a < (uintptr_t)dyn_base(w) + kDynCap + g_page)
+    if (a >= (uintptr_t)w->smem - kSharedGuard && a < (uintptr_t)w->smem)
+        kernel_error(cudaErrorIllegalAddress, "out-of-bounds shared memory access at 0x%lx: %zu bytes before the block's shared memory",
+                     (unsigned long)a, (size_t)((uintptr_t)w->smem - a));
+    if (a >= (uintptr_t)dyn_base(w) && a < (uintptr_t)dyn_base(w) + kDynCap + kSharedGuard)
         kernel_error(cudaErrorIllegalAddress,
                      "out-of-bounds shared memory access at 0x%lx: %zu bytes past the start of the %zu bytes of dynamic "
                      "shared memory the launch asked for",
@@ -961,9 +979,13 @@ void run_grid(Grid &g) {
     r.g = &g;
     r.total = (uint64_t)g.grid.x * g.grid.y * g.grid.z;
     /* A pointer the device cannot reach faults at its first use, not at the
-       launch: a misaligned pointer faults at an access through it (the access
-       hooks), a freed one at any access (its mapping is PROT_NONE). Host
-       memory and another device's memory stay readable here, so a pointer
+       launch (kernel parameters are plain values: CUDA C++ Programming
+       Guide, "Function Parameters"): a misaligned pointer faults at an
+       access through it (the access hooks), a freed one at any access (its
+       mapping is PROT_NONE), an address nothing is mapped at by the host's
+       fault, and a base pointer just before an allocation (d - 1, for
+       1-based indexing) is checked where its accesses land. Host memory
+       and another device's memory stay readable here, so a pointer
        argument into them is refused as the kernel starts (stricter than a
        GPU for a kernel that never dereferences it). */
     for (const PtrArg &p : g.ptrs) {
@@ -973,11 +995,15 @@ void run_grid(Grid &g) {
         if (!device_range(g.device, p.value, 1, &why)) {
             Region reg;
             MemKind k = classify(p.value, &reg);
-            if (k == MEM_FREED) continue;
+            if (k == MEM_FREED || !host_mapped(p.value)) continue;
             /* one past the end of an allocation is a valid pointer value */
             if (classify((const char *)p.value - 1, &reg) != MEM_UNKNOWN &&
                 device_range(g.device, (const char *)p.value - 1, 1, nullptr))
                 continue;
+            bool base_before = false;
+            for (size_t step = 1; step <= 4096 && !base_before; step *= 4)
+                base_before = device_range(g.device, (const char *)p.value + step, 1, nullptr);
+            if (base_before) continue;
             fail_grid(&r, cudaErrorIllegalAddress, "argument %d (pointer 0x%lx) is not memory the device can access: %s",
                       p.index + 1, (unsigned long)(uintptr_t)p.value, why.c_str());
         }
