@@ -23,6 +23,10 @@ typedef struct cuemu_counters {
     uint64_t h2d_bytes, d2h_bytes, d2d_bytes;
     uint64_t graph_launches;    /* cudaGraphLaunch calls (each one unit of work to the host) */
     uint64_t graph_kernels;     /* kernels run by those launches (not in kernel_launches) */
+    uint64_t runtime_api_calls; /* CUDA runtime API calls (cuda*, a <<<>>> launch counted as the
+                                   cudaLaunchKernel it is), one per call the program makes */
+    uint64_t graph_library_calls; /* library calls' work run by graph launches (not in library_calls) */
+    uint64_t graph_memsets, graph_memcpys; /* memset / copy nodes run by graph launches */
 } cuemu_counters;
 
 /* The counters since the start or the last reset, summed over host threads. */

@@ -2,7 +2,8 @@
    reference: cublasLtMatmul for every type row of its table against a
    float64 reference (column- and row-major layouts, transposes, C distinct
    from D, ld 0 broadcast of C, strided batches), the epilogues (RELU, BIAS,
-   RELU_BIAS, GELU, GELU_BIAS, BGRADA, BGRADB), heuristics and their
+   RELU_BIAS, GELU, GELU_BIAS, BGRADA, BGRADB, and the AUX pairs
+   RELU_AUX_BIAS / DRELU_BGRAD and GELU_AUX_BIAS / DGELU_BGRAD), heuristics and their
    workspace and alignment rules, descriptor attributes, argument checks,
    and last (sticky) a bias less aligned than the chosen algorithm assumed.
 
@@ -738,10 +739,11 @@ ST_TEST(argument_checks) {
         HMat r(8, 8, 8, CUDA_R_32F, true);
         t.d = layout(r);
         ST_CHECK(cublasLtMatmul(g_lt, t.op, &al, d, t.a, d, t.a, &be, d, t.d, d, t.d, nullptr, nullptr, 0, 0) == NS);
-        /* AUX epilogues, unknown epilogues */
+        /* AUX epilogues without their buffer (cublasLt.h: "Requires setting
+           CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD"), unknown epilogues */
         epi = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
         cublasLtMatmulDescSetAttribute(t.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
-        ST_CHECK(cublasLtMatmul(g_lt, t.op, &al, d, t.a, d, t.a, &be, d, t.a, d, t.a, nullptr, nullptr, 0, 0) == NS);
+        ST_CHECK(cublasLtMatmul(g_lt, t.op, &al, d, t.a, d, t.a, &be, d, t.a, d, t.a, nullptr, nullptr, 0, 0) == INV);
         epi = 3;
         cublasLtMatmulDescSetAttribute(t.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
         ST_CHECK(cublasLtMatmul(g_lt, t.op, &al, d, t.a, d, t.a, &be, d, t.a, d, t.a, nullptr, nullptr, 0, 0) == INV);
@@ -889,10 +891,103 @@ ST_TEST(misaligned_bias_faults) {
     cublasLtMatmulPreferenceDestroy(pref);
 }
 
+/* The AUX epilogues (cublasLt.h, cublasLtEpilogue_t and
+   CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_*): a forward GEMM with RELU_AUX_BIAS
+   (or GELU_AUX_BIAS) keeps its activation's input (a bit mask, or the
+   values), and a backward GEMM with DRELU_BGRAD (DGELU_BGRAD) multiplies
+   its result by the activation's gradient there and stores the row sums
+   as the bias gradient. Checked against float64, odd sizes; the mask is
+   read back only through DRELU (its bit order is the library's). */
+static void aux_pair(bool gelu_pair, cudaDataType t) {
+    const int m = 37, n = 11, k = 9, k2 = 5;
+    const int64_t aux_ld = gelu_pair ? 40 : 128;   /* divisible by 8 / by 128 (bits), >= m */
+    HMat A(m, k, m, t), B(k, n, k, t), bias(m, 1, m, t), D(m, n, m, t), A2(m, k2, m, t), B2(k2, n, k2, t), D2(m, n, m, t),
+        db(m, 1, m, t);
+    fill(A); fill(B); fill(bias); fill(A2); fill(B2);
+    void *dA = to_dev(A), *dB = to_dev(B), *dbias = to_dev(bias), *dD = to_dev(D), *dA2 = to_dev(A2), *dB2 = to_dev(B2),
+         *dD2 = to_dev(D2), *ddb = to_dev(db), *aux;
+    size_t aux_bytes = gelu_pair ? size_t(aux_ld) * n * tsize(t) : size_t(aux_ld) * n / 8;
+    cudaMalloc(&aux, aux_bytes);
+    float al = 1, be = 0;
+    {
+        Lt f;
+        cublasLtMatmulDescCreate(&f.op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+        uint32_t epi = gelu_pair ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+        cublasLtMatmulDescSetAttribute(f.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+        cublasLtMatmulDescSetAttribute(f.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias, sizeof dbias);
+        cublasLtMatmulDescSetAttribute(f.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
+        cublasLtMatmulDescSetAttribute(f.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld);
+        f.a = layout(A); f.b = layout(B); f.d = layout(D);
+        ST_CHECK(cublasLtMatmul(g_lt, f.op, &al, dA, f.a, dB, f.b, &be, dD, f.d, dD, f.d, nullptr, nullptr, 0, 0) ==
+                 CUBLAS_STATUS_SUCCESS);
+        /* the documented conditions on the leading dimension */
+        int64_t bad_ld = gelu_pair ? 36 : 100;
+        cublasLtMatmulDescSetAttribute(f.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &bad_ld, sizeof bad_ld);
+        ST_CHECK(cublasLtMatmul(g_lt, f.op, &al, dA, f.a, dB, f.b, &be, dD, f.d, dD, f.d, nullptr, nullptr, 0, 0) ==
+                 CUBLAS_STATUS_INVALID_VALUE);
+    }
+    {
+        Lt b;
+        cublasLtMatmulDescCreate(&b.op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+        uint32_t epi = gelu_pair ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DRELU_BGRAD;
+        cublasLtMatmulDescSetAttribute(b.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+        cublasLtMatmulDescSetAttribute(b.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ddb, sizeof ddb);
+        cublasLtMatmulDescSetAttribute(b.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
+        cublasLtMatmulDescSetAttribute(b.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld);
+        b.a = layout(A2); b.b = layout(B2); b.d = layout(D2);
+        ST_CHECK(cublasLtMatmul(g_lt, b.op, &al, dA2, b.a, dB2, b.b, &be, dD2, b.d, dD2, b.d, nullptr, nullptr, 0, 0) ==
+                 CUBLAS_STATUS_SUCCESS);
+    }
+    ST_CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    from_dev(D, dD); from_dev(D2, dD2); from_dev(db, ddb);
+    double u = t == CUDA_R_32F ? ldexp(1.0, -23) : t == CUDA_R_16F ? ldexp(1.0, -10) : ldexp(1.0, -7);
+    int bad = 0;
+    for (int i = 0; i < m; ++i) {
+        double sum = 0, mag = 0;
+        for (int j = 0; j < n; ++j) {
+            sum += D2.get(i, j);
+            mag += fabs(D2.get(i, j));
+            double x = bias.get(i, 0), g = 0, amag = fabs(bias.get(i, 0)), gmag = 0;
+            for (int q = 0; q < k; ++q) { x += A.get(i, q) * B.get(q, j); amag += fabs(A.get(i, q) * B.get(q, j)); }
+            for (int q = 0; q < k2; ++q) { g += A2.get(i, q) * B2.get(q, j); gmag += fabs(A2.get(i, q) * B2.get(q, j)); }
+            double y = gelu_pair ? gelu(x) : (x > 0 ? x : 0);
+            double slope = 1;
+            if (gelu_pair) {
+                double c = 0.7978845608028654, dd = 0.044715, th = tanh(c * (x + dd * x * x * x));
+                slope = 0.5 * (1 + th) + 0.5 * x * (1 - th * th) * c * (1 + 3 * dd * x * x);
+            } else if (fabs(x) <= (k + 4) * u * amag) {
+                continue;   /* a value within rounding of 0: either side of the mask is right */
+            } else slope = x > 0 ? 1 : 0;
+            double dx = g * slope;
+            /* the GELU input is stored in D's type: its rounding moves the slope */
+            double tol_y = (k + 4) * u * amag * (gelu_pair ? 1.2 : 1) + u * fabs(y) + 1e-6;
+            double tol_dx = (k2 + 4) * u * gmag * fabs(slope) + 2 * u * fabs(dx) + (gelu_pair ? 4 * u * (amag + 1) * gmag : 0);
+            if (fabs(D.get(i, j) - y) > tol_y || fabs(D2.get(i, j) - dx) > tol_dx) {
+                if (bad++ < 4)
+                    printf("    (%d,%d) forward %.7g want %.7g, backward %.7g want %.7g\n", i, j, D.get(i, j), y,
+                           D2.get(i, j), dx);
+            }
+        }
+        /* the bias gradient: the row sums of the gradient D2 as stored */
+        if (fabs(db.get(i, 0) - sum) > (n + 4) * u * mag + 1e-6 && bad++ < 4)
+            printf("    bias gradient %d: %.7g want %.7g\n", i, db.get(i, 0), sum);
+    }
+    ST_CHECKF(bad == 0, "%s pair, type %d: %d elements off", gelu_pair ? "GELU" : "ReLU", int(t), bad);
+    for (void *p : {dA, dB, dbias, dD, dA2, dB2, dD2, ddb, aux}) cudaFree(p);
+}
+
+ST_TEST(aux_epilogues) {
+    for (cudaDataType t : {CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF}) {
+        aux_pair(false, t);
+        aux_pair(true, t);
+    }
+}
+
 static void run_numeric_tests() {
     ST_RUN(matmul_f32_layouts);
     ST_RUN(matmul_every_documented_type_row);
     ST_RUN(epilogues);
+    ST_RUN(aux_epilogues);
     ST_RUN(strided_batches_with_bias);
     ST_RUN(c_broadcast_with_ld_zero);
     ST_RUN(relu_of_nan_is_zero);

@@ -115,6 +115,13 @@ ST_TEST(capture_kernels_copy_and_cublas_replay) {
     ST_CHECKF(after.kernel_launches == before.kernel_launches, "kernel_launches moved by %llu",
               (unsigned long long)(after.kernel_launches - before.kernel_launches));
     ST_CHECKF(after.library_calls == before.library_calls, "library_calls moved");
+    /* what each launch ran, by kind: one GEMM, two copies, no memset */
+    ST_CHECKF(after.graph_library_calls - before.graph_library_calls == 3 &&
+                  after.graph_memcpys - before.graph_memcpys == 6 && after.graph_memsets == before.graph_memsets,
+              "graph_library_calls %llu, graph_memcpys %llu, graph_memsets %llu",
+              (unsigned long long)(after.graph_library_calls - before.graph_library_calls),
+              (unsigned long long)(after.graph_memcpys - before.graph_memcpys),
+              (unsigned long long)(after.graph_memsets - before.graph_memsets));
     CK(cudaGraphExecDestroy(ex));
     CK(cudaGraphDestroy(g));
     cublasDestroy(h);
@@ -123,6 +130,53 @@ ST_TEST(capture_kernels_copy_and_cublas_replay) {
 }
 
 static void CUDART_CB host_count(void *p) { ++*(int *)p; }
+
+/* runtime_api_calls: one per call the program makes, a <<<>>> launch being
+   the cudaLaunchKernel call nvcc turns it into; a graph launch is one call
+   however many nodes it runs, and its memset node counts as one. */
+ST_TEST(runtime_api_calls_counted) {
+    const int n = 8;
+    float *x;
+    cudaStream_t s;
+    cudaError_t e1, e2, e3, e4, e5;
+    CK(cudaMalloc(&x, n * sizeof(float)));
+    CK(cudaStreamCreate(&s));
+    cuemu_counters before = counters();
+    add_one<<<1, n, 0, s>>>(x, n);
+    e1 = cudaGetLastError();
+    e2 = cudaStreamSynchronize(s);
+    cuemu_counters mid = counters();
+    ST_CHECK(e1 == cudaSuccess && e2 == cudaSuccess);
+    ST_CHECKF(mid.runtime_api_calls - before.runtime_api_calls == 3, "a launch, cudaGetLastError, a sync: %llu calls",
+              (unsigned long long)(mid.runtime_api_calls - before.runtime_api_calls));
+    cudaGraph_t g;
+    cudaGraphExec_t ex;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    CK(cudaMemsetAsync(x, 0, n * sizeof(float), s));
+    add_one<<<1, n, 0, s>>>(x, n);
+    add_one<<<1, n, 0, s>>>(x, n);
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ex, g, 0));
+    before = counters();
+    e3 = cudaGraphLaunch(ex, s);
+    e4 = cudaGraphLaunch(ex, s);
+    e5 = cudaStreamSynchronize(s);
+    cuemu_counters after = counters();
+    ST_CHECK(e3 == cudaSuccess && e4 == cudaSuccess && e5 == cudaSuccess);
+    ST_CHECKF(after.runtime_api_calls - before.runtime_api_calls == 3, "two graph launches and a sync: %llu calls",
+              (unsigned long long)(after.runtime_api_calls - before.runtime_api_calls));
+    ST_CHECKF(after.graph_kernels - before.graph_kernels == 4 && after.graph_memsets - before.graph_memsets == 2 &&
+                  after.memset_calls == before.memset_calls && after.kernel_launches == before.kernel_launches,
+              "graph_kernels %llu, graph_memsets %llu", (unsigned long long)(after.graph_kernels - before.graph_kernels),
+              (unsigned long long)(after.graph_memsets - before.graph_memsets));
+    float h[n];
+    CK(cudaMemcpy(h, x, sizeof h, cudaMemcpyDeviceToHost));
+    ST_CHECKF(h[0] == 2.0f && h[n - 1] == 2.0f, "x = %g after memset + 2 adds", h[0]);
+    CK(cudaGraphExecDestroy(ex));
+    CK(cudaGraphDestroy(g));
+    CK(cudaStreamDestroy(s));
+    CK(cudaFree(x));
+}
 
 ST_TEST(graph_built_by_hand) {
     int *d, h[4];
@@ -423,5 +477,6 @@ int main() {
     ST_RUN(graph_built_by_hand);
     ST_RUN(fork_and_join_through_events);
     ST_RUN(illegal_calls_during_capture);
+    ST_RUN(runtime_api_calls_counted);
     return st_summary();
 }

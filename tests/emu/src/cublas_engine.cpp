@@ -301,7 +301,7 @@ namespace {
 struct Scal { double a, b; int32_t ia, ib; };
 
 /* Pointers of one batch. */
-struct Ptrs { const char *A, *B, *C; char *D; const char *bias; };
+struct Ptrs { const char *A, *B, *C; char *D; const char *bias; char *aux; };
 
 std::string batch_label(const Problem &p, int64_t b) {
     if (p.batch <= 1) return std::string();
@@ -379,6 +379,7 @@ bool resolve(const Problem &p, int64_t b, bool use_ab, bool read_c, Ptrs *q) {
     q->C = p.c_given ? batch_ptr(p.C, b) : nullptr;
     q->D = const_cast<char *>(batch_ptr(p.D, b));
     q->bias = p.bias ? p.bias + b * p.bias_stride * int64_t(tsize(p.bias_type)) : nullptr;
+    q->aux = nullptr;
     if (use_ab) {
         if (!check_range(p, p.A.name, b, q->A, span_bytes(p.A), tsize(p.A.type))) return false;
         if (!check_range(p, p.B.name, b, q->B, span_bytes(p.B), tsize(p.B.type))) return false;
@@ -391,9 +392,16 @@ bool resolve(const Problem &p, int64_t b, bool use_ab, bool read_c, Ptrs *q) {
     if (q->bias) {
         int64_t len = p.bgrad == 2 ? p.n : p.m;
         size_t align = std::max<size_t>(tsize(p.bias_type), p.bias_align);
-        if (!check_range(p, p.bgrad ? "bias gradient" : "bias", b, q->bias,
+        if (!check_range(p, p.bgrad || p.dbias ? "bias gradient" : "bias", b, q->bias,
                          len * int64_t(tsize(p.bias_type)), align))
             return false;
+    }
+    if (p.aux != Problem::Aux::None) {
+        bool mask = p.aux == Problem::Aux::ReluMaskOut || p.aux == Problem::Aux::DReluMaskIn;
+        int64_t last = p.aux_ld * (p.n - 1) + p.m;   /* bits or elements up to the last one used */
+        int64_t bytes = mask ? (last + 7) / 8 : last * int64_t(tsize(p.aux_type));
+        q->aux = p.aux_ptr + b * (mask ? p.aux_stride / 8 : p.aux_stride * int64_t(tsize(p.aux_type)));
+        if (!check_range(p, mask ? "epilogue ReLU mask" : "epilogue GELU input", b, q->aux, bytes, 16)) return false;
     }
     return true;
 }
@@ -566,6 +574,43 @@ F activate(Act a, F v) {
     return v;
 }
 
+/* d GELU(x) / dx of the tanh form above. */
+float gelu_grad(float x) {
+    const float c = 0.7978845608028654f, d = 0.044715f;
+    float t = std::tanh(c * (x + d * x * x * x));
+    return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * c * (1.f + 3.f * d * x * x);
+}
+
+/* The AUX epilogues' side of one element (i, j) of D, v its value before
+   the activation (forward) or the matmul's result (backward). */
+float aux_element(const Problem &p, const Ptrs &q, int64_t i, int64_t j, float v) {
+    using Aux = Problem::Aux;
+    int64_t at = i + j * p.aux_ld;
+    switch (p.aux) {
+    case Aux::ReluMaskOut: {
+        unsigned char bit = (unsigned char)(1u << (at % 8)), &byte = reinterpret_cast<unsigned char &>(q.aux[at / 8]);
+        byte = v > 0.f ? (unsigned char)(byte | bit) : (unsigned char)(byte & ~bit);
+        return v;
+    }
+    case Aux::GeluInputOut: store_f(p.aux_type, q.aux, at, v); return v;
+    case Aux::DReluMaskIn: return (q.aux[at / 8] >> (at % 8)) & 1 ? v : 0.f;
+    case Aux::DGeluInputIn: return v * gelu_grad(load_f(p.aux_type, q.aux, at));
+    case Aux::None: break;
+    }
+    return v;
+}
+
+/* DRELU_BGRAD / DGELU_BGRAD: the bias gradient, the sums of D's rows as
+   stored, in float, stored in the bias type. */
+void d_bias_grad(const Problem &p, const Ptrs &q) {
+    char *out = const_cast<char *>(q.bias);
+    for (int64_t i = 0; i < p.m; ++i) {
+        float sum = 0;
+        for (int64_t j = 0; j < p.n; ++j) sum += load_f(p.D.type, q.D, offset(p.D, i, j));
+        store_f(p.bias_type, out, i, sum);
+    }
+}
+
 /* Bias gradient: sums of op(A) rows (bgrad 1) or op(B) columns (bgrad 2)
    over k, accumulated in float (double for F64), stored in the bias type. */
 void bias_grad(const Problem &p, const Ptrs &q) {
@@ -603,10 +648,11 @@ void epilogue_float(const Problem &p, const Scal &s, const Ptrs &q, const float 
                 v = use_ab ? v + t : t;
                 if (half_math) v = rh(v);
             }
-            if (q.bias && !p.bgrad) {
+            if (q.bias && !p.bgrad && !p.dbias) {
                 v += load_f(p.bias_type, q.bias, i);
                 if (half_math) v = rh(v);
             }
+            if (q.aux) v = aux_element(p, q, i, j, v);
             v = activate(p.act, v);
             store_f(p.D.type, q.D, offset(p.D, i, j), v);
         }
@@ -621,7 +667,7 @@ void epilogue_double(const Problem &p, const Scal &s, const Ptrs &q, const doubl
                 double t = s.b * load_d(p.C.type, q.C, offset(p.C, i, j));
                 v = use_ab ? v + t : t;
             }
-            if (q.bias && !p.bgrad) v += load_d(p.bias_type, q.bias, i);
+            if (q.bias && !p.bgrad && !p.dbias) v += load_d(p.bias_type, q.bias, i);
             v = activate(p.act, v);
             memcpy(q.D + offset(p.D, i, j) * 8, &v, 8);
         }
@@ -655,6 +701,7 @@ void one_batch(const Problem &p, const Scal &s, const Ptrs &q, bool use_ab, bool
     if (use_ab) accumulate<F>(p, q, parallel, acc);
     if (p.bgrad && q.bias) bias_grad(p, q);
     finish<F>(p, s, q, acc.data(), use_ab, read_c, parallel);
+    if (p.dbias && q.bias) d_bias_grad(p, q);
 }
 
 void dispatch_batch(const Problem &p, const Scal &s, const Ptrs &q, bool use_ab, bool read_c, bool parallel) {

@@ -106,6 +106,15 @@ struct Problem {
     int64_t bias_stride = 0;         /* elements from one batch to the next */
     unsigned bias_align = 0;         /* alignment the chosen algo assumes */
     int bgrad = 0;                   /* 1: sum of op(A) over k (length m), 2: of op(B) (length n) */
+    /* The auxiliary output or input of the AUX and gradient epilogues
+       (cublasLt.h, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER): a ReLU bit
+       mask, bit r + c * aux_ld of the batch's mask set where the value
+       before the ReLU was > 0; or GELU's input, in aux_type. */
+    enum class Aux : uint8_t { None, ReluMaskOut, GeluInputOut, DReluMaskIn, DGeluInputIn } aux = Aux::None;
+    char *aux_ptr = nullptr;
+    int64_t aux_ld = 0, aux_stride = 0;   /* bits for a mask, elements for GELU's input */
+    T aux_type = T::F32;
+    bool dbias = false;              /* DRELU_BGRAD / DGELU_BGRAD: bias = row sums of D (length m) */
     /* Split-K: 2 partial sums over halves of k, the second kept in the
        workspace (which must then hold ws_bytes). */
     int splitk = 1;

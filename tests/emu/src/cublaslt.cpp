@@ -233,6 +233,8 @@ struct Shape {
     bool bias = false;
     int bgrad = 0;
     T bias_type = T::F32;
+    Problem::Aux aux = Problem::Aux::None;
+    bool dbias = false;
 };
 
 Mat mat_of(const char *name, const Layout &L, T type, bool trans) {
@@ -250,9 +252,13 @@ Mat mat_of(const char *name, const Layout &L, T type, bool trans) {
 
 bool op_ok(int o) { return o == CUBLAS_OP_N || o == CUBLAS_OP_T || o == CUBLAS_OP_C; }
 
-/* The epilogue: supported ones set act / bias / bgrad; the AUX and
-   gradient-of-activation ones need the auxiliary buffer, not emulated. */
+/* The epilogue (cublasLt.h, cublasLtEpilogue_t): act / bias / bgrad, and for
+   the AUX ones the auxiliary buffer's role: RELU_AUX* write a ReLU bit mask,
+   GELU_AUX* GELU's input; DRELU* and DGELU* read them back and multiply the
+   matmul's result by the activation's gradient, the _BGRAD forms also
+   storing the row sums of that gradient in the bias pointer. */
 cublasStatus_t parse_epilogue(uint32_t e, Shape *s) {
+    using Aux = Problem::Aux;
     switch (e) {
     case CUBLASLT_EPILOGUE_DEFAULT: return CUBLAS_STATUS_SUCCESS;
     case CUBLASLT_EPILOGUE_RELU: s->act = Act::Relu; return CUBLAS_STATUS_SUCCESS;
@@ -262,12 +268,42 @@ cublasStatus_t parse_epilogue(uint32_t e, Shape *s) {
     case CUBLASLT_EPILOGUE_GELU_BIAS: s->act = Act::Gelu; s->bias = true; return CUBLAS_STATUS_SUCCESS;
     case CUBLASLT_EPILOGUE_BGRADA: s->bgrad = 1; return CUBLAS_STATUS_SUCCESS;
     case CUBLASLT_EPILOGUE_BGRADB: s->bgrad = 2; return CUBLAS_STATUS_SUCCESS;
-    case CUBLASLT_EPILOGUE_RELU_AUX: case CUBLASLT_EPILOGUE_RELU_AUX_BIAS: case CUBLASLT_EPILOGUE_DRELU:
-    case CUBLASLT_EPILOGUE_DRELU_BGRAD: case CUBLASLT_EPILOGUE_GELU_AUX: case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
-    case CUBLASLT_EPILOGUE_DGELU: case CUBLASLT_EPILOGUE_DGELU_BGRAD:
-        return CUBLAS_STATUS_NOT_SUPPORTED;
+    case CUBLASLT_EPILOGUE_RELU_AUX: s->act = Act::Relu; s->aux = Aux::ReluMaskOut; return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_EPILOGUE_RELU_AUX_BIAS:
+        s->act = Act::Relu; s->bias = true; s->aux = Aux::ReluMaskOut; return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_EPILOGUE_GELU_AUX: s->act = Act::Gelu; s->aux = Aux::GeluInputOut; return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
+        s->act = Act::Gelu; s->bias = true; s->aux = Aux::GeluInputOut; return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_EPILOGUE_DRELU: s->aux = Aux::DReluMaskIn; return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_EPILOGUE_DRELU_BGRAD: s->aux = Aux::DReluMaskIn; s->dbias = true; return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_EPILOGUE_DGELU: s->aux = Aux::DGeluInputIn; return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_EPILOGUE_DGELU_BGRAD: s->aux = Aux::DGeluInputIn; s->dbias = true; return CUBLAS_STATUS_SUCCESS;
     }
     return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+/* The auxiliary buffer's documented conditions (cublasLt.h,
+   CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD / _AUX_BATCH_STRIDE): a ReLU mask's
+   leading dimension in bits, divisible by 128 and at least D's rows; GELU's
+   input's in elements, divisible by 8 and at least D's rows; batch strides
+   divisible by 128 (bits) or 8 (elements). GELU's input has D's type (the
+   AUX_DATA_TYPE attribute's other values belong to FP8 kernels: refused).
+   The activation-and-bias footnote of the cuBLASLt epilogue table asks for
+   a column-major D; the AUX forms are held to the same. Floating-point
+   accumulation only (not documented for double or integer GEMMs: refused). */
+cublasStatus_t check_aux(const Desc &d, const Layout &D, Shape *s) {
+    using Aux = Problem::Aux;
+    if (s->aux == Aux::None) return CUBLAS_STATUS_SUCCESS;
+    if (s->tp.acc == Acc::F64 || s->tp.acc == Acc::I32) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (D.order != CUBLASLT_ORDER_COL) return CUBLAS_STATUS_NOT_SUPPORTED;
+    bool mask = s->aux == Aux::ReluMaskOut || s->aux == Aux::DReluMaskIn;
+    int64_t unit = mask ? 128 : 8;
+    if (d.aux_ld % unit || d.aux_ld < int64_t(D.rows)) return CUBLAS_STATUS_INVALID_VALUE;
+    if (D.batch > 1 && (d.aux_stride % unit || d.aux_stride < d.aux_ld * int64_t(D.cols)))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (!mask && d.aux_type != -1 && d.aux_type != int32_t(D.type)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (s->dbias && d.bias_type != -1 && d.bias_type != int32_t(D.type)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t check_layout_form(const Layout &L) {
@@ -319,6 +355,7 @@ cublasStatus_t validate(const Desc &d, const Layout &A, const Layout &B, const L
     if ((s->bias || s->bgrad) && d.bias_type != -1 && d.bias_type != int32_t(D.type))
         return CUBLAS_STATUS_NOT_SUPPORTED;      /* the bias has D's type */
     s->bias_type = s->tp.c;
+    if ((st = check_aux(d, D, s)) != CUBLAS_STATUS_SUCCESS) return st;
     /* Footnote 6: activation + bias epilogues need a column-major D. */
     if (s->bias && s->act != Act::None && D.order == CUBLASLT_ORDER_ROW) return CUBLAS_STATUS_NOT_SUPPORTED;
     if (s->tp.acc == Acc::I32) {
@@ -659,7 +696,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cubl
     int count = 0;
     for (int id : {1, 0}) {
         if (count == requestedAlgoCount) break;
-        if (id == 1 && (!splitk_possible(s) || s.k < 2 || s.bgrad ||
+        if (id == 1 && (!splitk_possible(s) || s.k < 2 || s.bgrad || s.aux != Problem::Aux::None ||
                         !(p->reduction_mask & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) || ws_need(1, s) > p->max_ws))
             continue;
         Algo a;
@@ -763,7 +800,9 @@ cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t *alg
         u32 = CUBLASLT_POINTER_MODE_MASK_HOST | CUBLASLT_POINTER_MODE_MASK_DEVICE; f = field(u32); break;
     case CUBLASLT_ALGO_CAP_EPILOGUE_MASK:
         u32 = CUBLASLT_EPILOGUE_DEFAULT | CUBLASLT_EPILOGUE_RELU | CUBLASLT_EPILOGUE_BIAS | CUBLASLT_EPILOGUE_GELU |
-              CUBLASLT_EPILOGUE_BGRADA | CUBLASLT_EPILOGUE_BGRADB;
+              CUBLASLT_EPILOGUE_BGRADA | CUBLASLT_EPILOGUE_BGRADB | CUBLASLT_EPILOGUE_RELU_AUX | CUBLASLT_EPILOGUE_DRELU |
+              CUBLASLT_EPILOGUE_DRELU_BGRAD | CUBLASLT_EPILOGUE_GELU_AUX | CUBLASLT_EPILOGUE_DGELU |
+              CUBLASLT_EPILOGUE_DGELU_BGRAD;
         f = field(u32); break;
     case CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS: u64 = CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA; f = field(u64); break;
     case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES: u32 = a.align[0]; f = field(u32); break;
@@ -829,7 +868,15 @@ cublasStatus_t check_operands(const Desc &d, Layout *const L[4], const Shape &s,
     if (ws_bytes < need || (need && !ws) || uintptr_t(ws) % 256) return CUBLAS_STATUS_INVALID_VALUE;
     const void *ptrs[4] = {A, B, C, D};
     if (!operands_aligned(a, s, ptrs)) return CUBLAS_STATUS_NOT_SUPPORTED;
-    if ((s.bias || s.bgrad) && !d.bias) return CUBLAS_STATUS_INVALID_VALUE;
+    if ((s.bias || s.bgrad || s.dbias) && !d.bias) return CUBLAS_STATUS_INVALID_VALUE;
+    /* The auxiliary buffer: required ("Requires setting ..._AUX_LD"), and
+       aligned as the other operands (cublasLt.h says its value decides the
+       expected alignment, not which: 16 bytes assumed, as for A..D). */
+    if (s.aux != Problem::Aux::None) {
+        if (!d.aux) return CUBLAS_STATUS_INVALID_VALUE;
+        if (uintptr_t(d.aux) % 16) return CUBLAS_STATUS_NOT_SUPPORTED;
+        if (s.dbias && uintptr_t(d.bias) % 16) return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -852,6 +899,20 @@ Problem describe(const Desc &d, const Shape &s, const Algo &a, const void *A, co
         p.bias_stride = d.bias_stride;
         p.bias_align = a.align[4];
         p.bgrad = s.bgrad;
+    }
+    if (s.aux != Problem::Aux::None) {
+        p.aux = s.aux;
+        p.aux_ptr = static_cast<char *>(d.aux);
+        p.aux_ld = d.aux_ld;
+        p.aux_stride = d.aux_stride;
+        p.aux_type = s.tp.c;
+    }
+    if (s.dbias) {
+        p.bias = static_cast<const char *>(d.bias);
+        p.bias_type = s.tp.c;
+        p.bias_stride = d.bias_stride;
+        p.bias_align = 16;
+        p.dbias = true;
     }
     if (a.id == 1 && s.k >= 2) {
         p.splitk = 2;

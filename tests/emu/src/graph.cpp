@@ -319,7 +319,7 @@ cudaError_t fail(cudaError_t e) { return set_error(e); }
 } /* namespace */
 
 /* >>stream capture (Runtime API, "Stream Management") */
-extern "C" cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+extern "C" cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (sticky_error(-1)) return fail(sticky_error(-1));
     Stream *st;
@@ -344,7 +344,7 @@ extern "C" cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStre
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
+extern "C" cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) { CUEMU_API_CALL();
     GRAPH_LOCK();
     Stream *st;
     int dev;
@@ -384,7 +384,7 @@ extern "C" cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pG
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pStatus) {
+extern "C" cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pStatus) { CUEMU_API_CALL();
     GRAPH_LOCK();
     Stream *st;
     int dev;
@@ -402,7 +402,7 @@ extern "C" cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStrea
 extern "C" cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
                                                unsigned long long *id, cudaGraph_t *graph,
                                                const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
-                                               size_t *ndeps) {
+                                               size_t *ndeps) { CUEMU_API_CALL();
     GRAPH_LOCK();
     Stream *st;
     int dev;
@@ -421,7 +421,7 @@ extern "C" cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaSt
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
+extern "C" cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) { CUEMU_API_CALL();
     if (!mode || (int)*mode < 0 || (int)*mode > 2) return fail(cudaErrorInvalidValue);
     cudaStreamCaptureMode old = t_mode;
     t_mode = *mode;
@@ -430,7 +430,7 @@ extern "C" cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptur
 }
 
 /* >>graphs (Runtime API, "Graph Management") */
-extern "C" cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags) {
+extern "C" cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!pGraph || flags) return fail(cudaErrorInvalidValue);
     *pGraph = new CUgraph_st{current_device(), {}};
@@ -438,7 +438,7 @@ extern "C" cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags) 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+extern "C" cudaError_t cudaGraphDestroy(cudaGraph_t graph) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!graph_ok(graph)) return fail(cudaErrorInvalidValue);
     for (Capture *c : g_captures)
@@ -449,7 +449,7 @@ extern "C" cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
 }
 
 extern "C" cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
-                                             const struct cudaKernelNodeParams *p) {
+                                             const struct cudaKernelNodeParams *p) { CUEMU_API_CALL();
     std::shared_ptr<GridOp> op;
     {
         GRAPH_LOCK();
@@ -468,7 +468,7 @@ extern "C" cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pNode, cudaGraph_
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *p) {
+extern "C" cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *p) { CUEMU_API_CALL();
     GRAPH_LOCK();
     GNode *n = (GNode *)node;
     if (!p || !node_ok(node) || n->type != cudaGraphNodeTypeKernel) return fail(cudaErrorInvalidValue);
@@ -476,7 +476,7 @@ extern "C" cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams *p) {
+extern "C" cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams *p) { CUEMU_API_CALL();
     {
         GRAPH_LOCK();
         GNode *n = (GNode *)node;
@@ -494,7 +494,7 @@ extern "C" cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const 
 }
 
 extern "C" cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
-                                               size_t ndeps, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+                                               size_t ndeps, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!pNode || !graph_ok(graph) || !dst || !src) return fail(cudaErrorInvalidValue);
     if ((int)kind < 0 || (int)kind > cudaMemcpyDefault) return fail(cudaErrorInvalidMemcpyDirection);
@@ -521,7 +521,7 @@ extern "C" cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pNode, cudaGrap
 }
 
 extern "C" cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
-                                             const struct cudaMemsetParams *p) {
+                                             const struct cudaMemsetParams *p) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!pNode || !graph_ok(graph) || !p || !p->dst || !p->width || !p->height) return fail(cudaErrorInvalidValue);
     /* elementSize "must be 1, 2, or 4" */
@@ -550,7 +550,7 @@ extern "C" cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pNode, cudaGraph_
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *p) {
+extern "C" cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *p) { CUEMU_API_CALL();
     GRAPH_LOCK();
     GNode *n = (GNode *)node;
     if (!p || !node_ok(node) || n->type != cudaGraphNodeTypeMemset) return fail(cudaErrorInvalidValue);
@@ -559,7 +559,7 @@ extern "C" cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct
 }
 
 extern "C" cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
-                                           const struct cudaHostNodeParams *p) {
+                                           const struct cudaHostNodeParams *p) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!pNode || !graph_ok(graph) || !p || !p->fn) return fail(cudaErrorInvalidValue);
     std::vector<GNode *> d;
@@ -573,7 +573,7 @@ extern "C" cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pNode, cudaGraph_t 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams *p) {
+extern "C" cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams *p) { CUEMU_API_CALL();
     GRAPH_LOCK();
     GNode *n = (GNode *)node;
     if (!p || !node_ok(node) || n->type != cudaGraphNodeTypeHost) return fail(cudaErrorInvalidValue);
@@ -581,7 +581,7 @@ extern "C" cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct c
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps) {
+extern "C" cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!pNode || !graph_ok(graph)) return fail(cudaErrorInvalidValue);
     std::vector<GNode *> d;
@@ -592,7 +592,7 @@ extern "C" cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pNode, cudaGraph_t
 }
 
 extern "C" cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
-                                                  size_t ndeps, cudaEvent_t event) {
+                                                  size_t ndeps, cudaEvent_t event) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!pNode || !graph_ok(graph) || !event || !S.events.count((Event *)event)) return fail(cudaErrorInvalidValue);
     std::vector<GNode *> d;
@@ -604,7 +604,7 @@ extern "C" cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pNode, cudaG
 }
 
 extern "C" cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
-                                                size_t ndeps, cudaEvent_t event) {
+                                                size_t ndeps, cudaEvent_t event) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!pNode || !graph_ok(graph) || !event || !S.events.count((Event *)event)) return fail(cudaErrorInvalidValue);
     std::vector<GNode *> d;
@@ -616,7 +616,7 @@ extern "C" cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pNode, cudaGra
 }
 
 extern "C" cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to,
-                                               const cudaGraphEdgeData *edgeData, size_t n) {
+                                               const cudaGraphEdgeData *edgeData, size_t n) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!graph_ok(graph) || (n && (!from || !to))) return fail(cudaErrorInvalidValue);
     for (size_t i = 0; i < n; i++) {
@@ -630,7 +630,7 @@ extern "C" cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGra
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType) {
+extern "C" cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!pType || !node_ok(node)) return fail(cudaErrorInvalidValue);
     *pType = ((GNode *)node)->type;
@@ -638,7 +638,7 @@ extern "C" cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraph
 }
 
 /* nodes null: *num is the count; otherwise up to *num are written and *num is how many */
-extern "C" cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *num) {
+extern "C" cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *num) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!graph_ok(graph) || !num) return fail(cudaErrorInvalidValue);
     if (!nodes) {
@@ -652,7 +652,7 @@ extern "C" cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nod
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *roots, size_t *num) {
+extern "C" cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *roots, size_t *num) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!graph_ok(graph) || !num) return fail(cudaErrorInvalidValue);
     std::vector<GNode *> r;
@@ -670,7 +670,7 @@ extern "C" cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t 
 }
 
 extern "C" cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *deps, cudaGraphEdgeData *edges,
-                                                   size_t *num) {
+                                                   size_t *num) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!node_ok(node) || !num) return fail(cudaErrorInvalidValue);
     GNode *n = (GNode *)node;
@@ -687,7 +687,7 @@ extern "C" cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGr
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGraphClone(cudaGraph_t *pClone, cudaGraph_t original) {
+extern "C" cudaError_t cudaGraphClone(cudaGraph_t *pClone, cudaGraph_t original) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!pClone || !graph_ok(original)) return fail(cudaErrorInvalidValue);
     cudaGraph_t g = new CUgraph_st{original->device, {}};
@@ -749,14 +749,14 @@ cudaError_t instantiate(cudaGraphExec_t *pExec, cudaGraph_t graph, unsigned long
 }
 } /* namespace */
 
-extern "C" cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pExec, cudaGraph_t graph, unsigned long long flags) {
+extern "C" cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pExec, cudaGraph_t graph, unsigned long long flags) { CUEMU_API_CALL();
     return instantiate(pExec, graph, flags);
 }
-extern "C" cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pExec, cudaGraph_t graph, unsigned long long flags) {
+extern "C" cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pExec, cudaGraph_t graph, unsigned long long flags) { CUEMU_API_CALL();
     return instantiate(pExec, graph, flags);
 }
 
-extern "C" cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+extern "C" cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!exec || !g_execs.count(exec)) return fail(cudaErrorInvalidValue);
     g_execs.erase(exec);
@@ -767,7 +767,7 @@ extern "C" cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
 /* Runtime API, cudaGraphExecKernelNodeSetParams: node is a node of the
    graph exec was made from; the function may not change; later launches
    use the new parameters. */
-extern "C" cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const struct cudaKernelNodeParams *p) {
+extern "C" cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const struct cudaKernelNodeParams *p) { CUEMU_API_CALL();
     size_t at;
     {
         GRAPH_LOCK();
@@ -793,7 +793,7 @@ extern "C" cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cu
    topology (same nodes in the same order, same types, same edges) updates
    exec's node parameters; otherwise cudaErrorGraphExecUpdateFailure with
    the reason in resultInfo. A kernel node's function may not change. */
-extern "C" cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph, cudaGraphExecUpdateResultInfo *info) {
+extern "C" cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph, cudaGraphExecUpdateResultInfo *info) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!exec || !g_execs.count(exec) || !graph_ok(graph) || !info) return fail(cudaErrorInvalidValue);
     info->result = cudaGraphExecUpdateSuccess;
@@ -843,7 +843,7 @@ cudaError_t launch_exec(cudaGraphExec_t exec, cudaStream_t stream, bool count) {
     Stream *st;
     int dev;
     std::shared_ptr<std::vector<std::function<void()>>> work;
-    uint64_t kernels = 0;
+    uint64_t kernels = 0, library = 0, memsets = 0, memcpys = 0;
     {
         State &S = state();
         std::lock_guard<std::recursive_mutex> lk(S.mu);
@@ -855,6 +855,9 @@ cudaError_t launch_exec(cudaGraphExec_t exec, cudaStream_t stream, bool count) {
             if (!n.body) continue;
             work->push_back(n.body);
             if (n.grid) kernels++;
+            else if (n.type == cudaGraphNodeTypeMemset) memsets++;
+            else if (n.type == cudaGraphNodeTypeMemcpy) memcpys++;
+            else if (n.type == cudaGraphNodeTypeKernel) library++;   /* a library call's work */
         }
     }
     if (!count) return cudaSuccess;   /* cudaGraphUpload: nothing to do ahead of time here */
@@ -869,10 +872,13 @@ cudaError_t launch_exec(cudaGraphExec_t exec, cudaStream_t stream, bool count) {
     if (!st->cap) {
         state().counters.graph_launches++;
         state().counters.graph_kernels += kernels;
+        state().counters.graph_library_calls += library;
+        state().counters.graph_memsets += memsets;
+        state().counters.graph_memcpys += memcpys;
     }
     return cudaSuccess;
 }
 } /* namespace */
 
-extern "C" cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) { return launch_exec(exec, stream, true); }
-extern "C" cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream) { return launch_exec(exec, stream, false); }
+extern "C" cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) { CUEMU_API_CALL(); return launch_exec(exec, stream, true); }
+extern "C" cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream) { CUEMU_API_CALL(); return launch_exec(exec, stream, false); }

@@ -106,6 +106,15 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 /* A library API call that queues no device work (descriptor setup, handle
    creation): counted as library_api_calls only. */
 void count_library_api_call();
+/* A CUDA runtime API call made by the program (cuemu_counters.runtime_api_calls):
+   one per outermost cuda* entry point and per <<<>>> launch, which nvcc lowers to
+   cudaLaunchKernel (CUDA C++ Programming Guide, "Execution Configuration"). Calls
+   that one entry point makes to another count once. */
+struct ApiCall {
+    ApiCall();
+    ~ApiCall();
+};
+#define CUEMU_API_CALL() ::cuemu::ApiCall cuemu_api_call_scope_
 
 /* >>sanitizer (sanitizer.cpp, the compute-sanitizer tools of
    tests/emu/compute-sanitizer): what device memory holds. The runtime

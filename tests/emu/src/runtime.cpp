@@ -676,6 +676,12 @@ cudaError_t enqueue(cudaStream_t s, const char *name, std::function<void()> fn) 
 
 void count_library_api_call() { state().counters.library_api_calls++; }
 
+namespace { thread_local int t_api_depth = 0; }
+ApiCall::ApiCall() {
+    if (t_api_depth++ == 0 && !t_library_work) state().counters.runtime_api_calls++;
+}
+ApiCall::~ApiCall() { t_api_depth--; }
+
 /* >>launch (cuemu/kernel.h) */
 namespace {
 
@@ -850,6 +856,7 @@ cudaError_t make_kernel_grid(const cudaKernelNodeParams *kp, std::shared_ptr<Gri
 
 cudaError_t launch(const LaunchSite &site, const void *func, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                    void (*run)(void *), void *args, void (*destroy)(void *), const PtrArg *ptrs, int nptrs, int cooperative) {
+    CUEMU_API_CALL();   /* k<<<...>>>(...) is a cudaLaunchKernel call */
     return launch_checked(site, func, grid, block, smem, stream, run, args, destroy, ptrs, nptrs, cooperative);
 }
 
@@ -858,7 +865,7 @@ cudaError_t launch(const LaunchSite &site, const void *func, dim3 grid, dim3 blo
 using namespace cuemu;
 
 /* >>errors */
-extern "C" cudaError_t cudaGetLastError(void) {
+extern "C" cudaError_t cudaGetLastError(void) { CUEMU_API_CALL();
     ensure_init();
     cudaError_t e = t_last;
     t_last = cudaSuccess;
@@ -866,41 +873,41 @@ extern "C" cudaError_t cudaGetLastError(void) {
     return e;
 }
 
-extern "C" cudaError_t cudaPeekAtLastError(void) {
+extern "C" cudaError_t cudaPeekAtLastError(void) { CUEMU_API_CALL();
     ensure_init();
     cudaError_t e = t_last;
     if (e == cudaSuccess && !state().devs.empty()) e = sticky_error(t_device);
     return e;
 }
 
-extern "C" const char *cudaGetErrorName(cudaError_t error) {
+extern "C" const char *cudaGetErrorName(cudaError_t error) { CUEMU_API_CALL();
     for (auto &e : kErrors)
         if (e.code == (int)error) return e.name;
     return "unrecognized error code";
 }
 
-extern "C" const char *cudaGetErrorString(cudaError_t error) {
+extern "C" const char *cudaGetErrorString(cudaError_t error) { CUEMU_API_CALL();
     for (auto &e : kErrors)
         if (e.code == (int)error) return e.desc ? e.desc : e.name;
     return "unrecognized error code";
 }
 
 /* >>version */
-extern "C" cudaError_t cudaDriverGetVersion(int *v) {
+extern "C" cudaError_t cudaDriverGetVersion(int *v) { CUEMU_API_CALL();
     ensure_init();
     if (!v) return set_error(cudaErrorInvalidValue);
     *v = state().driver_version;
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaRuntimeGetVersion(int *v) {
+extern "C" cudaError_t cudaRuntimeGetVersion(int *v) { CUEMU_API_CALL();
     if (!v) return set_error(cudaErrorInvalidValue);
     *v = CUDART_VERSION;
     return cudaSuccess;
 }
 
 /* >>device */
-extern "C" cudaError_t cudaGetDeviceCount(int *count) {
+extern "C" cudaError_t cudaGetDeviceCount(int *count) { CUEMU_API_CALL();
     ensure_init();
     if (!count) return set_error(cudaErrorInvalidValue);
     *count = 0;
@@ -922,7 +929,7 @@ cudaError_t check_ordinal(int device) {
 }
 } /* namespace */
 
-extern "C" cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
+extern "C" cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) { CUEMU_API_CALL();
     cudaError_t e = check_ordinal(device);
     if (e) return set_error(e);
     if (!prop) return set_error(cudaErrorInvalidValue);
@@ -976,7 +983,7 @@ extern "C" cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
+extern "C" cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) { CUEMU_API_CALL();
     cudaError_t e = check_ordinal(device);
     if (e) return set_error(e);
     if (!value) return set_error(cudaErrorInvalidValue);
@@ -1056,19 +1063,19 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr at
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaInitDevice(int device, unsigned int, unsigned int) {
+extern "C" cudaError_t cudaInitDevice(int device, unsigned int, unsigned int) { CUEMU_API_CALL();
     cudaError_t e = check_ordinal(device);
     return e ? set_error(e) : cudaSuccess;
 }
 
-extern "C" cudaError_t cudaSetDevice(int device) {
+extern "C" cudaError_t cudaSetDevice(int device) { CUEMU_API_CALL();
     cudaError_t e = check_ordinal(device);
     if (e) return set_error(e);
     t_device = device;
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGetDevice(int *device) {
+extern "C" cudaError_t cudaGetDevice(int *device) { CUEMU_API_CALL();
     cudaError_t e = check_ordinal(0);
     if (e) return set_error(e);
     if (!device) return set_error(cudaErrorInvalidValue);
@@ -1076,21 +1083,21 @@ extern "C" cudaError_t cudaGetDevice(int *device) {
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaSetDeviceFlags(unsigned int flags) {
+extern "C" cudaError_t cudaSetDeviceFlags(unsigned int flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (flags & ~(unsigned)cudaDeviceMask) return set_error(cudaErrorInvalidValue);
     dev_of(t_device).flags = flags;
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGetDeviceFlags(unsigned int *flags) {
+extern "C" cudaError_t cudaGetDeviceFlags(unsigned int *flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!flags) return set_error(cudaErrorInvalidValue);
     *flags = dev_of(t_device).flags | cudaDeviceMapHost;
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaDeviceSynchronize(void) {
+extern "C" cudaError_t cudaDeviceSynchronize(void) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     cudaError_t e = capture_sync_check(nullptr, t_device);
     if (e) return set_error(e);
@@ -1100,7 +1107,7 @@ extern "C" cudaError_t cudaDeviceSynchronize(void) {
     return set_error(sticky_error(t_device));
 }
 
-extern "C" cudaError_t cudaDeviceReset(void) {
+extern "C" cudaError_t cudaDeviceReset(void) { CUEMU_API_CALL();
     cudaError_t e = check_ordinal(t_device);
     if (e) return set_error(e);
     State &S = state();
@@ -1123,14 +1130,14 @@ extern "C" cudaError_t cudaDeviceReset(void) {
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
+extern "C" cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if ((int)limit < 0 || (int)limit >= 16) return set_error(cudaErrorUnsupportedLimit);
     dev_of(t_device).limits[limit] = value;
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit) {
+extern "C" cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!pValue) return set_error(cudaErrorInvalidValue);
     if ((int)limit < 0 || (int)limit >= 16) return set_error(cudaErrorUnsupportedLimit);
@@ -1140,26 +1147,26 @@ extern "C" cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit) 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *c) {
+extern "C" cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *c) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!c) return set_error(cudaErrorInvalidValue);
     *c = cudaFuncCachePreferNone;
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache) {
+extern "C" cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
+extern "C" cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (least) *least = 0;
     if (greatest) *greatest = -5;
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device) {
+extern "C" cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device) { CUEMU_API_CALL();
     cudaError_t e = check_ordinal(device);
     if (e) return set_error(e);
     if (!id || len <= 0) return set_error(cudaErrorInvalidValue);
@@ -1167,7 +1174,7 @@ extern "C" cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device) {
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer) {
+extern "C" cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer) { CUEMU_API_CALL();
     cudaError_t e = check_ordinal(device);
     if (!e) e = check_ordinal(peer);
     if (e) return set_error(e);
@@ -1176,7 +1183,7 @@ extern "C" cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer) {
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+extern "C" cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (flags) return set_error(cudaErrorInvalidValue);
     if (check_ordinal(peer) || peer == t_device) return set_error(cudaErrorInvalidDevice);
@@ -1186,7 +1193,7 @@ extern "C" cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaDeviceDisablePeerAccess(int peer) {
+extern "C" cudaError_t cudaDeviceDisablePeerAccess(int peer) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (check_ordinal(peer)) return set_error(cudaErrorInvalidDevice);
     std::vector<bool> &pe = dev_of(t_device).peer;
@@ -1196,7 +1203,7 @@ extern "C" cudaError_t cudaDeviceDisablePeerAccess(int peer) {
 }
 
 /* >>memory */
-extern "C" cudaError_t cudaMalloc(void **devPtr, size_t size) {
+extern "C" cudaError_t cudaMalloc(void **devPtr, size_t size) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (cudaError_t ce = capture_unsafe_call()) return set_error(ce);
     if (!devPtr) return set_error(cudaErrorInvalidValue);
@@ -1211,7 +1218,7 @@ extern "C" cudaError_t cudaMalloc(void **devPtr, size_t size) {
     return set_error(e);
 }
 
-extern "C" cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height) {
+extern "C" cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!devPtr || !pitch) return set_error(cudaErrorInvalidValue);
     *pitch = round_up(width ? width : 1, 512);
@@ -1239,9 +1246,9 @@ cudaError_t alloc_host(void **ptr, size_t size, MemKind kind, unsigned flags) {
 }
 } /* namespace */
 
-extern "C" cudaError_t cudaMallocHost(void **ptr, size_t size) { return cudaHostAlloc(ptr, size, cudaHostAllocDefault); }
+extern "C" cudaError_t cudaMallocHost(void **ptr, size_t size) { CUEMU_API_CALL(); return cudaHostAlloc(ptr, size, cudaHostAllocDefault); }
 
-extern "C" cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
+extern "C" cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (cudaError_t ce = capture_unsafe_call()) return set_error(ce);
     if (!pHost || (flags & ~0x7u)) return set_error(cudaErrorInvalidValue);
@@ -1251,7 +1258,7 @@ extern "C" cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int fla
     return set_error(e);
 }
 
-extern "C" cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
+extern "C" cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (cudaError_t ce = capture_unsafe_call()) return set_error(ce);
     if (!devPtr || size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)) return set_error(cudaErrorInvalidValue);
@@ -1262,7 +1269,7 @@ extern "C" cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned in
     return set_error(e);
 }
 
-extern "C" cudaError_t cudaFree(void *devPtr) {
+extern "C" cudaError_t cudaFree(void *devPtr) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!devPtr) return cudaSuccess;
     if (cudaError_t ce = capture_unsafe_call()) return set_error(ce);
@@ -1282,7 +1289,7 @@ extern "C" cudaError_t cudaFree(void *devPtr) {
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaFreeHost(void *ptr) {
+extern "C" cudaError_t cudaFreeHost(void *ptr) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!ptr) return cudaSuccess;
     if (cudaError_t ce = capture_unsafe_call()) return set_error(ce);
@@ -1298,7 +1305,7 @@ extern "C" cudaError_t cudaFreeHost(void *ptr) {
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+extern "C" cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!ptr || !size || (flags & ~0xfu)) return set_error(cudaErrorInvalidValue);
     State &S = state();
@@ -1316,7 +1323,7 @@ extern "C" cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int fla
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaHostUnregister(void *ptr) {
+extern "C" cudaError_t cudaHostUnregister(void *ptr) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
@@ -1326,7 +1333,7 @@ extern "C" cudaError_t cudaHostUnregister(void *ptr) {
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
+extern "C" cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     Region r;
     if (!pDevice || flags || classify(pHost, &r) != MEM_PINNED) return set_error(cudaErrorInvalidValue);
@@ -1334,7 +1341,7 @@ extern "C" cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, uns
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
+extern "C" cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
@@ -1344,7 +1351,7 @@ extern "C" cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total) {
+extern "C" cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
@@ -1354,7 +1361,7 @@ extern "C" cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total) {
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr) {
+extern "C" cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!attr) return set_error(cudaErrorInvalidValue);
     Region r;
@@ -1530,34 +1537,34 @@ cudaError_t fill(void *p, size_t pitch, int value, size_t width, size_t height, 
 
 } /* namespace */
 
-extern "C" cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+extern "C" cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) { CUEMU_API_CALL();
     return copy(dst, count, src, count, count, 1, kind, nullptr, false);
 }
-extern "C" cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+extern "C" cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) { CUEMU_API_CALL();
     return copy(dst, count, src, count, count, 1, kind, stream, true);
 }
 extern "C" cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
-                                   enum cudaMemcpyKind kind) {
+                                   enum cudaMemcpyKind kind) { CUEMU_API_CALL();
     return copy(dst, dpitch, src, spitch, width, height, kind, nullptr, false);
 }
 extern "C" cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                        size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+                                        size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) { CUEMU_API_CALL();
     return copy(dst, dpitch, src, spitch, width, height, kind, stream, true);
 }
-extern "C" cudaError_t cudaMemcpyPeer(void *dst, int, const void *src, int, size_t count) {
+extern "C" cudaError_t cudaMemcpyPeer(void *dst, int, const void *src, int, size_t count) { CUEMU_API_CALL();
     return copy(dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice, nullptr, false);
 }
-extern "C" cudaError_t cudaMemcpyPeerAsync(void *dst, int, const void *src, int, size_t count, cudaStream_t stream) {
+extern "C" cudaError_t cudaMemcpyPeerAsync(void *dst, int, const void *src, int, size_t count, cudaStream_t stream) { CUEMU_API_CALL();
     return copy(dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice, stream, true);
 }
-extern "C" cudaError_t cudaMemset(void *devPtr, int value, size_t count) { return fill(devPtr, count, value, count, 1, nullptr, false); }
-extern "C" cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {
+extern "C" cudaError_t cudaMemset(void *devPtr, int value, size_t count) { CUEMU_API_CALL(); return fill(devPtr, count, value, count, 1, nullptr, false); }
+extern "C" cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) { CUEMU_API_CALL();
     return fill(devPtr, count, value, count, 1, stream, true);
 }
-extern "C" cudaError_t cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, size_t height) {
+extern "C" cudaError_t cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, size_t height) { CUEMU_API_CALL();
     return fill(devPtr, pitch, value, width, height, nullptr, false);
 }
-extern "C" cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
+extern "C" cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) { CUEMU_API_CALL();
     return fill(devPtr, pitch, value, width, height, stream, true);
 }
 
@@ -1598,21 +1605,21 @@ cudaError_t symbol_copy(void *dst, const void *src, size_t count, size_t offset,
 }
 } /* namespace */
 
-extern "C" cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+extern "C" cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) { CUEMU_API_CALL();
     return symbol_copy((void *)symbol, src, count, offset, true, kind, nullptr, false);
 }
-extern "C" cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+extern "C" cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) { CUEMU_API_CALL();
     return symbol_copy(dst, symbol, count, offset, false, kind, nullptr, false);
 }
 extern "C" cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset,
-                                              enum cudaMemcpyKind kind, cudaStream_t stream) {
+                                              enum cudaMemcpyKind kind, cudaStream_t stream) { CUEMU_API_CALL();
     return symbol_copy((void *)symbol, src, count, offset, true, kind, stream, true);
 }
 extern "C" cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset,
-                                                enum cudaMemcpyKind kind, cudaStream_t stream) {
+                                                enum cudaMemcpyKind kind, cudaStream_t stream) { CUEMU_API_CALL();
     return symbol_copy(dst, symbol, count, offset, false, kind, stream, true);
 }
-extern "C" cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol) {
+extern "C" cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!devPtr) return set_error(cudaErrorInvalidValue);
     char *target;
@@ -1621,7 +1628,7 @@ extern "C" cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol) {
     *devPtr = target;
     return cudaSuccess;
 }
-extern "C" cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol) {
+extern "C" cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!size) return set_error(cudaErrorInvalidValue);
     const SymbolInfo *si = symbol_find(symbol);
@@ -1631,7 +1638,7 @@ extern "C" cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol) {
 }
 
 extern "C" cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, struct cudaMemLocation, unsigned int flags,
-                                           cudaStream_t stream) {
+                                           cudaStream_t stream) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     Region r;
     if (flags || classify(devPtr, &r) != MEM_MANAGED || (uintptr_t)devPtr + count > (uintptr_t)r.base + r.size)
@@ -1665,7 +1672,7 @@ cudaError_t async_stream(cudaStream_t hStream, Stream **st, int *dev) {
 }
 } /* namespace */
 
-extern "C" cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
+extern "C" cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     int dev;
     Stream *st;
@@ -1686,7 +1693,7 @@ extern "C" cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
+extern "C" cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     int dev;
     Stream *st;
@@ -1715,7 +1722,7 @@ extern "C" cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
 }
 
 /* >>streams */
-extern "C" cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority) {
+extern "C" cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!pStream || (flags & ~1u)) return set_error(cudaErrorInvalidValue);
     Stream *s = new Stream{t_device, flags, priority < -5 ? -5 : priority > 0 ? 0 : priority, 0, nullptr, {}};
@@ -1725,12 +1732,12 @@ extern "C" cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsig
     *pStream = (cudaStream_t)s;
     return cudaSuccess;
 }
-extern "C" cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) {
+extern "C" cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) { CUEMU_API_CALL();
     return cudaStreamCreateWithPriority(pStream, flags, 0);
 }
-extern "C" cudaError_t cudaStreamCreate(cudaStream_t *pStream) { return cudaStreamCreateWithPriority(pStream, 0, 0); }
+extern "C" cudaError_t cudaStreamCreate(cudaStream_t *pStream) { CUEMU_API_CALL(); return cudaStreamCreateWithPriority(pStream, 0, 0); }
 
-extern "C" cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+extern "C" cudaError_t cudaStreamDestroy(cudaStream_t stream) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
@@ -1742,7 +1749,7 @@ extern "C" cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority) {
+extern "C" cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     int dev;
     cudaError_t e;
@@ -1753,7 +1760,7 @@ extern "C" cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags) {
+extern "C" cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     int dev;
     cudaError_t e;
@@ -1764,13 +1771,13 @@ extern "C" cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *fl
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device) {
+extern "C" cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!device) return set_error(cudaErrorInvalidValue);
     return set_error(stream_device(hStream, device));
 }
 
-extern "C" cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+extern "C" cudaError_t cudaStreamSynchronize(cudaStream_t stream) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     int dev;
     cudaError_t e;
@@ -1785,7 +1792,7 @@ extern "C" cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 /* Not done yet: cudaErrorNotReady (recorded as the last error, as the
    runtime does); the device then makes progress, so that a polling loop
    ends. */
-extern "C" cudaError_t cudaStreamQuery(cudaStream_t stream) {
+extern "C" cudaError_t cudaStreamQuery(cudaStream_t stream) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     int dev;
     cudaError_t e;
@@ -1803,7 +1810,7 @@ extern "C" cudaError_t cudaStreamQuery(cudaStream_t stream) {
     return set_error(cudaErrorNotReady);
 }
 
-extern "C" cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+extern "C" cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     int dev;
     cudaError_t e;
@@ -1827,7 +1834,7 @@ extern "C" cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t even
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData) {
+extern "C" cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     int dev;
     cudaError_t e;
@@ -1838,7 +1845,7 @@ extern "C" cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, 
 }
 
 extern "C" cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData,
-                                            unsigned int flags) {
+                                            unsigned int flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     int dev;
     cudaError_t e;
@@ -1869,7 +1876,7 @@ Event *find_event(cudaEvent_t ev) {
 }
 } /* namespace */
 
-extern "C" cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
+extern "C" cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!event || (flags & ~7u) || ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)))
         return set_error(cudaErrorInvalidValue);
@@ -1881,9 +1888,9 @@ extern "C" cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int
     *event = (cudaEvent_t)ev.get();
     return cudaSuccess;
 }
-extern "C" cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+extern "C" cudaError_t cudaEventCreate(cudaEvent_t *event) { CUEMU_API_CALL(); return cudaEventCreateWithFlags(event, cudaEventDefault); }
 
-extern "C" cudaError_t cudaEventDestroy(cudaEvent_t event) {
+extern "C" cudaError_t cudaEventDestroy(cudaEvent_t event) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
@@ -1894,7 +1901,7 @@ extern "C" cudaError_t cudaEventDestroy(cudaEvent_t event) {
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+extern "C" cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     int dev;
     cudaError_t e;
@@ -1927,14 +1934,14 @@ extern "C" cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t 
     ev->rec_seq = seq;
     return cudaSuccess;
 }
-extern "C" cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) { return cudaEventRecordWithFlags(event, stream, 0); }
+extern "C" cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) { CUEMU_API_CALL(); return cudaEventRecordWithFlags(event, stream, 0); }
 
 namespace {
 /* Whether the event's last record has run. */
 bool event_done(Event *ev) { return !ev->recorded || op_done(ev->rec_seq); }
 } /* namespace */
 
-extern "C" cudaError_t cudaEventQuery(cudaEvent_t event) {
+extern "C" cudaError_t cudaEventQuery(cudaEvent_t event) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     Event *ev = find_event(event);
     if (!ev) return set_error(cudaErrorInvalidResourceHandle);
@@ -1945,7 +1952,7 @@ extern "C" cudaError_t cudaEventQuery(cudaEvent_t event) {
     return set_error(cudaErrorNotReady);
 }
 
-extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t event) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     Event *ev = find_event(event);
     if (!ev) return set_error(cudaErrorInvalidResourceHandle);
@@ -1956,7 +1963,7 @@ extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     return set_error(sticky_error(ev->device));
 }
 
-extern "C" cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+extern "C" cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     Event *a = find_event(start), *b = find_event(end);
     if (!ms) return set_error(cudaErrorInvalidValue);
@@ -1990,15 +1997,15 @@ cudaError_t launch_void(const void *func, dim3 g, dim3 b, void **args, size_t sm
 }
 } /* namespace */
 
-extern "C" cudaError_t cudaLaunchKernel(const void *func, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t st) {
+extern "C" cudaError_t cudaLaunchKernel(const void *func, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t st) { CUEMU_API_CALL();
     return launch_void(func, g, b, args, smem, st, 0);
 }
 
-extern "C" cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 g, dim3 b, void **a, size_t s, cudaStream_t st) {
+extern "C" cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 g, dim3 b, void **a, size_t s, cudaStream_t st) { CUEMU_API_CALL();
     return launch_void(func, g, b, a, s, st, 1);
 }
 
-extern "C" cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) {
+extern "C" cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) { CUEMU_API_CALL();
     if (!config) return set_error(cudaErrorInvalidValue);
     int coop = 0;
     for (unsigned i = 0; i < config->numAttrs; i++)
@@ -2009,7 +2016,7 @@ extern "C" cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, con
 /* Runtime API, cudaFuncGetAttributes: what the compiled image says
    (maxThreadsPerBlock from __launch_bounds__, 1024 without; the static
    shared size), known before the first launch for registered kernels. */
-extern "C" cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) {
+extern "C" cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!attr) return set_error(cudaErrorInvalidValue);
     if (!func) return set_error(cudaErrorInvalidDeviceFunction);
@@ -2033,7 +2040,7 @@ extern "C" cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, co
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value) {
+extern "C" cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!func) return set_error(cudaErrorInvalidDeviceFunction);
     const Profile &p = dev_of(t_device).prof;
@@ -2056,13 +2063,13 @@ extern "C" cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttri
     }
 }
 
-extern "C" cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache) {
+extern "C" cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     return func ? cudaSuccess : set_error(cudaErrorInvalidDeviceFunction);
 }
 
 extern "C" cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func, int blockSize,
-                                                                             size_t smem, unsigned int) {
+                                                                             size_t smem, unsigned int) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!numBlocks || blockSize <= 0) return set_error(cudaErrorInvalidValue);
     if (!func) return set_error(cudaErrorInvalidDeviceFunction);
@@ -2084,12 +2091,12 @@ extern "C" cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(in
 }
 
 extern "C" cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize,
-                                                                    size_t smem) {
+                                                                    size_t smem) { CUEMU_API_CALL();
     return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, smem, 0);
 }
 
-extern "C" cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
-extern "C" cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
+extern "C" cudaError_t cudaProfilerStart(void) { CUEMU_API_CALL(); return cudaSuccess; }
+extern "C" cudaError_t cudaProfilerStop(void) { CUEMU_API_CALL(); return cudaSuccess; }
 
 /* >>counters (cuemu.h) */
 extern "C" void cuemu_counters_get(cuemu_counters *out) {
@@ -2109,6 +2116,10 @@ extern "C" void cuemu_counters_get(cuemu_counters *out) {
     out->d2d_bytes = c.d2d_bytes;
     out->graph_launches = c.graph_launches;
     out->graph_kernels = c.graph_kernels;
+    out->runtime_api_calls = c.runtime_api_calls;
+    out->graph_library_calls = c.graph_library_calls;
+    out->graph_memsets = c.graph_memsets;
+    out->graph_memcpys = c.graph_memcpys;
 }
 
 extern "C" void cuemu_counters_reset(void) {
@@ -2128,6 +2139,10 @@ extern "C" void cuemu_counters_reset(void) {
     c.d2d_bytes = 0;
     c.graph_launches = 0;
     c.graph_kernels = 0;
+    c.runtime_api_calls = 0;
+    c.graph_library_calls = 0;
+    c.graph_memsets = 0;
+    c.graph_memcpys = 0;
 }
 
 extern "C" const char *cuemu_device_spec(void) {
@@ -2190,7 +2205,7 @@ CUEMU_PTSZ(cudaError_t, cudaGraphLaunch, (cudaGraphExec_t x, cudaStream_t st), (
 CUEMU_PTSZ(cudaError_t, cudaGraphUpload, (cudaGraphExec_t x, cudaStream_t st), (x, ptsz(st)))
 #undef CUEMU_PTSZ
 
-extern "C" cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args) {
+extern "C" cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args) { CUEMU_API_CALL();
     if (!config) return set_error(cudaErrorInvalidValue);
     cudaLaunchConfig_t c = *config;
     c.stream = ptsz(c.stream);
@@ -2198,24 +2213,24 @@ extern "C" cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config
 }
 
 /* the synchronous calls, on the per-thread stream */
-extern "C" cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+extern "C" cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) { CUEMU_API_CALL();
     return copy(dst, count, src, count, count, 1, kind, cudaStreamPerThread, false);
 }
 extern "C" cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
-                                        enum cudaMemcpyKind kind) {
+                                        enum cudaMemcpyKind kind) { CUEMU_API_CALL();
     return copy(dst, dpitch, src, spitch, width, height, kind, cudaStreamPerThread, false);
 }
-extern "C" cudaError_t cudaMemset_ptds(void *p, int value, size_t count) {
+extern "C" cudaError_t cudaMemset_ptds(void *p, int value, size_t count) { CUEMU_API_CALL();
     return fill(p, count, value, count, 1, cudaStreamPerThread, false);
 }
-extern "C" cudaError_t cudaMemset2D_ptds(void *p, size_t pitch, int value, size_t width, size_t height) {
+extern "C" cudaError_t cudaMemset2D_ptds(void *p, size_t pitch, int value, size_t width, size_t height) { CUEMU_API_CALL();
     return fill(p, pitch, value, width, height, cudaStreamPerThread, false);
 }
 extern "C" cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count, size_t offset,
-                                              enum cudaMemcpyKind kind) {
+                                              enum cudaMemcpyKind kind) { CUEMU_API_CALL();
     return symbol_copy((void *)symbol, src, count, offset, true, kind, cudaStreamPerThread, false);
 }
 extern "C" cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count, size_t offset,
-                                                enum cudaMemcpyKind kind) {
+                                                enum cudaMemcpyKind kind) { CUEMU_API_CALL();
     return symbol_copy(dst, symbol, count, offset, false, kind, cudaStreamPerThread, false);
 }

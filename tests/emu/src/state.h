@@ -85,7 +85,8 @@ struct Device {
 struct Counters {
     std::atomic<uint64_t> kernel_launches{0}, library_calls{0}, library_api_calls{0}, host_waits{0}, mallocs{0}, frees{0},
         host_allocs{0}, host_frees{0}, memcpy_calls{0}, memset_calls{0}, h2d_bytes{0}, d2h_bytes{0}, d2d_bytes{0},
-        graph_launches{0}, graph_kernels{0};
+        graph_launches{0}, graph_kernels{0}, runtime_api_calls{0}, graph_library_calls{0},
+        graph_memsets{0}, graph_memcpys{0};
 };
 
 /* Per-kernel attributes, keyed by the kernel's address: what nvcc-emu
