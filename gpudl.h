@@ -146,6 +146,7 @@
          pool        max and average pooling                         D I K
          batchnorm   batch normalisation                             D I K
          dropout     inverted dropout                                D I K
+         transformer embeddings, layer norm, causal self-attention   D I K
          model       sequential models, the table of layer kinds     D I K
          optim       SGD, Adam, AdamW, schedules, clipping           D I K
          amp         mixed precision, the loss scaler                D I K
@@ -917,6 +918,8 @@ GPUDL_HD static inline float gpudl__dropout_elem(float x, float p, uint64_t seed
 }
 
 int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset);
+
+/* >>transformer ----------------------------------------------------------- */
 
 /* >>model ----------------------------------------------------------------- */
 typedef struct gpudl_model gpudl_model;   /* opaque */
@@ -5737,6 +5740,8 @@ GPUDL__DEF gpudl_status gpudl_dropout_backward(gpudl_ctx *ctx, gpudl_tensor *dx,
                                                uint64_t offset) {
     return gpudl__dropout(ctx, dx, dy, p, seed, offset);   /* the same mask and scale */
 }
+
+/* >>transformer ----------------------------------------------------------- */
 
 /* >>model ----------------------------------------------------------------- */
 /* A layer is an entry of a table of kinds, in the manner of miniaudio's

@@ -748,6 +748,8 @@ int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, 
 
 } /* extern "C" */
 
+/* >>transformer ----------------------------------------------------------- */
+
 /* >>model ----------------------------------------------------------------- */
 /* From the arith section: gpudl__block_reduce; from the loss section: gpudl__label_at. */
 
