@@ -36,17 +36,55 @@ static unsigned gpudl__blocks(int64_t n) {
 
 /* >>half ------------------------------------------------------------------ */
 
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
 struct gpudl__f16s { uint16_t bits; };   /* FP16 storage */
 struct gpudl__bf16s { uint16_t bits; };  /* BF16 storage */
 
+/* The conversions run on the hardware's cvt instructions (cuda_fp16.h,
+   cuda_bf16.h: round to nearest even, subnormals kept, no flush), which
+   give the CPU's bits (gpudl_f32_to_f16 and friends in gpudl.h, the
+   reference) for every number; a NaN alone goes through the shared
+   function, since cvt makes every NaN the canonical one (0x7fff) where the
+   CPU keeps the sign and payload. The test: every 16-bit pattern and
+   random float bits, GPU against CPU, bit for bit (tests/test_tensor.c). */
 __device__ __forceinline__ float gpudl__to_f32(float x) { return x; }
-__device__ __forceinline__ float gpudl__to_f32(gpudl__f16s x) { return gpudl_f16_to_f32(x.bits); }
-__device__ __forceinline__ float gpudl__to_f32(gpudl__bf16s x) { return gpudl_bf16_to_f32(x.bits); }
+__device__ __forceinline__ float gpudl__to_f32(gpudl__f16s x) {
+    return (x.bits & 0x7fffu) > 0x7c00u ? gpudl_f16_to_f32(x.bits) : __half2float(__ushort_as_half(x.bits));
+}
+__device__ __forceinline__ float gpudl__to_f32(gpudl__bf16s x) { return __uint_as_float((uint32_t)x.bits << 16); }
 
 template <typename T> __device__ __forceinline__ T gpudl__from_f32(float v);
 template <> __device__ __forceinline__ float gpudl__from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ gpudl__f16s gpudl__from_f32<gpudl__f16s>(float v) { gpudl__f16s h; h.bits = gpudl_f32_to_f16(v); return h; }
-template <> __device__ __forceinline__ gpudl__bf16s gpudl__from_f32<gpudl__bf16s>(float v) { gpudl__bf16s h; h.bits = gpudl_f32_to_bf16(v); return h; }
+template <> __device__ __forceinline__ gpudl__f16s gpudl__from_f32<gpudl__f16s>(float v) {
+    gpudl__f16s h;
+    h.bits = v != v ? gpudl_f32_to_f16(v) : __half_as_ushort(__float2half_rn(v));
+    return h;
+}
+template <> __device__ __forceinline__ gpudl__bf16s gpudl__from_f32<gpudl__bf16s>(float v) {
+    gpudl__bf16s h;
+    h.bits = v != v ? gpudl_f32_to_bf16(v) : __bfloat16_as_ushort(__float2bfloat16_rn(v));
+    return h;
+}
+
+/* Two values rounded to one 32-bit word (a in the low half): one
+   cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32 for the pair. */
+template <typename T> __device__ __forceinline__ uint32_t gpudl__pack2(float a, float b);
+template <> __device__ __forceinline__ uint32_t gpudl__pack2<gpudl__f16s>(float a, float b) {
+    uint32_t u;
+    if (a != a || b != b) return (uint32_t)gpudl__from_f32<gpudl__f16s>(a).bits | (uint32_t)gpudl__from_f32<gpudl__f16s>(b).bits << 16;
+    __half2 h = __floats2half2_rn(a, b);
+    memcpy(&u, &h, 4);
+    return u;
+}
+template <> __device__ __forceinline__ uint32_t gpudl__pack2<gpudl__bf16s>(float a, float b) {
+    uint32_t u;
+    if (a != a || b != b) return (uint32_t)gpudl__from_f32<gpudl__bf16s>(a).bits | (uint32_t)gpudl__from_f32<gpudl__bf16s>(b).bits << 16;
+    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    memcpy(&u, &h, 4);
+    return u;
+}
 
 /* Runs the statement with T bound to the storage type of a float dtype. */
 #define GPUDL__DISPATCH(dt, T, ...) do { switch (dt) { \
@@ -54,6 +92,119 @@ template <> __device__ __forceinline__ gpudl__bf16s gpudl__from_f32<gpudl__bf16s
     case GPUDL_F16:  { typedef gpudl__f16s T; __VA_ARGS__; } break; \
     case GPUDL_BF16: { typedef gpudl__bf16s T; __VA_ARGS__; } break; \
     default: return (int)cudaErrorInvalidValue; } } while (0)
+
+/* Vector loads and stores. An element-wise kernel moves V elements per
+   step, 16 bytes of its narrowest type (float4, eight halves in a uint4;
+   eight floats beside eight halves are two float4), on
+   arrays whose pointers are all 16-byte aligned; then the n % V elements
+   left, one by one. A pointer that is not aligned (a view at an odd
+   offset) sends the whole call down the scalar path: a GPU faults on a
+   misaligned vector access, and so does the strict emulator. */
+template <int B> struct gpudl__raw;
+struct __align__(16) gpudl__u4x2 { uint4 lo, hi; };   /* 32 bytes: two 16-byte accesses */
+template <> struct gpudl__raw<32> { typedef gpudl__u4x2 type; };
+template <> struct gpudl__raw<16> { typedef uint4 type; };
+template <> struct gpudl__raw<8> { typedef uint2 type; };
+template <> struct gpudl__raw<4> { typedef uint32_t type; };
+
+__device__ __forceinline__ float gpudl__unpack(const uint32_t *w, int k, float *) { return __uint_as_float(w[k]); }
+__device__ __forceinline__ float gpudl__unpack(const uint32_t *w, int k, gpudl__f16s *) {
+    gpudl__f16s h; h.bits = (uint16_t)(w[k >> 1] >> ((k & 1) * 16)); return gpudl__to_f32(h);
+}
+__device__ __forceinline__ float gpudl__unpack(const uint32_t *w, int k, gpudl__bf16s *) {
+    gpudl__bf16s h; h.bits = (uint16_t)(w[k >> 1] >> ((k & 1) * 16)); return gpudl__to_f32(h);
+}
+
+/* f[0..V) = p[0..V) as floats; p is aligned to V * sizeof(T). */
+template <int V, typename T> __device__ __forceinline__ void gpudl__vload(float *f, const T *p) {
+    typedef typename gpudl__raw<V * sizeof(T)>::type R;
+    union { R r; uint32_t w[sizeof(R) / 4]; } u;
+    u.r = *(const R *)p;
+#pragma unroll
+    for (int k = 0; k < V; k++) f[k] = gpudl__unpack(u.w, k, (T *)0);
+}
+
+template <typename T> __device__ __forceinline__ void gpudl__vpack(uint32_t *w, const float *f, int k);
+template <> __device__ __forceinline__ void gpudl__vpack<float>(uint32_t *w, const float *f, int k) { w[k] = __float_as_uint(f[k]); }
+template <> __device__ __forceinline__ void gpudl__vpack<gpudl__f16s>(uint32_t *w, const float *f, int k) {
+    if (!(k & 1)) w[k >> 1] = gpudl__pack2<gpudl__f16s>(f[k], f[k + 1]);
+}
+template <> __device__ __forceinline__ void gpudl__vpack<gpudl__bf16s>(uint32_t *w, const float *f, int k) {
+    if (!(k & 1)) w[k >> 1] = gpudl__pack2<gpudl__bf16s>(f[k], f[k + 1]);
+}
+
+/* p[0..V) = f[0..V), each rounded once to T. */
+template <int V, typename T> __device__ __forceinline__ void gpudl__vstore(T *p, const float *f) {
+    typedef typename gpudl__raw<V * sizeof(T)>::type R;
+    union { R r; uint32_t w[sizeof(R) / 4]; } u;
+#pragma unroll
+    for (int k = 0; k < V; k++) gpudl__vpack<T>(u.w, f, k);
+    *(R *)p = u.r;
+}
+
+__device__ __forceinline__ bool gpudl__aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+/* The multiprocessors of the GPU (gpudl_k_set_sm_count; 132, an H100's,
+   until told): grid-stride kernels launch at most GPUDL__WAVES blocks of
+   GPUDL__THREADS per SM (8 such blocks fill an SM's 2048 threads: two
+   waves' worth, so a block that finishes early finds another queued) and
+   loop over the rest, instead of one block per 256 elements. */
+#define GPUDL__WAVES 16
+static int gpudl__sm_count = 0;   /* 0: not reported yet */
+
+/* Blocks for a grid-stride loop over n items (vectors or elements). */
+static unsigned gpudl__vblocks(int64_t n) {
+    int64_t b = (n + GPUDL__THREADS - 1) / GPUDL__THREADS, cap = (int64_t)GPUDL__WAVES * (gpudl__sm_count ? gpudl__sm_count : 132);
+    return (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
+}
+
+/* The element-wise loop of a kernel: out[i] = f(i, a[i], b[i], c[i]) for i
+   in [0, n), NIN of the inputs used (the others may be NULL), the math in
+   float and one rounding on store. V elements per access on the aligned
+   path; 32-bit indices when n < 2^31 (the common case: 64-bit division and
+   multiplication cost several instructions each), 64-bit above. */
+template <typename I, int V, int NIN, typename TO, typename TI, typename F>
+__device__ __forceinline__ void gpudl__map_loop(const F &f, TO *out, const TI *a, const TI *b, const TI *c, I n, bool vec) {
+    I start = (I)blockIdx.x * blockDim.x + threadIdx.x, stride = (I)gridDim.x * blockDim.x, i = start;
+    if (vec) {
+        I nv = n / V;
+        for (I j = start; j < nv; j += stride) {
+            float x0[V], x1[V], x2[V], r[V];
+            if (NIN > 0) gpudl__vload<V>(x0, a + j * V);
+            if (NIN > 1) gpudl__vload<V>(x1, b + j * V);
+            if (NIN > 2) gpudl__vload<V>(x2, c + j * V);
+#pragma unroll
+            for (int k = 0; k < V; k++)
+                r[k] = f((int64_t)(j * V + k), NIN > 0 ? x0[k] : 0.0f, NIN > 1 ? x1[k] : 0.0f, NIN > 2 ? x2[k] : 0.0f);
+            gpudl__vstore<V>(out + j * V, r);
+        }
+        i = nv * V + start;
+    }
+    for (; i < n; i += stride)
+        out[i] = gpudl__from_f32<TO>(f((int64_t)i, NIN > 0 ? gpudl__to_f32(a[i]) : 0.0f, NIN > 1 ? gpudl__to_f32(b[i]) : 0.0f,
+                                       NIN > 2 ? gpudl__to_f32(c[i]) : 0.0f));
+}
+
+template <int NIN, typename TO, typename TI, typename F>
+__device__ __forceinline__ void gpudl__map(const F &f, TO *out, const TI *a, const TI *b, const TI *c, int64_t n) {
+    const int V = 16 / (sizeof(TO) < sizeof(TI) ? sizeof(TO) : sizeof(TI));
+    bool vec = gpudl__aligned16(out) && gpudl__aligned16(a) && gpudl__aligned16(b) && gpudl__aligned16(c);
+    if (n <= INT32_MAX) gpudl__map_loop<uint32_t, V, NIN>(f, out, a, b, c, (uint32_t)n, vec);
+    else gpudl__map_loop<int64_t, V, NIN>(f, out, a, b, c, n, vec);
+}
+
+/* Blocks for gpudl__map over n elements, the narrower type's size given. */
+static unsigned gpudl__map_blocks(int64_t n, size_t narrowest) {
+    return gpudl__vblocks((n + (int64_t)(16 / narrowest) - 1) / (int64_t)(16 / narrowest));
+}
+
+/* The SM count for the grids above: the largest any context has reported
+   (a grid size is a matter of speed, never of results, so one value
+   serves every device). */
+extern "C" void gpudl_k_set_sm_count(int device, int sms) {
+    (void)device;
+    if (sms > gpudl__sm_count) gpudl__sm_count = sms;
+}
 
 /* >>context --------------------------------------------------------------- */
 
@@ -93,36 +244,56 @@ const char *gpudl_k_archs(void) {
 
 /* >>tensor ---------------------------------------------------------------- */
 
+/* Bytes per element: fill writes sizeof(T) (the floor: n * sizeof(T) of
+   stores, now 16 per store); cast reads sizeof(S) and writes sizeof(D). */
+struct gpudl__const_op {
+    float v;
+    __device__ float operator()(int64_t, float, float, float) const { return v; }
+};
+
 template <typename T>
 __global__ void gpudl_fill_kernel(T *x, int64_t n, float value) {
-    T v = gpudl__from_f32<T>(value);
-    GPUDL__GRID_STRIDE(i, n) x[i] = v;
+    gpudl__const_op f = {gpudl__to_f32(gpudl__from_f32<T>(value))};   /* rounded once: the stores then repeat its bits */
+    gpudl__map<0>(f, x, (const T *)0, (const T *)0, (const T *)0, n);
 }
 
+/* The fill of I32 / U8 tensors (a byte pattern repeated to 32 bits). */
 __global__ void gpudl_fill_u32_kernel(uint32_t *x, int64_t n, uint32_t bits) {
-    GPUDL__GRID_STRIDE(i, n) x[i] = bits;
+    int64_t start = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (int64_t)gridDim.x * blockDim.x, i = start;
+    if (gpudl__aligned16(x)) {
+        uint4 v = make_uint4(bits, bits, bits, bits);
+        for (int64_t j = start; j < n / 4; j += stride) ((uint4 *)x)[j] = v;
+        i = n / 4 * 4 + start;
+    }
+    for (; i < n; i += stride) x[i] = bits;
 }
+
+struct gpudl__copy_op {
+    __device__ float operator()(int64_t, float a, float, float) const { return a; }
+};
 
 template <typename D, typename S>
 __global__ void gpudl_cast_kernel(D *dst, const S *src, int64_t n) {
-    GPUDL__GRID_STRIDE(i, n) dst[i] = gpudl__from_f32<D>(gpudl__to_f32(src[i]));
+    gpudl__copy_op f;
+    gpudl__map<1>(f, dst, src, (const S *)0, (const S *)0, n);
 }
 
 extern "C" {
 
 int gpudl_k_fill(void *stream, void *x, int dtype, int64_t n, float value) {
-    GPUDL__DISPATCH(dtype, T, (gpudl_fill_kernel<T><<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>((T *)x, n, value)));
+    GPUDL__DISPATCH(dtype, T, (gpudl_fill_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+        (T *)x, n, value)));
     return (int)cudaGetLastError();
 }
 
 int gpudl_k_fill_u32(void *stream, uint32_t *x, int64_t n, uint32_t bits) {
-    gpudl_fill_u32_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(x, n, bits);
+    gpudl_fill_u32_kernel<<<gpudl__map_blocks(n, 4), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(x, n, bits);
     return (int)cudaGetLastError();
 }
 
 int gpudl_k_cast(void *stream, void *dst, int dst_dtype, const void *src, int src_dtype, int64_t n) {
-    GPUDL__DISPATCH(dst_dtype, D, GPUDL__DISPATCH(src_dtype, S, (gpudl_cast_kernel<D, S><<<gpudl__blocks(n),
-        GPUDL__THREADS, 0, (cudaStream_t)stream>>>((D *)dst, (const S *)src, n))));
+    GPUDL__DISPATCH(dst_dtype, D, GPUDL__DISPATCH(src_dtype, S, (gpudl_cast_kernel<D, S><<<gpudl__map_blocks(n,
+        sizeof(D) < sizeof(S) ? sizeof(D) : sizeof(S)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>((D *)dst, (const S *)src, n))));
     return (int)cudaGetLastError();
 }
 
@@ -130,17 +301,24 @@ int gpudl_k_cast(void *stream, void *dst, int dst_dtype, const void *src, int sr
 
 /* >>rng ------------------------------------------------------------------- */
 
+/* Element i draws from (seed, offset + i) whatever the launch shape. */
+struct gpudl__random_op {
+    uint64_t seed, offset;
+    int normal;
+    float a, b;
+    __device__ float operator()(int64_t i, float, float, float) const { return gpudl_rng_fill_value(seed, offset + (uint64_t)i, normal, a, b); }
+};
+
 template <typename T>
 __global__ void gpudl_random_kernel(T *x, int64_t n, uint64_t seed, uint64_t offset, int normal, float a, float b) {
-    GPUDL__GRID_STRIDE(i, n) {
-        x[i] = gpudl__from_f32<T>(gpudl_rng_fill_value(seed, offset + (uint64_t)i, normal, a, b));
-    }
+    gpudl__random_op f = {seed, offset, normal, a, b};
+    gpudl__map<0>(f, x, (const T *)0, (const T *)0, (const T *)0, n);
 }
 
 extern "C" {
 
 int gpudl_k_random(void *stream, void *x, int dtype, int64_t n, uint64_t seed, uint64_t offset, int normal, float a, float b) {
-    GPUDL__DISPATCH(dtype, T, (gpudl_random_kernel<T><<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+    GPUDL__DISPATCH(dtype, T, (gpudl_random_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         (T *)x, n, seed, offset, normal, a, b)));
     return (int)cudaGetLastError();
 }
@@ -149,21 +327,34 @@ int gpudl_k_random(void *stream, void *x, int dtype, int64_t n, uint64_t seed, u
 
 /* >>arith ----------------------------------------------------------------- */
 
+/* Bytes per element: binary 3 * sizeof(T), axpby 2 or 3 * sizeof(T) (y is
+   read only when beta != 0); the floor is those bytes at the memory's
+   bandwidth, which 16-byte accesses approach and 2-byte ones do not. */
+struct gpudl__binary_op {
+    int op;
+    __device__ float operator()(int64_t, float x, float y, float) const { return op == GPUDL_K_ADD ? x + y : x * y; }
+};
+
 template <typename T>
 __global__ void gpudl_binary_kernel(int op, T *out, const T *a, const T *b, int64_t n) {
-    GPUDL__GRID_STRIDE(i, n) {
-        float x = gpudl__to_f32(a[i]), y = gpudl__to_f32(b[i]);
-        out[i] = gpudl__from_f32<T>(op == GPUDL_K_ADD ? x + y : x * y);
-    }
+    gpudl__binary_op f = {op};
+    gpudl__map<2>(f, out, a, b, (const T *)0, n);
 }
+
+struct gpudl__axpby_op {
+    float alpha, beta;
+    __device__ float operator()(int64_t, float x, float y, float) const {
+        float v = alpha * x;
+        if (beta != 0.0f) v += beta * y;
+        return v;
+    }
+};
 
 template <typename T>
 __global__ void gpudl_axpby_kernel(T *y, float alpha, const T *x, float beta, int64_t n) {
-    GPUDL__GRID_STRIDE(i, n) {
-        float v = alpha * gpudl__to_f32(x[i]);
-        if (beta != 0.0f) v += beta * gpudl__to_f32(y[i]);
-        y[i] = gpudl__from_f32<T>(v);
-    }
+    gpudl__axpby_op f = {alpha, beta};
+    if (beta != 0.0f) gpudl__map<2>(f, y, x, (const T *)y, (const T *)0, n);
+    else gpudl__map<1>(f, y, x, (const T *)0, (const T *)0, n);
 }
 
 /* The two-pass reductions. GPUDL__REDUCE_BLOCKS (the scratch floats) and
@@ -186,11 +377,30 @@ __device__ float gpudl__block_reduce(int op, float v) {
     return v;
 }
 
-/* Pass 1: each block reduces a grid-stride share into partial[block]. */
+/* Pass 1: each block reduces a grid-stride share into partial[block]:
+   16-byte loads on an aligned x (each thread sums its vectors' lanes,
+   then the tail), 32-bit indices below 2^31. */
+template <typename I, typename T>
+__device__ __forceinline__ float gpudl__reduce_share(int op, const T *x, I n) {
+    const int V = 16 / sizeof(T);
+    float acc = op == GPUDL_K_SUM ? 0.0f : -INFINITY;
+    I start = (I)blockIdx.x * blockDim.x + threadIdx.x, stride = (I)gridDim.x * blockDim.x, i = start;
+    if (gpudl__aligned16(x)) {
+        for (I j = start; j < n / V; j += stride) {
+            float v[V];
+            gpudl__vload<V>(v, x + j * V);
+#pragma unroll
+            for (int k = 0; k < V; k++) acc = gpudl__red(op, acc, v[k]);
+        }
+        i = n / V * V + start;
+    }
+    for (; i < n; i += stride) acc = gpudl__red(op, acc, gpudl__to_f32(x[i]));
+    return acc;
+}
+
 template <typename T>
 __global__ void gpudl_reduce_partial_kernel(int op, const T *x, int64_t n, float *partial) {
-    float acc = op == GPUDL_K_SUM ? 0.0f : -INFINITY;
-    GPUDL__GRID_STRIDE(i, n) acc = gpudl__red(op, acc, gpudl__to_f32(x[i]));
+    float acc = n <= INT32_MAX ? gpudl__reduce_share<uint32_t>(op, x, (uint32_t)n) : gpudl__reduce_share<int64_t>(op, x, n);
     acc = gpudl__block_reduce(op, acc);
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
@@ -232,21 +442,23 @@ __global__ void gpudl_argmax_rows_kernel(int32_t *out, const T *x, int64_t rows,
 extern "C" {
 
 int gpudl_k_binary(void *stream, int op, void *out, const void *a, const void *b, int dtype, int64_t n) {
-    GPUDL__DISPATCH(dtype, T, (gpudl_binary_kernel<T><<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+    GPUDL__DISPATCH(dtype, T, (gpudl_binary_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         op, (T *)out, (const T *)a, (const T *)b, n)));
     return (int)cudaGetLastError();
 }
 
 int gpudl_k_axpby(void *stream, void *y, float alpha, const void *x, float beta, int dtype, int64_t n) {
-    GPUDL__DISPATCH(dtype, T, (gpudl_axpby_kernel<T><<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+    GPUDL__DISPATCH(dtype, T, (gpudl_axpby_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         (T *)y, alpha, (const T *)x, beta, n)));
     return (int)cudaGetLastError();
 }
 
 int64_t gpudl_k_reduce_scratch(void) { return GPUDL__REDUCE_BLOCKS; }
 
+/* The block count depends on n alone (not on the SM count), so a sum has
+   the same bits on every GPU. */
 int gpudl_k_reduce(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch) {
-    unsigned nb = gpudl__blocks(n);
+    unsigned nb = gpudl__blocks((n + 3) / 4);
     if (nb > GPUDL__REDUCE_BLOCKS) nb = GPUDL__REDUCE_BLOCKS;
     GPUDL__DISPATCH(dtype, T, (gpudl_reduce_partial_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         op, (const T *)x, n, scratch)));
@@ -274,27 +486,43 @@ __device__ __forceinline__ T gpudl__act_elem(int act, T x, float alpha) {
     return gpudl__from_f32<T>(gpudl__act_f(act, gpudl__to_f32(x), alpha));
 }
 
+/* Bytes per element: forward 2 * sizeof(T), backward 4 * sizeof(T). */
+struct gpudl__act_fwd_op {
+    int act;
+    float alpha;
+    __device__ float operator()(int64_t, float x, float, float) const { return gpudl__act_f(act, x, alpha); }
+};
+
+struct gpudl__act_bwd_op {
+    int act;
+    float alpha;
+    __device__ float operator()(int64_t, float dy, float x, float y) const { return dy * gpudl__act_df(act, x, y, alpha); }
+};
+
 template <typename T>
 __global__ void gpudl_act_fwd_kernel(int act, float alpha, T *y, const T *x, int64_t n) {
-    GPUDL__GRID_STRIDE(i, n) y[i] = gpudl__act_elem(act, x[i], alpha);
+    gpudl__act_fwd_op f = {act, alpha};
+    gpudl__map<1>(f, y, x, (const T *)0, (const T *)0, n);
 }
 
 template <typename T>
 __global__ void gpudl_act_bwd_kernel(int act, float alpha, T *dx, const T *dy, const T *x, const T *y, int64_t n) {
-    GPUDL__GRID_STRIDE(i, n) dx[i] = gpudl__from_f32<T>(gpudl__to_f32(dy[i]) * gpudl__act_df(act, gpudl__to_f32(x[i]), gpudl__to_f32(y[i]), alpha));
+    gpudl__act_bwd_op f = {act, alpha};
+    gpudl__map<3>(f, dx, dy, x, y, n);
 }
 
 extern "C" {
 
 int gpudl_k_act_fwd(void *stream, int act, float alpha, void *y, const void *x, int dtype, int64_t n) {
-    GPUDL__DISPATCH(dtype, T, (gpudl_act_fwd_kernel<T><<<GPUDL__GRID(n)>>>(act, alpha, (T *)y, (const T *)x, n)));
+    GPUDL__DISPATCH(dtype, T, (gpudl_act_fwd_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+        act, alpha, (T *)y, (const T *)x, n)));
     return (int)cudaGetLastError();
 }
 
 int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy, const void *x, const void *y, int dtype,
                     int64_t n) {
-    GPUDL__DISPATCH(dtype, T, (gpudl_act_bwd_kernel<T><<<GPUDL__GRID(n)>>>(act, alpha, (T *)dx, (const T *)dy, (const T *)x,
-                                                                          (const T *)y, n)));
+    GPUDL__DISPATCH(dtype, T, (gpudl_act_bwd_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+        act, alpha, (T *)dx, (const T *)dy, (const T *)x, (const T *)y, n)));
     return (int)cudaGetLastError();
 }
 
@@ -532,13 +760,30 @@ int gpudl_k_mse_bwd(void *stream, void *dpred, const void *pred, int dtype, cons
 /* cuDNN computes the convolutions; the bias add is the linear section's. */
 
 /* out[i] += src[i]: conv2d backward adds cuDNN's 16-bit dw into the f32 weight gradient. */
+/* out and src differ in type (gpudl__map's inputs share one), so the loop
+   is spelled out: 16 bytes of src per step (8 halves against two float4 of
+   out). Bytes per element: 8 + sizeof(T). */
 template <typename T>
 __global__ void gpudl_acc_f32_kernel(float *out, const T *src, int64_t n) {
-    GPUDL__GRID_STRIDE(i, n) out[i] += gpudl__to_f32(src[i]);
+    const int V = 16 / sizeof(T);
+    int64_t start = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (int64_t)gridDim.x * blockDim.x, i = start;
+    if (gpudl__aligned16(out) && gpudl__aligned16(src)) {
+        for (int64_t j = start; j < n / V; j += stride) {
+            float o[V], a[V];
+            gpudl__vload<V>(o, out + j * V);
+            gpudl__vload<V>(a, src + j * V);
+#pragma unroll
+            for (int k = 0; k < V; k++) o[k] += a[k];
+            gpudl__vstore<V>(out + j * V, o);
+        }
+        i = n / V * V + start;
+    }
+    for (; i < n; i += stride) out[i] += gpudl__to_f32(src[i]);
 }
 
 extern "C" int gpudl_k_acc_f32(void *stream, float *out, const void *src, int dtype, int64_t n) {
-    GPUDL__DISPATCH(dtype, T, (gpudl_acc_f32_kernel<T><<<GPUDL__GRID(n)>>>(out, (const T *)src, n)));
+    GPUDL__DISPATCH(dtype, T, (gpudl_acc_f32_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+        out, (const T *)src, n)));
     return (int)cudaGetLastError();
 }
 
@@ -734,15 +979,24 @@ int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const vo
 
 /* >>dropout --------------------------------------------------------------- */
 
+/* Bytes per element: 2 * sizeof(T); the mask is recomputed from (seed, offset + i). */
+struct gpudl__dropout_op {
+    float p;
+    uint64_t seed, offset;
+    __device__ float operator()(int64_t i, float x, float, float) const { return gpudl__dropout_elem(x, p, seed, offset + (uint64_t)i); }
+};
+
 template <typename T>
 __global__ void gpudl_dropout_kernel(T *y, const T *x, int64_t n, float p, uint64_t seed, uint64_t offset) {
-    GPUDL__GRID_STRIDE(i, n) y[i] = gpudl__from_f32<T>(gpudl__dropout_elem(gpudl__to_f32(x[i]), p, seed, offset + (uint64_t)i));
+    gpudl__dropout_op f = {p, seed, offset};
+    gpudl__map<1>(f, y, x, (const T *)0, (const T *)0, n);
 }
 
 extern "C" {
 
 int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset) {
-    GPUDL__DISPATCH(dtype, T, (gpudl_dropout_kernel<T><<<GPUDL__GRID(n)>>>((T *)y, (const T *)x, n, p, seed, offset)));
+    GPUDL__DISPATCH(dtype, T, (gpudl_dropout_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+        (T *)y, (const T *)x, n, p, seed, offset)));
     return (int)cudaGetLastError();
 }
 
