@@ -920,6 +920,110 @@ GPUDL_HD static inline float gpudl__dropout_elem(float x, float p, uint64_t seed
 int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset);
 
 /* >>transformer ----------------------------------------------------------- */
+/* The ops of a GPT block (nanoGPT / llm.c layout). Shape letters: B batch,
+   T sequence length (positions), C channels (model width), V vocabulary,
+   NH heads, HS = C / NH head size. Parameter gradients ACCUMULATE (+=),
+   input gradients OVERWRITE, as for the other layers; activations (x, y,
+   qkv, att and their gradients) are F32, F16 or BF16, one dtype per call,
+   computed in FP32 and rounded once on output. Statistics (mean, rstd),
+   layer-norm parameters and every parameter gradient are F32; embedding
+   tables have the activations' dtype (the model's 16-bit copies of its F32
+   masters, as for linear weights). What this section does not need:
+   residual connections are gpudl_add (y = x + f(x); out may alias) and, in
+   backward, gpudl_axpy / gpudl_add on the gradients; cross-entropy over every
+   position is gpudl_softmax_xent_* on logits viewed as (B*T, V) with labels
+   (B, T) (gpudl_tensor_reshape), the mean over all B*T positions. */
+
+/* y (B,T,C) = wte[ids[b,t]] + wpe[t] (wpe NULL: token embedding alone).
+   ids (B,T) I32 or U8, each in [0, V); wte (V,C); wpe (Tmax,C) with
+   T <= Tmax; wte, wpe and y of one dtype. An id out of range is
+   GPUDL_ERR_INVALID_ARG: on the CPU before anything is written; the GPU,
+   which does not wait for the ids, writes NaN into that position's row and
+   the next call that waits for the GPU (gpudl_ctx_sync, a copy to the host,
+   gpudl_tensor_item) returns the error.
+   backward: dwte (V,C) F32 += sum of dy over the positions holding each id,
+   dwpe (Tmax,C) F32 += sum of dy over the batch (rows >= T untouched);
+   either may be NULL. Deterministic on both backends (the GPU gathers, one
+   thread per (id, channel), in position order: no atomics; its cost grows as
+   V * B * T, fine for character and small vocabularies); ids out of range
+   add nothing. */
+GPUDL_API gpudl_status gpudl_embedding_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *ids,
+                                               const gpudl_tensor *wte, const gpudl_tensor *wpe);
+GPUDL_API gpudl_status gpudl_embedding_backward(gpudl_ctx *ctx, gpudl_tensor *dwte, gpudl_tensor *dwpe, const gpudl_tensor *dy,
+                                                const gpudl_tensor *ids);
+
+/* Layer norm over the last dimension C of x (..., C) (rows R = numel / C):
+   y = (x - mean) * rstd * gamma + beta, rstd = 1 / sqrt(var + eps) with the
+   biased variance; eps 0 = 1e-5 (PyTorch's default). mean, rstd (R) F32 are
+   saved for backward; gamma, beta (C) F32. The GPU runs one fused kernel, a
+   warp per row (statistics in FP32, the row kept in shared memory).
+   backward: dx (overwritten, may be NULL), dgamma, dbeta (C) F32 (+=, may be
+   NULL); deterministic (fixed-order partial sums). */
+GPUDL_API gpudl_status gpudl_layernorm_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *mean, gpudl_tensor *rstd,
+                                               const gpudl_tensor *x, const gpudl_tensor *gamma, const gpudl_tensor *beta,
+                                               float eps);
+GPUDL_API gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dgamma, gpudl_tensor *dbeta,
+                                                const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *gamma,
+                                                const gpudl_tensor *mean, const gpudl_tensor *rstd);
+
+/* Causal multi-head self-attention, between the QKV projection and the
+   output projection (both linear layers that the caller runs):
+   qkv (B,T,3C) holds q, k, v side by side per position (PyTorch's
+   c_attn(x).split(C, dim=2)); head h uses channels [h HS, (h+1) HS) of each.
+   att (B,NH,T,T) = softmax over j <= t of q_t . k_j / sqrt(HS), exactly 0 for
+   j > t (saved for backward; the activations' dtype); y (B,T,C) = att @ v
+   with the heads side by side. NH must divide C. The softmax is in FP32.
+   GPU: cuBLAS strided-batched GEMMs (through gpudl_matmul) on the heads,
+   permuted into a device workspace, and one fused softmax kernel that reads
+   each row of scores once (a warp per row). CPU: loops over (b, h, t).
+   backward: dqkv (B,T,3C) overwritten from dy (B,T,C), qkv and att; the
+   softmax backward is one fused pass per row. */
+GPUDL_API gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *att, const gpudl_tensor *qkv,
+                                               int64_t n_head);
+GPUDL_API gpudl_status gpudl_attention_backward(gpudl_ctx *ctx, gpudl_tensor *dqkv, const gpudl_tensor *dy,
+                                                const gpudl_tensor *qkv, const gpudl_tensor *att, int64_t n_head);
+
+/* Per-element math of the section, shared by the CPU and the kernels. */
+/* The causal mask: query position t sees key position j. */
+GPUDL_HD static inline int gpudl__attn_visible(int64_t t, int64_t j) { return j <= t; }
+/* softmax backward of one element: d score_j = p_j (d p_j - sum_k p_k d p_k). */
+GPUDL_HD static inline float gpudl__softmax_bwd_elem(float p, float dp, float dot) { return p * (dp - dot); }
+GPUDL_HD static inline float gpudl__ln_rstd(float var, float eps) { return 1.0f / sqrtf(var + eps); }
+GPUDL_HD static inline float gpudl__ln_fwd_elem(float x, float mean, float rstd, float g, float b) {
+    return (x - mean) * rstd * g + b;
+}
+/* dx of one element given the row's means of dy g and of dy g xhat. */
+GPUDL_HD static inline float gpudl__ln_bwd_elem(float dy, float x, float mean, float rstd, float g, float mean_dyg,
+                                               float mean_dyg_xhat) {
+    float xhat = (x - mean) * rstd;
+    return rstd * (dy * g - mean_dyg - xhat * mean_dyg_xhat);
+}
+/* An id of an (I32 or U8) id tensor. */
+GPUDL_HD static inline int64_t gpudl__id_at(const void *ids, int dt, int64_t i) {
+    return dt == GPUDL_U8 ? (int64_t)((const uint8_t *)ids)[i] : (int64_t)((const int32_t *)ids)[i];
+}
+
+/* report: as gpudl_k_softmax_xent_fwd's (a position with an id outside [0, V), and V) */
+int gpudl_k_embedding_fwd(void *stream, void *y, const void *ids, int ids_dtype, const void *wte, const void *wpe, int dtype,
+                          int64_t N, int64_t T, int64_t V, int64_t C, int32_t *report);
+int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy, int dtype, const void *ids, int ids_dtype,
+                          int64_t B, int64_t T, int64_t V, int64_t C);
+int gpudl_k_layernorm_fwd(void *stream, void *y, float *mean, float *rstd, const void *x, int dtype, const float *gamma,
+                          const float *beta, int64_t R, int64_t C, float eps);
+/* scratch: gpudl_k_layernorm_scratch(R, C) floats; dx, dgamma, dbeta may be NULL */
+int64_t gpudl_k_layernorm_scratch(int64_t R, int64_t C);
+int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
+                          const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C, float *scratch);
+/* (B,T,3,NH,HS) qkv <-> q, k, v (B,NH,T,HS) each; to_heads 0 is the reverse (dq, dk, dv into dqkv) */
+int gpudl_k_attn_split(void *stream, void *q, void *k, void *v, void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
+                       int64_t HS, int to_heads);
+/* (B,T,NH,HS) <-> (B,NH,T,HS): y (B,T,C) from the heads (to_heads 0), or dy into heads (to_heads 1) */
+int gpudl_k_attn_merge(void *stream, void *bt, void *heads, int dtype, int64_t B, int64_t T, int64_t NH, int64_t HS,
+                       int to_heads);
+/* att (L,T,T) = causal softmax of the F32 scores (L,T,T) (may be att itself when att is F32) */
+int gpudl_k_attn_softmax(void *stream, void *att, const float *scores, int dtype, int64_t L, int64_t T);
+/* ds (L,T,T) = p (dp - sum p dp) per row, 0 where masked (ds may be dp itself when ds is F32) */
+int gpudl_k_attn_softmax_bwd(void *stream, void *ds, const float *dp, const void *att, int dtype, int64_t L, int64_t T);
 
 /* >>model ----------------------------------------------------------------- */
 typedef struct gpudl_model gpudl_model;   /* opaque */
@@ -1187,8 +1291,6 @@ GPUDL_HD static inline void gpudl_optim_update(const gpudl_optim_hp *h, float *w
    w16: NULL or the f16/bf16 (dt16) copy of w, refreshed in the same pass */
 int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
                   const int32_t *skip, void *w16, int dt16);
-/* scale[0] = sum of g^2; scale[1] = max_norm / (norm + 1e-6) if norm > max_norm else 1 */
-int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch);
 
 /* >>amp ------------------------------------------------------------------- */
 /* Mixed precision and dynamic loss scaling (PyTorch GradScaler semantics,
@@ -1227,7 +1329,7 @@ typedef struct gpudl_scaler_state {
     int32_t found_inf;       /* this step's gradients held a NaN or Inf (reset by the update) */
     int32_t first_bad;       /* this step's first non-finite flat gradient index, INT32_MAX if none */
     int32_t last_bad;        /* first_bad of the most recent skipped step */
-    int32_t pad_;
+    int32_t pad_;            /* on the GPU, the update's count of finished blocks: 0 between steps */
     int64_t skipped_total;   /* steps skipped since the scaler started */
 } gpudl_scaler_state;
 
@@ -1278,7 +1380,21 @@ GPUDL_HD static inline float gpudl__unscale_grad(float g, float inv_scale, int f
 int gpudl_k_round16(void *stream, float *x, int64_t n, int bf16);
 /* g = g / scale (after rounding to FP16 if fp16), flagging non-finite values in st */
 int gpudl_k_unscale(void *stream, float *g, int64_t n, gpudl_scaler_state *st, int fp16);
+/* flags non-finite values of g (after rounding to FP16 if fp16) in st; reads g only */
+int gpudl_k_nonfinite(void *stream, const float *g, int64_t n, gpudl_scaler_state *st, int fp16);
+/* st->found_inf = 0, first_bad = none (after a step that failed after its check) */
+int gpudl_k_scaler_clear(void *stream, gpudl_scaler_state *st);
 int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_desc d);
+/* (>>optim's kernel ABI, here for the scaler's types) */
+/* gpudl_model_step's update: as gpudl_k_optim, and with st (the scaler's state, or NULL) the
+   update is skipped when st->found_inf, the gradients are unscaled as read (never in place),
+   and the last block runs gpudl_scaler_update(st, d): the one launch of a step that changes state */
+int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
+                       const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d, void *w16, int dt16);
+/* scale[0] = sum of g^2; scale[1] = max_norm / (norm + 1e-6) if norm > max_norm else 1;
+   st: NULL, or the scaler's state: of the unscaled gradients */
+int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch,
+                       const gpudl_scaler_state *st, int fp16);
 
 /* >>data ------------------------------------------------------------------ */
 /* Reads an IDX file (MNIST / Fashion-MNIST) into a new host tensor with the
@@ -2012,6 +2128,16 @@ GPUDL__DEF const char *gpudl_ctx_last_error(const gpudl_ctx *ctx) {
 
 #ifndef GPUDL_NO_CUDA
 
+/* Fault injection, for tests only: a test build may define GPUDL__FAULT(kind)
+   before including the implementation; where it is nonzero the guarded call
+   does not run and fails as the device would have refused it (kind 1: a
+   kernel launch, cudaErrorLaunchOutOfResources; 2: a cuBLAS, cuBLASLt or
+   cuDNN call, EXECUTION_FAILED; 3: a CUDA runtime call through GPUDL__CUDA,
+   cudaErrorInvalidValue). tests/suite_train.c fails each site of a step. */
+#ifndef GPUDL__FAULT
+#define GPUDL__FAULT(kind) 0
+#endif
+
 /* Errors after which the CUDA context is unusable until the process exits. */
 static int gpudl__cuda_sticky(cudaError_t e) {
     switch (e) {
@@ -2049,8 +2175,14 @@ static gpudl_status gpudl__cuda_fail(gpudl_ctx *ctx, cudaError_t e, const char *
     return gpudl__fail(ctx, GPUDL_ERR_CUDA, file, line, "%s failed: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-#define GPUDL__CUDA(ctx, expr) do { cudaError_t gpudl__e_ = (expr); \
+#define GPUDL__CUDA(ctx, expr) do { cudaError_t gpudl__e_ = GPUDL__FAULT(3) ? cudaErrorInvalidValue : (expr); \
     if (gpudl__e_ != cudaSuccess) return gpudl__cuda_fail((ctx), gpudl__e_, #expr, __FILE__, __LINE__); } while (0)
+/* A CUDA call's status, for a caller that goes on after a failure. */
+#define gpudl__cuda_ok(ctx, expr, what) gpudl__cuda_status((ctx), GPUDL__FAULT(3) ? cudaErrorInvalidValue : (expr), (what), \
+                                                           __FILE__, __LINE__)
+static gpudl_status gpudl__cuda_status(gpudl_ctx *ctx, cudaError_t e, const char *what, const char *file, int line) {
+    return e == cudaSuccess ? GPUDL_OK : gpudl__cuda_fail(ctx, e, what, file, line);
+}
 
 /* The current device is per host thread, and the program may have changed
    it since the context was made (another context, another library, another
@@ -2077,7 +2209,8 @@ static const char *gpudl__cublas_why(cublasStatus_t b, char *buf, size_t size) {
     return buf;
 }
 
-#define GPUDL__CUBLAS(ctx, expr) do { cublasStatus_t gpudl__b_ = (expr); char gpudl__w_[160]; \
+#define GPUDL__CUBLAS(ctx, expr) do { cublasStatus_t gpudl__b_ = GPUDL__FAULT(2) ? CUBLAS_STATUS_EXECUTION_FAILED : (expr); \
+    char gpudl__w_[160]; \
     if (gpudl__b_ != CUBLAS_STATUS_SUCCESS) return gpudl__lib_fail((ctx), \
         gpudl__b_ == CUBLAS_STATUS_ALLOC_FAILED ? GPUDL_ERR_OOM : GPUDL_ERR_CUBLAS, #expr, \
         gpudl__cublas_why(gpudl__b_, gpudl__w_, sizeof gpudl__w_), __FILE__, __LINE__); } while (0)
@@ -2089,7 +2222,8 @@ static gpudl_status gpudl__launched(gpudl_ctx *ctx, int err, const char *op, con
     if (err != 0) return gpudl__cuda_fail(ctx, (cudaError_t)err, op, file, line);
     return GPUDL_OK;
 }
-#define GPUDL__LAUNCH(ctx, call) do { gpudl_status gpudl__l_ = gpudl__launched((ctx), (call), #call, __FILE__, __LINE__); \
+#define GPUDL__LAUNCH(ctx, call) do { gpudl_status gpudl__l_ = gpudl__launched((ctx), \
+        GPUDL__FAULT(1) ? (int)cudaErrorLaunchOutOfResources : (call), #call, __FILE__, __LINE__); \
     if (gpudl__l_ != GPUDL_OK) return gpudl__l_; } while (0)
 
 #endif
@@ -4957,7 +5091,7 @@ static void gpudl__col2im(const gpudl__convg *g, const float *col, float *dx) {
 /* cuDNN: the descriptors and algorithms of each shape made once (the
    algorithms by heuristics, deterministic ones preferred) and kept in the
    context. */
-#define GPUDL__CUDNN(ctx, expr) do { cudnnStatus_t gpudl__d_ = (expr); \
+#define GPUDL__CUDNN(ctx, expr) do { cudnnStatus_t gpudl__d_ = GPUDL__FAULT(2) ? CUDNN_STATUS_EXECUTION_FAILED : (expr); \
     if (gpudl__d_ != CUDNN_STATUS_SUCCESS) return gpudl__lib_fail((ctx), \
         gpudl__d_ == CUDNN_STATUS_ALLOC_FAILED ? GPUDL_ERR_OOM : GPUDL_ERR_CUDNN, #expr, \
         cudnnGetErrorString(gpudl__d_), __FILE__, __LINE__); } while (0)
@@ -5742,6 +5876,412 @@ GPUDL__DEF gpudl_status gpudl_dropout_backward(gpudl_ctx *ctx, gpudl_tensor *dx,
 }
 
 /* >>transformer ----------------------------------------------------------- */
+static gpudl_status gpudl__check_ids(gpudl_ctx *ctx, const gpudl_tensor *ids, const char *what) {
+    char sa[96];
+    GPUDL__TRY(gpudl__check_on(ctx, ids, "ids"));
+    if (ids->dtype != GPUDL_I32 && ids->dtype != GPUDL_U8)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "%s: ids are %s; need i32 or u8", what, gpudl_dtype_name(ids->dtype));
+    if (ids->ndim != 2)
+        return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "%s: ids are %s; need (B,T)", what, gpudl_tensor_describe(ids, sa, sizeof sa));
+    return GPUDL_OK;
+}
+
+/* The first id of ids outside [0, V) as an error (CPU tensors; before any write). */
+static gpudl_status gpudl__ids_in_range(gpudl_ctx *ctx, const gpudl_tensor *ids, int64_t V, const char *what) {
+    int64_t i, n = gpudl_tensor_numel(ids), T = ids->shape[1];
+    for (i = 0; i < n; i++) {
+        int64_t id = gpudl__id_at(ids->data, (int)ids->dtype, i);
+        if (id < 0 || id >= V)
+            return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "%s: id %lld at (b %lld, t %lld) is outside [0, %lld) (the table's rows)",
+                              what, (long long)id, (long long)(i / T), (long long)(i % T), (long long)V);
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_embedding_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *ids, const gpudl_tensor *wte,
+                                                const gpudl_tensor *wpe) {
+    int64_t B, T, V, C, N, n;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_ids(ctx, ids, "embedding"));
+    GPUDL__TRY(gpudl__check_act(ctx, wte, "wte"));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", wte->dtype));
+    if (wpe) GPUDL__TRY(gpudl__check_dt(ctx, wpe, "wpe", wte->dtype));
+    B = ids->shape[0]; T = ids->shape[1]; N = B * T;
+    if (wte->ndim != 2 || y->ndim != 3 || y->shape[0] != B || y->shape[1] != T || y->shape[2] != wte->shape[1])
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "embedding", "y", y, "wte", wte, "need wte (V,C) and y (B,T,C) for ids (B,T)");
+    V = wte->shape[0]; C = wte->shape[1];
+    if (wpe && (wpe->ndim != 2 || wpe->shape[1] != C || wpe->shape[0] < T))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "embedding", "wpe", wpe, "y", y, "need wpe (Tmax,C) with T <= Tmax");
+    GPUDL__TRY(gpudl__same_device(ctx, "embedding", "ids", ids, "y", y));
+    GPUDL__TRY(gpudl__same_device(ctx, "embedding", "wte", wte, "y", y));
+    if (wpe) GPUDL__TRY(gpudl__same_device(ctx, "embedding", "wpe", wpe, "y", y));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(y)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_embedding_fwd(ctx->stream, y->data, ids->data, (int)ids->dtype, wte->data, wpe ? wpe->data : NULL,
+                                                 (int)y->dtype, N, T, V, C, ctx->report));
+        return GPUDL_OK;
+    }
+#endif
+    GPUDL__TRY(gpudl__ids_in_range(ctx, ids, V, "embedding"));
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (N * C > 65536))
+    for (n = 0; n < N; n++) {
+        int64_t c, id = gpudl__id_at(ids->data, (int)ids->dtype, n), t = n % T;
+        for (c = 0; c < C; c++)   /* summed in float, rounded once */
+            gpudl__elem_set(y->data, y->dtype, n * C + c, gpudl__elem_get(wte->data, (int)wte->dtype, id * C + c) +
+                            (wpe ? gpudl__elem_get(wpe->data, (int)wpe->dtype, t * C + c) : 0.0f));
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_embedding_backward(gpudl_ctx *ctx, gpudl_tensor *dwte, gpudl_tensor *dwpe, const gpudl_tensor *dy,
+                                                 const gpudl_tensor *ids) {
+    int64_t B, T, V = 0, C, N, n, c;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_ids(ctx, ids, "embedding backward"));
+    GPUDL__TRY(gpudl__check_act(ctx, dy, "dy"));
+    B = ids->shape[0]; T = ids->shape[1]; N = B * T;
+    if (dy->ndim != 3 || dy->shape[0] != B || dy->shape[1] != T)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "embedding backward", "dy", dy, "ids", ids, "need dy (B,T,C) for ids (B,T)");
+    C = dy->shape[2];
+    GPUDL__TRY(gpudl__same_device(ctx, "embedding backward", "ids", ids, "dy", dy));
+    if (dwte) {
+        GPUDL__TRY(gpudl__check_f32(ctx, dwte, "dwte"));
+        if (dwte->ndim != 2 || dwte->shape[1] != C)
+            return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "embedding backward", "dwte", dwte, "dy", dy, "need dwte (V,C)");
+        GPUDL__TRY(gpudl__same_device(ctx, "embedding backward", "dwte", dwte, "dy", dy));
+        V = dwte->shape[0];
+    }
+    if (dwpe) {
+        GPUDL__TRY(gpudl__check_f32(ctx, dwpe, "dwpe"));
+        if (dwpe->ndim != 2 || dwpe->shape[1] != C || dwpe->shape[0] < T)
+            return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "embedding backward", "dwpe", dwpe, "dy", dy, "need dwpe (Tmax,C), T <= Tmax");
+        GPUDL__TRY(gpudl__same_device(ctx, "embedding backward", "dwpe", dwpe, "dy", dy));
+    }
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(dy)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_embedding_bwd(ctx->stream, dwte ? (float *)dwte->data : NULL, dwpe ? (float *)dwpe->data : NULL,
+                                                 dy->data, (int)dy->dtype, ids->data, (int)ids->dtype, B, T, V, C));
+        return GPUDL_OK;
+    }
+#endif
+    if (dwte) {
+        float *dw = (float *)dwte->data;
+        GPUDL__TRY(gpudl__ids_in_range(ctx, ids, V, "embedding backward"));
+        for (n = 0; n < N; n++) {   /* in position order: deterministic */
+            int64_t id = gpudl__id_at(ids->data, (int)ids->dtype, n);
+            for (c = 0; c < C; c++) dw[id * C + c] += gpudl__elem_get(dy->data, (int)dy->dtype, n * C + c);
+        }
+    }
+    if (dwpe) {
+        float *dp = (float *)dwpe->data;
+        for (n = 0; n < N; n++)
+            for (c = 0; c < C; c++) dp[(n % T) * C + c] += gpudl__elem_get(dy->data, (int)dy->dtype, n * C + c);
+    }
+    return GPUDL_OK;
+}
+
+/* gamma, beta, dgamma, dbeta (C) and mean, rstd (R): F32 on x's device. */
+static gpudl_status gpudl__ln_vec(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name, int64_t n, const gpudl_tensor *x,
+                                  const char *per) {
+    GPUDL__TRY(gpudl__check_f32(ctx, t, name));
+    if (gpudl_tensor_numel(t) != n) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "layernorm", name, t, "x", x, per);
+    return gpudl__same_device(ctx, "layernorm", name, t, "x", x);
+}
+
+GPUDL__DEF gpudl_status gpudl_layernorm_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *mean, gpudl_tensor *rstd,
+                                                const gpudl_tensor *x, const gpudl_tensor *gamma, const gpudl_tensor *beta,
+                                                float eps) {
+    int64_t R, C, r;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
+    if (x->ndim < 1 || !gpudl__same_shape(x, y) || x->shape[x->ndim - 1] < 1)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "layernorm", "y", y, "x", x, "need x (..., C) and y of its shape");
+    if (!(eps >= 0.0f)) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "layernorm: eps = %g; need eps >= 0 (0 = 1e-5)", (double)eps);
+    if (eps == 0.0f) eps = 1e-5f;
+    C = x->shape[x->ndim - 1]; R = gpudl_tensor_numel(x) / C;
+    GPUDL__TRY(gpudl__same_device(ctx, "layernorm", "y", y, "x", x));
+    GPUDL__TRY(gpudl__ln_vec(ctx, gamma, "gamma", C, x, "one value per channel (the last dim of x)"));
+    GPUDL__TRY(gpudl__ln_vec(ctx, beta, "beta", C, x, "one value per channel (the last dim of x)"));
+    GPUDL__TRY(gpudl__ln_vec(ctx, mean, "mean", R, x, "one value per row of x"));
+    GPUDL__TRY(gpudl__ln_vec(ctx, rstd, "rstd", R, x, "one value per row of x"));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        GPUDL__LAUNCH(ctx, gpudl_k_layernorm_fwd(ctx->stream, y->data, (float *)mean->data, (float *)rstd->data, x->data,
+                                                 (int)x->dtype, (const float *)gamma->data, (const float *)beta->data, R, C, eps));
+        return GPUDL_OK;
+    }
+#endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *yw = gpudl__widen(&W, y, 1), *xw = gpudl__widen(&W, x, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_layernorm_forward(ctx, yw, mean, rstd, xw, gamma, beta, eps));
+    }
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (R * C > 16384))
+    for (r = 0; r < R; r++) {
+        const float *xr = (const float *)x->data + r * C, *g = (const float *)gamma->data, *b = (const float *)beta->data;
+        float *yr = (float *)y->data + r * C, m, rs;
+        double mu = gpudl__sum_f64(xr, C, 0.0, 0) / (double)C;
+        m = (float)mu;
+        rs = gpudl__ln_rstd((float)(gpudl__sum_f64(xr, C, mu, 1) / (double)C), eps);
+        ((float *)mean->data)[r] = m;
+        ((float *)rstd->data)[r] = rs;
+        {
+            int64_t c;
+            GPUDL__SIMD
+            for (c = 0; c < C; c++) yr[c] = gpudl__ln_fwd_elem(xr[c], m, rs, g[c], b[c]);
+        }
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dgamma, gpudl_tensor *dbeta,
+                                                 const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *gamma,
+                                                 const gpudl_tensor *mean, const gpudl_tensor *rstd) {
+    int64_t R, C, r, c;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_dt(ctx, dy, "dy", x->dtype));
+    if (x->ndim < 1 || !gpudl__same_shape(x, dy) || (dx && !gpudl__same_shape(x, dx)) || x->shape[x->ndim - 1] < 1)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "layernorm backward", "dy", dy, "x", x, "dy and dx shaped like x");
+    C = x->shape[x->ndim - 1]; R = gpudl_tensor_numel(x) / C;
+    GPUDL__TRY(gpudl__same_device(ctx, "layernorm backward", "dy", dy, "x", x));
+    if (dx) {
+        GPUDL__TRY(gpudl__check_dt(ctx, dx, "dx", x->dtype));
+        GPUDL__TRY(gpudl__same_device(ctx, "layernorm backward", "dx", dx, "x", x));
+    }
+    GPUDL__TRY(gpudl__ln_vec(ctx, gamma, "gamma", C, x, "one value per channel (the last dim of x)"));
+    GPUDL__TRY(gpudl__ln_vec(ctx, mean, "mean", R, x, "one value per row of x"));
+    GPUDL__TRY(gpudl__ln_vec(ctx, rstd, "rstd", R, x, "one value per row of x"));
+    if (dgamma) GPUDL__TRY(gpudl__ln_vec(ctx, dgamma, "dgamma", C, x, "one value per channel (the last dim of x)"));
+    if (dbeta) GPUDL__TRY(gpudl__ln_vec(ctx, dbeta, "dbeta", C, x, "one value per channel (the last dim of x)"));
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(x)) {
+        float *scratch;
+        GPUDL__TRY(gpudl__dev_scratch(ctx, (size_t)gpudl_k_layernorm_scratch(R, C), &scratch));
+        GPUDL__LAUNCH(ctx, gpudl_k_layernorm_bwd(ctx->stream, dx ? dx->data : NULL, dgamma ? (float *)dgamma->data : NULL,
+                                                 dbeta ? (float *)dbeta->data : NULL, dy->data, x->data, (int)x->dtype,
+                                                 (const float *)gamma->data, (const float *)mean->data,
+                                                 (const float *)rstd->data, R, C, scratch));
+        return GPUDL_OK;
+    }
+#endif
+    if (x->dtype != GPUDL_F32) {
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *dxw = gpudl__widen(&W, dx, 1), *dyw = gpudl__widen(&W, dy, 0), *xw = gpudl__widen(&W, x, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_layernorm_backward(ctx, dxw, dgamma, dbeta, dyw, xw, gamma, mean, rstd));
+    }
+    if (dx) {
+        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (R * C > 16384))
+        for (r = 0; r < R; r++) {
+            const float *xr = (const float *)x->data + r * C, *dyr = (const float *)dy->data + r * C, *g = (const float *)gamma->data;
+            float m = ((const float *)mean->data)[r], rs = ((const float *)rstd->data)[r], *dxr = (float *)dx->data + r * C;
+            double sg = 0, sgx = 0;
+            int64_t k;
+            for (k = 0; k < C; k++) {
+                double dyg = (double)dyr[k] * g[k];
+                sg += dyg;
+                sgx += dyg * ((xr[k] - m) * rs);
+            }
+            for (k = 0; k < C; k++)
+                dxr[k] = gpudl__ln_bwd_elem(dyr[k], xr[k], m, rs, g[k], (float)(sg / (double)C), (float)(sgx / (double)C));
+        }
+    }
+    if (dgamma || dbeta) {   /* column sums in row order (double): deterministic */
+        double *acc;
+        GPUDL__TRY(gpudl__host_ws(ctx, sizeof(double) * 2 * (size_t)C, (void **)&acc));
+        memset(acc, 0, sizeof(double) * 2 * (size_t)C);
+        for (r = 0; r < R; r++) {
+            const float *xr = (const float *)x->data + r * C, *dyr = (const float *)dy->data + r * C;
+            float m = ((const float *)mean->data)[r], rs = ((const float *)rstd->data)[r];
+            for (c = 0; c < C; c++) { acc[c] += (double)dyr[c] * ((xr[c] - m) * rs); acc[C + c] += dyr[c]; }
+        }
+        for (c = 0; c < C; c++) {
+            if (dgamma) ((float *)dgamma->data)[c] += (float)acc[c];
+            if (dbeta) ((float *)dbeta->data)[c] += (float)acc[C + c];
+        }
+    }
+    return GPUDL_OK;
+}
+
+/* qkv (B,T,3C) and its partner (B,T,C) (y or dy), att (B,NH,T,T): shapes, dtypes, devices. */
+static gpudl_status gpudl__attn_check(gpudl_ctx *ctx, const char *what, const gpudl_tensor *bt, const char *btn,
+                                      const gpudl_tensor *att, const gpudl_tensor *qkv, int64_t NH) {
+    int64_t B, T, C;
+    GPUDL__TRY(gpudl__check_act(ctx, qkv, "qkv"));
+    GPUDL__TRY(gpudl__check_dt(ctx, bt, btn, qkv->dtype));
+    GPUDL__TRY(gpudl__check_dt(ctx, att, "att", qkv->dtype));
+    if (qkv->ndim != 3 || qkv->shape[2] % 3 != 0 || qkv->shape[2] < 3)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, what, "qkv", qkv, btn, bt, "need qkv (B,T,3C)");
+    B = qkv->shape[0]; T = qkv->shape[1]; C = qkv->shape[2] / 3;
+    if (NH < 1 || C % NH != 0)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "%s: n_head = %lld does not divide C = %lld (qkv's last dim / 3)", what,
+                          (long long)NH, (long long)C);
+    if (bt->ndim != 3 || bt->shape[0] != B || bt->shape[1] != T || bt->shape[2] != C)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, what, btn, bt, "qkv", qkv, "need (B,T,C) beside qkv (B,T,3C)");
+    if (att->ndim != 4 || att->shape[0] != B || att->shape[1] != NH || att->shape[2] != T || att->shape[3] != T)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, what, "att", att, "qkv", qkv, "need att (B,NH,T,T)");
+    GPUDL__TRY(gpudl__same_device(ctx, what, btn, bt, "qkv", qkv));
+    return gpudl__same_device(ctx, what, "att", att, "qkv", qkv);
+}
+
+#ifndef GPUDL_NO_CUDA
+/* A non-owning 3-D device tensor over workspace memory. */
+static gpudl_tensor gpudl__ws_view(void *data, gpudl_dtype dt, int64_t L, int64_t M, int64_t N) {
+    gpudl_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data; t.dtype = dt; t.device = GPUDL_DEVICE_CUDA; t.ndim = 3;
+    t.shape[0] = L; t.shape[1] = M; t.shape[2] = N;
+    return t;
+}
+/* bytes rounded up to 256, so every part of a workspace is aligned as cudaMalloc's memory is */
+static size_t gpudl__ws_part(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
+#endif
+
+GPUDL__DEF gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *att, const gpudl_tensor *qkv,
+                                                int64_t n_head) {
+    int64_t B, T, C, NH = n_head, HS, i;
+    float scale;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__attn_check(ctx, "attention", y, "y", att, qkv, NH));
+    B = qkv->shape[0]; T = qkv->shape[1]; C = qkv->shape[2] / 3; HS = C / NH;
+    scale = 1.0f / sqrtf((float)HS);
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(qkv)) {
+        gpudl_dtype dt = qkv->dtype;
+        size_t es = gpudl_dtype_size(dt), part = gpudl__ws_part((size_t)(B * T * C) * es);
+        size_t sbytes = dt == GPUDL_F32 ? 0 : gpudl__ws_part(sizeof(float) * (size_t)(B * NH * T * T));
+        char *ws;
+        gpudl_tensor Q, K, Vt, Yh, S, A;
+        float *scores;
+        if (B * T * C == 0) return GPUDL_OK;
+        GPUDL__TRY(gpudl__dev_ws(ctx, 4 * part + sbytes, (void **)&ws));
+        scores = dt == GPUDL_F32 ? (float *)att->data : (float *)(ws + 4 * part);   /* F32: the softmax runs in place */
+        Q = gpudl__ws_view(ws, dt, B * NH, T, HS);
+        K = gpudl__ws_view(ws + part, dt, B * NH, T, HS);
+        Vt = gpudl__ws_view(ws + 2 * part, dt, B * NH, T, HS);
+        Yh = gpudl__ws_view(ws + 3 * part, dt, B * NH, T, HS);
+        S = gpudl__ws_view(scores, GPUDL_F32, B * NH, T, T);
+        A = gpudl__ws_view(att->data, dt, B * NH, T, T);
+        GPUDL__LAUNCH(ctx, gpudl_k_attn_split(ctx->stream, Q.data, K.data, Vt.data, qkv->data, (int)dt, B, T, NH, HS, 1));
+        GPUDL__TRY(gpudl_matmul(ctx, &S, &Q, &K, 0, 1, scale, 0.0f));          /* scores = q k^T / sqrt(HS) */
+        GPUDL__LAUNCH(ctx, gpudl_k_attn_softmax(ctx->stream, att->data, scores, (int)dt, B * NH, T));
+        GPUDL__TRY(gpudl_matmul(ctx, &Yh, &A, &Vt, 0, 0, 1.0f, 0.0f));         /* y = att v, per head */
+        GPUDL__LAUNCH(ctx, gpudl_k_attn_merge(ctx->stream, y->data, Yh.data, (int)dt, B, T, NH, HS, 0));
+        return GPUDL_OK;
+    }
+#endif
+    if (qkv->dtype != GPUDL_F32) {
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *yw = gpudl__widen(&W, y, 1), *aw = gpudl__widen(&W, att, 1), *qw = gpudl__widen(&W, qkv, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_attention_forward(ctx, yw, aw, qw, n_head));
+    }
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
+    for (i = 0; i < B * NH * T; i++) {   /* i = (b NH + h) T + t: one query row */
+        int64_t b = i / (NH * T), h = (i / T) % NH, t = i % T, j, d;
+        const float *base = (const float *)qkv->data + b * T * 3 * C, *q = base + t * 3 * C + h * HS;
+        float *a = (float *)att->data + i * T, *yo = (float *)y->data + (b * T + t) * C + h * HS, mx = -INFINITY;
+        double s = 0;
+        for (j = 0; j < T; j++) {
+            const float *k = base + j * 3 * C + C + h * HS;
+            float dot = 0.0f;
+            if (!gpudl__attn_visible(t, j)) { a[j] = 0.0f; continue; }
+            for (d = 0; d < HS; d++) dot += q[d] * k[d];
+            a[j] = dot * scale;
+            mx = gpudl__nanmax(mx, a[j]);
+        }
+        for (j = 0; j <= t; j++) s += exp((double)a[j] - mx);
+        for (j = 0; j <= t; j++) a[j] = (float)(exp((double)a[j] - mx) / s);
+        for (d = 0; d < HS; d++) yo[d] = 0.0f;
+        for (j = 0; j <= t; j++) {
+            const float *v = base + j * 3 * C + 2 * C + h * HS;
+            for (d = 0; d < HS; d++) yo[d] += a[j] * v[d];
+        }
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_attention_backward(gpudl_ctx *ctx, gpudl_tensor *dqkv, const gpudl_tensor *dy, const gpudl_tensor *qkv,
+                                                 const gpudl_tensor *att, int64_t n_head) {
+    int64_t B, T, C, NH = n_head, HS, bh;
+    float scale, *dps;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__attn_check(ctx, "attention backward", dy, "dy", att, qkv, NH));
+    GPUDL__TRY(gpudl__check_dt(ctx, dqkv, "dqkv", qkv->dtype));
+    if (!gpudl__same_shape(dqkv, qkv))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "attention backward", "dqkv", dqkv, "qkv", qkv, "dqkv shaped like qkv");
+    GPUDL__TRY(gpudl__same_device(ctx, "attention backward", "dqkv", dqkv, "qkv", qkv));
+    B = qkv->shape[0]; T = qkv->shape[1]; C = qkv->shape[2] / 3; HS = C / NH;
+    scale = 1.0f / sqrtf((float)HS);
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(qkv)) {
+        gpudl_dtype dt = qkv->dtype;
+        size_t es = gpudl_dtype_size(dt), part = gpudl__ws_part((size_t)(B * T * C) * es);
+        size_t dpbytes = gpudl__ws_part(sizeof(float) * (size_t)(B * NH * T * T));
+        size_t dsbytes = dt == GPUDL_F32 ? 0 : gpudl__ws_part(es * (size_t)(B * NH * T * T));
+        char *ws;
+        gpudl_tensor Q, K, Vt, DYh, DQ, DK, DV, DP, DS, A;
+        int64_t L = B * NH;
+        if (B * T * C == 0) return GPUDL_OK;
+        GPUDL__TRY(gpudl__dev_ws(ctx, 7 * part + dpbytes + dsbytes, (void **)&ws));
+        Q = gpudl__ws_view(ws, dt, L, T, HS);
+        K = gpudl__ws_view(ws + part, dt, L, T, HS);
+        Vt = gpudl__ws_view(ws + 2 * part, dt, L, T, HS);
+        DYh = gpudl__ws_view(ws + 3 * part, dt, L, T, HS);
+        DQ = gpudl__ws_view(ws + 4 * part, dt, L, T, HS);
+        DK = gpudl__ws_view(ws + 5 * part, dt, L, T, HS);
+        DV = gpudl__ws_view(ws + 6 * part, dt, L, T, HS);
+        DP = gpudl__ws_view(ws + 7 * part, GPUDL_F32, L, T, T);
+        DS = gpudl__ws_view(dt == GPUDL_F32 ? DP.data : (void *)(ws + 7 * part + dpbytes), dt, L, T, T);   /* F32: in place */
+        A = gpudl__ws_view(att->data, dt, L, T, T);
+        GPUDL__LAUNCH(ctx, gpudl_k_attn_split(ctx->stream, Q.data, K.data, Vt.data, qkv->data, (int)dt, B, T, NH, HS, 1));
+        GPUDL__LAUNCH(ctx, gpudl_k_attn_merge(ctx->stream, dy->data, DYh.data, (int)dt, B, T, NH, HS, 1));
+        GPUDL__TRY(gpudl_matmul(ctx, &DP, &DYh, &Vt, 0, 1, 1.0f, 0.0f));   /* d att = dy v^T */
+        GPUDL__TRY(gpudl_matmul(ctx, &DV, &A, &DYh, 1, 0, 1.0f, 0.0f));    /* dv = att^T dy */
+        GPUDL__LAUNCH(ctx, gpudl_k_attn_softmax_bwd(ctx->stream, DS.data, (const float *)DP.data, att->data, (int)dt, L, T));
+        GPUDL__TRY(gpudl_matmul(ctx, &DQ, &DS, &K, 0, 0, scale, 0.0f));    /* dq = ds k / sqrt(HS) */
+        GPUDL__TRY(gpudl_matmul(ctx, &DK, &DS, &Q, 1, 0, scale, 0.0f));    /* dk = ds^T q / sqrt(HS) */
+        GPUDL__LAUNCH(ctx, gpudl_k_attn_split(ctx->stream, DQ.data, DK.data, DV.data, dqkv->data, (int)dt, B, T, NH, HS, 0));
+        return GPUDL_OK;
+    }
+#endif
+    if (qkv->dtype != GPUDL_F32) {
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *dw = gpudl__widen(&W, dqkv, 1), *dyw = gpudl__widen(&W, dy, 0), *qw = gpudl__widen(&W, qkv, 0);
+        gpudl_tensor *aw = gpudl__widen(&W, att, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_attention_backward(ctx, dw, dyw, qw, aw, n_head));
+    }
+    GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(B * NH * T), (void **)&dps));
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
+    for (bh = 0; bh < B * NH; bh++) {   /* one (batch, head): its own columns of dqkv */
+        int64_t b = bh / NH, h = bh % NH, t, j, d;
+        const float *base = (const float *)qkv->data + b * T * 3 * C, *dyb = (const float *)dy->data + b * T * C + h * HS;
+        float *dbase = (float *)dqkv->data + b * T * 3 * C, *dp = dps + bh * T;
+        for (t = 0; t < T; t++)
+            for (d = 0; d < HS; d++) {
+                float *z = dbase + t * 3 * C + h * HS + d;
+                z[0] = z[C] = z[2 * C] = 0.0f;
+            }
+        for (t = 0; t < T; t++) {
+            const float *p = (const float *)att->data + (bh * T + t) * T, *dyt = dyb + t * C, *q = base + t * 3 * C + h * HS;
+            float *dq = dbase + t * 3 * C + h * HS;
+            double dot = 0;
+            for (j = 0; j <= t; j++) {
+                const float *v = base + j * 3 * C + 2 * C + h * HS;
+                float *dv = dbase + j * 3 * C + 2 * C + h * HS, acc = 0.0f;
+                for (d = 0; d < HS; d++) { acc += dyt[d] * v[d]; dv[d] += p[j] * dyt[d]; }
+                dp[j] = acc;
+                dot += (double)p[j] * acc;
+            }
+            for (j = 0; j <= t; j++) {
+                const float *k = base + j * 3 * C + C + h * HS;
+                float *dk = dbase + j * 3 * C + C + h * HS, ds = gpudl__softmax_bwd_elem(p[j], dp[j], (float)dot) * scale;
+                for (d = 0; d < HS; d++) { dq[d] += ds * k[d]; dk[d] += ds * q[d]; }
+            }
+        }
+    }
+    return GPUDL_OK;
+}
 
 /* >>model ----------------------------------------------------------------- */
 /* A layer is an entry of a table of kinds, in the manner of miniaudio's
@@ -5861,6 +6401,7 @@ struct gpudl_model {
 #ifndef GPUDL_NO_CUDA
     cudaEvent_t scaler_ev;               /* recorded after the copy into scaler_seen */
     int scaler_ev_pending;
+    int check_stale;                     /* a step failed after its non-finite check ran: clear the flag first */
 #endif
 };
 
@@ -6049,13 +6590,13 @@ GPUDL__DEF void gpudl_model_destroy(gpudl_model *m) {
     ctx = m->ctx;
     for (p = &ctx->models; *p && *p != m; p = &(*p)->next) {}
     if (*p) *p = m->next;
+    gpudl__amp_release(m);   /* first: it asks the parameters where the model lives (issue 26) */
     gpudl__acts_free(m);
     for (i = 0; i < m->nlayers; i++) gpudl_tensor_free(ctx, &m->layers[i].saved);
     gpudl_tensor_free(ctx, &m->params); gpudl_tensor_free(ctx, &m->grads); gpudl_tensor_free(ctx, &m->buffers);
     gpudl_tensor_free(ctx, &m->opt_m); gpudl_tensor_free(ctx, &m->opt_v);
     gpudl_tensor_free(ctx, &m->probs); gpudl_tensor_free(ctx, &m->loss); gpudl_tensor_free(ctx, &m->clip);
     gpudl_tensor_free(ctx, &m->preds); gpudl_tensor_free(ctx, &m->dinput);
-    gpudl__amp_release(m);
     GPUDL_FREE(m->prof);
     GPUDL_FREE(m->layers);
     memset(m, 0, sizeof *m);   /* a shell: its tag says it is dead, its context who to tell */
@@ -6534,12 +7075,12 @@ static gpudl_status gpudl__model_init(gpudl_model *m) {
 static void gpudl__build_undo(gpudl_model *m) {
     gpudl_ctx *ctx = m->ctx;
     int i;
+    gpudl__amp_release(m);   /* first: it asks the parameters where the model lives (issue 26) */
     gpudl__acts_free(m);
     for (i = 0; i < m->nlayers; i++) gpudl_tensor_free(ctx, &m->layers[i].saved);
     gpudl_tensor_free(ctx, &m->params); gpudl_tensor_free(ctx, &m->grads); gpudl_tensor_free(ctx, &m->buffers);
     gpudl_tensor_free(ctx, &m->probs); gpudl_tensor_free(ctx, &m->loss); gpudl_tensor_free(ctx, &m->clip);
     gpudl_tensor_free(ctx, &m->preds);
-    gpudl__amp_release(m);
 }
 
 GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc *desc) {
@@ -7183,12 +7724,26 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
     if (m->precision == GPUDL_PRECISION_BF16) GPUDL__TRY(gpudl__round16(m, &m->grads));
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(&m->params)) {
+        /* Atomic (issue 26): the launches before the update change nothing
+           a retry would see twice (the check reads the gradients, the clip
+           scale has its own buffer), the update is one launch that also
+           runs the scaler's step, and the step counts once it is queued. A
+           refused launch or a failed library call leaves the weights, the
+           optimizer and scaler state and the count as they were: retry. */
         const float *gscale = NULL;
         gpudl_scaler_state *st = gpudl__scaler(m);
-        if (check) GPUDL__LAUNCH(m->ctx, gpudl_k_unscale(m->ctx->stream, (float *)m->grads.data, n, st, fp16));
+        gpudl_status s;
+        if (check && m->check_stale) {   /* a failed step's flag is not this step's */
+            GPUDL__LAUNCH(m->ctx, gpudl_k_scaler_clear(m->ctx->stream, st));
+            m->check_stale = 0;
+        }
+        if (check) {
+            GPUDL__LAUNCH(m->ctx, gpudl_k_nonfinite(m->ctx->stream, (const float *)m->grads.data, n, st, fp16));
+            m->check_stale = 1;
+        }
         if (m->opt.clip_norm > 0.0f) {
             GPUDL__LAUNCH(m->ctx, gpudl_k_clip_scale(m->ctx->stream, (float *)m->clip.data, (const float *)m->grads.data, n,
-                                                     m->opt.clip_norm, m->ctx->scratch));
+                                                     m->opt.clip_norm, m->ctx->scratch, check ? st : NULL, fp16));
             gscale = (const float *)m->clip.data + 1;
         }
         if (m->ctx->any_ops[1]) {   /* the user's update decides on the host: it waits for the check and the clip scale */
@@ -7196,20 +7751,39 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
             float cs[2] = {0.0f, 1.0f};
             if (check) GPUDL__TRY(gpudl__memcpy(m->ctx, &found, GPUDL_DEVICE_CPU, &st->found_inf, GPUDL_DEVICE_CUDA, sizeof found));
             if (gscale) GPUDL__TRY(gpudl__memcpy(m->ctx, cs, GPUDL_DEVICE_CPU, m->clip.data, GPUDL_DEVICE_CUDA, sizeof cs));
-            if (!found) GPUDL__TRY(gpudl__step_user(m, &h, cs[1], &user_done));
-        }
-        if (!user_done) GPUDL__LAUNCH(m->ctx, gpudl_k_optim(m->ctx->stream, h, (float *)m->params.data, (const float *)m->grads.data,
-                                            (float *)m->opt_m.data, (float *)m->opt_v.data, n, gscale, check ? &st->found_inf : NULL,
-                                            m->params16.data, (int)m->params16.dtype));   /* and the 16-bit copy */
-        if (check) {
-            GPUDL__LAUNCH(m->ctx, gpudl_k_scaler_update(m->ctx->stream, st, m->sdesc));
-            if (!m->scaler_ev_pending) {   /* the state, copied back without waiting; read by a later step */
-                GPUDL__CUDA(m->ctx, cudaMemcpyAsync(m->scaler_seen, st, sizeof *st, cudaMemcpyDeviceToHost, m->ctx->stream));
-                GPUDL__CUDA(m->ctx, cudaEventRecord(m->scaler_ev, m->ctx->stream));
-                m->scaler_ev_pending = 1;
+            if (!found && fp16 && (m->opt.kind == GPUDL_OPTIM_SGD ? m->ctx->ops[1].sgd_update != NULL : m->ctx->ops[1].adam_update != NULL)) {
+                /* the user's update gets unscaled gradients: unscaled in place (this path is not atomic) */
+                GPUDL__LAUNCH(m->ctx, gpudl_k_unscale(m->ctx->stream, (float *)m->grads.data, n, st, fp16));
+                GPUDL__TRY(gpudl__step_user(m, &h, cs[1], &user_done));
+                if (!user_done)   /* handed back: gpudl's update of the unscaled gradients */
+                    GPUDL__LAUNCH(m->ctx, gpudl_k_optim(m->ctx->stream, h, (float *)m->params.data,
+                                                        (const float *)m->grads.data, (float *)m->opt_m.data,
+                                                        (float *)m->opt_v.data, n, gscale, &st->found_inf, m->params16.data,
+                                                        (int)m->params16.dtype));
+                user_done = 1;
+            } else if (!found) {
+                GPUDL__TRY(gpudl__step_user(m, &h, cs[1], &user_done));
             }
+            if (user_done && check) GPUDL__LAUNCH(m->ctx, gpudl_k_scaler_update(m->ctx->stream, st, m->sdesc));
         }
+        if (!user_done)
+            GPUDL__LAUNCH(m->ctx, gpudl_k_optim_step(m->ctx->stream, h, (float *)m->params.data, (const float *)m->grads.data,
+                                                     (float *)m->opt_m.data, (float *)m->opt_v.data, n, gscale,
+                                                     check ? st : NULL, fp16, m->sdesc, m->params16.data,
+                                                     (int)m->params16.dtype));   /* and the 16-bit copy */
+        /* the update is queued: the step has happened, whatever follows */
         m->step++;
+        m->check_stale = 0;
+        if (check && !m->scaler_ev_pending) {   /* the state, copied back without waiting; read by a later step */
+            s = gpudl__cuda_ok(m->ctx, cudaMemcpyAsync(m->scaler_seen, st, sizeof *st, cudaMemcpyDeviceToHost, m->ctx->stream),
+                               "cudaMemcpyAsync (loss scaler state)");
+            if (s == GPUDL_OK)
+                s = gpudl__cuda_ok(m->ctx, cudaEventRecord(m->scaler_ev, m->ctx->stream), "cudaEventRecord (loss scaler)");
+            if (s != GPUDL_OK)
+                return GPUDL__ERR(m->ctx, s, "model_step: the step was applied (do not retry it), but the loss scaler's "
+                                  "state could not be copied back: %s", gpudl__message(m->ctx));
+            m->scaler_ev_pending = 1;
+        }
         return GPUDL_OK;
     }
 #endif
@@ -7299,8 +7873,9 @@ static gpudl_status gpudl__scaler_make(gpudl_model *m, float scale) {
     if (s == GPUDL_OK) s = gpudl_tensor_upload(m->ctx, &m->scaler, &st, sizeof st);
 #ifndef GPUDL_NO_CUDA
     if (s == GPUDL_OK && GPUDL__ON_GPU(&m->params)) {
-        cudaError_t e = cudaMallocHost((void **)&m->scaler_seen, sizeof st);
-        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&m->scaler_ev, cudaEventDisableTiming);
+        cudaError_t e = GPUDL__FAULT(3) ? cudaErrorMemoryAllocation : cudaMallocHost((void **)&m->scaler_seen, sizeof st);
+        if (e == cudaSuccess)
+            e = GPUDL__FAULT(3) ? cudaErrorInvalidValue : cudaEventCreateWithFlags(&m->scaler_ev, cudaEventDisableTiming);
         if (e != cudaSuccess) return gpudl__cuda_fail(m->ctx, e, "pinned scaler state", __FILE__, __LINE__);
         *m->scaler_seen = st;
         return GPUDL_OK;

@@ -17,6 +17,21 @@
    top of tests/suite_core.c. Helpers that several section files use are in
    train_helpers.h. The table below is the order the tests run in (they share
    the CPU context's random stream). */
+/* Fault injection (gpudl.h's GPUDL__FAULT): while g_fault_at >= 0, every
+   guarded call of a kind in g_fault_kinds (bits 1 << kind) is counted in
+   g_fault_seen, and the one numbered g_fault_at fails without running. */
+#ifndef GPUDL_NO_CUDA
+static long long g_fault_at = -1, g_fault_seen;
+static int g_fault_kinds = ~0, g_fault_hit;
+static int test_fault(int kind) {
+    if (g_fault_at < 0 || !(g_fault_kinds & (1 << kind))) return 0;
+    if (g_fault_seen++ != g_fault_at) return 0;
+    g_fault_hit = kind;
+    return 1;
+}
+#define GPUDL__FAULT(kind) test_fault(kind)
+#endif
+
 #define GPUDL_IMPLEMENTATION
 #include "../gpudl.h"
 #include "harness.h"
@@ -94,6 +109,8 @@ static const test_case tests[] = {
     {"custom_layer_cnn", test_custom_layer_cnn},
     {"gpu_override_and_custom", test_gpu_override_and_custom},
     {"model_profile", test_model_profile},
+    {"gpu_emu_model_release", test_gpu_emu_model_release},
+    {"gpu_step_atomic", test_gpu_step_atomic},
 };
 
 int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }

@@ -293,22 +293,21 @@ static void test_gpu_emu_counters_training_step(void) {
            backward (dx and dW of the last two layers, only dW of the first). 13 launches: the
            batch gather; bias+ReLU twice and a bias add after the GEMMs; the loss (row losses,
            their sum) and its gradient; a bias-gradient sum per linear layer and ReLU's backward
-           twice; the optimizer; the non-finite check (a pass over the gradients) and the update
-           of its state (15). FP16: the check is the gradients' unscale, plus the input's cast
-           (16); BF16 adds the cast and the gradients' rounding (17).
+           twice; the non-finite check (a pass that reads the gradients) and the optimizer, which
+           also updates the check's state in its last block (14). FP16 adds the input's cast (15); BF16 the cast and the gradients' rounding (16).
            bench/RESULTS.md sets these beside the floor of a fused design. */
-        {"MLP FP32", 0, GPUDL_PRECISION_FP32, 15, 8},
-        {"MLP FP16", 0, GPUDL_PRECISION_FP16, 16, 8},
-        {"MLP BF16", 0, GPUDL_PRECISION_BF16, 17, 8},
+        {"MLP FP32", 0, GPUDL_PRECISION_FP32, 14, 8},
+        {"MLP FP16", 0, GPUDL_PRECISION_FP16, 15, 8},
+        {"MLP BF16", 0, GPUDL_PRECISION_BF16, 16, 8},
         /* the test CNN: conv-bn-relu-pool-flatten-dropout-linear, Adam with clipping. Library:
            conv forward, linear GEMM, its dx and dW, conv's filter gradient (no dx: first layer).
-           24 launches: gather, conv bias, batch norm (statistics in 2 passes, apply), ReLU, pool,
+           23 launches: gather, conv bias, batch norm (statistics in 2 passes, apply), ReLU, pool,
            dropout, linear bias, loss (3); backward: bias-gradient sum, dropout, pool, ReLU,
-           batch norm (3), conv bias gradient (2); gradient clipping (2), optimizer, the non-finite
-           check (2). */
-        {"CNN FP32", 1, GPUDL_PRECISION_FP32, 26, 5},
-        {"CNN FP16", 1, GPUDL_PRECISION_FP16, 28, 5},
-        {"CNN BF16", 1, GPUDL_PRECISION_BF16, 29, 5},
+           batch norm (3), conv bias gradient (2); gradient clipping (2), the non-finite check,
+           the optimizer. */
+        {"CNN FP32", 1, GPUDL_PRECISION_FP32, 25, 5},
+        {"CNN FP16", 1, GPUDL_PRECISION_FP16, 27, 5},
+        {"CNN BF16", 1, GPUDL_PRECISION_BF16, 28, 5},
     };
     gpudl_ctx *c = cpu_ctx();
     int64_t xs[4] = {96, 1, 28, 28}, ys[1] = {96};
@@ -561,4 +560,210 @@ static void test_model_profile(void) {
     CHECK(strstr(gpudl_model_profile_report(m, rep, sizeof rep), "no profile") != NULL);
     gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y);
     gpudl_model_destroy(m);
+}
+
+/* >>model: what a failure leaves (issue 26) -------------------------------- */
+
+/* A small MLP on the GPU for the release and atomicity tests; NULL with
+   *st set when build fails. */
+static gpudl_model *fault_mlp(gpudl_ctx *g, gpudl_status *st) {
+    gpudl_model *m;
+    gpudl_model_desc md;
+    int64_t in[1] = {12};
+    GPUDL_CHECK(gpudl_model_create(g, &m, 1, in));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 12, 16));
+    GPUDL_CHECK(gpudl_model_add_relu(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 16, 5));
+    memset(&md, 0, sizeof md);
+    md.max_batch = 8;
+    md.seed = 11;
+    *st = gpudl_model_build(m, &md);
+    return m;
+}
+
+/* gpudl_model_destroy, a precision change and a failed gpudl_model_build
+   give back every pinned block (the loss scaler's host view of its state)
+   and every device allocation. Issue 26: destroy freed the parameters
+   before releasing the scaler, whose release then took the model for a CPU
+   one and kept its pinned block and event (one per model). The emulated
+   device counts pinned blocks; it has no counter of events. */
+static void test_gpu_emu_model_release(void) {
+#ifndef __CUEMU__
+    SKIP("counts pinned blocks on the emulated device (tests/emu) only");
+#else
+    cuemu_counters n;
+    gpudl_model *m;
+    gpudl_status s;
+    long long sites, k;
+    int failed = 0;
+    NEED_GPU(g);
+    CHECK_OK(gpudl_ctx_sync(g));
+    cuemu_counters_reset();
+    m = fault_mlp(g, &s);
+    CHECK_OK(s);
+    CHECK_OK(gpudl_model_set_precision(m, GPUDL_PRECISION_FP16, NULL));
+    CHECK_OK(gpudl_model_set_precision(m, GPUDL_PRECISION_BF16, NULL));
+    gpudl_model_destroy(m);
+    cuemu_counters_get(&n);
+    CHECKF(n.host_allocs >= 3 && n.host_allocs == n.host_frees, "build, two precisions, destroy: %llu pinned blocks "
+           "allocated, %llu freed", (unsigned long long)n.host_allocs, (unsigned long long)n.host_frees);
+    CHECKF(n.mallocs == n.frees, "build, two precisions, destroy: %llu device allocations, %llu frees",
+           (unsigned long long)n.mallocs, (unsigned long long)n.frees);
+    /* every CUDA, library and launch site of build failed in turn */
+    g_fault_kinds = ~0;
+    g_fault_seen = 0;
+    g_fault_at = 1LL << 40;
+    m = fault_mlp(g, &s);
+    g_fault_at = -1;
+    sites = g_fault_seen;
+    CHECK_OK(s);
+    gpudl_model_destroy(m);
+    CHECKF(sites >= 3, "build has only %lld guarded sites", sites);
+    for (k = 0; k < sites; k++) {
+        CHECK_OK(gpudl_ctx_sync(g));
+        cuemu_counters_reset();
+        g_fault_seen = 0;
+        g_fault_at = k;
+        m = fault_mlp(g, &s);
+        g_fault_at = -1;
+        failed += s != GPUDL_OK;
+        CHECKF(s != GPUDL_OK, "build with site %lld of %lld failing returned OK", k, sites);
+        gpudl_model_destroy(m);
+        cuemu_counters_get(&n);
+        CHECKF(n.host_allocs == n.host_frees && n.mallocs == n.frees, "build failing at site %lld (kind %d) then destroy: "
+               "%llu pinned blocks allocated, %llu freed; %llu device allocations, %llu freed", k, g_fault_hit,
+               (unsigned long long)n.host_allocs, (unsigned long long)n.host_frees, (unsigned long long)n.mallocs,
+               (unsigned long long)n.frees);
+    }
+    printf("    %lld sites of gpudl_model_build failed in turn\n", sites);
+#endif
+}
+
+#ifndef GPUDL_NO_CUDA
+typedef struct { const char *name; gpudl_precision prec; gpudl_optim_kind opt; float clip; } atomic_case;
+
+static gpudl_model *atomic_model(gpudl_ctx *g, const atomic_case *t) {
+    gpudl_optim_desc od;
+    gpudl_status s;
+    gpudl_model *m = fault_mlp(g, &s);
+    GPUDL_CHECK(s);
+    memset(&od, 0, sizeof od);
+    od.kind = t->opt;
+    od.lr = t->opt == GPUDL_OPTIM_SGD ? 0.05f : 0.01f;
+    od.momentum = t->opt == GPUDL_OPTIM_SGD ? 0.9f : 0.0f;
+    od.clip_norm = t->clip;
+    GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+    GPUDL_CHECK(gpudl_model_set_precision(m, t->prec, NULL));
+    return m;
+}
+
+static void atomic_pass(gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *y) {
+    CHECK_OK(gpudl_model_zero_grad(m));
+    CHECK_OK(gpudl_model_forward(m, x, NULL));
+    CHECK_OK(gpudl_model_loss(m, y));
+    CHECK_OK(gpudl_model_backward(m));
+}
+
+/* What a step may change: weights, optimizer state, the 16-bit copy, the
+   scaler's state and the step count, as bytes. */
+static size_t atomic_snap(gpudl_model *m, unsigned char *buf) {
+    const gpudl_tensor *t[4] = {&m->params, &m->opt_m, &m->opt_v, &m->params16};
+    size_t n = 0, b;
+    int i;
+    int64_t step = gpudl_model_step_count(m);
+    for (i = 0; i < 4; i++) {
+        if (!t[i]->data) continue;
+        b = gpudl_tensor_bytes(t[i]);
+        CHECK_OK(gpudl_tensor_download(m->ctx, t[i], buf + n, b));
+        n += b;
+    }
+    if (m->scaler.data) {
+        CHECK_OK(gpudl_model_scaler_state(m, (gpudl_scaler_state *)(void *)(buf + n)));
+        n += sizeof(gpudl_scaler_state);
+    }
+    memcpy(buf + n, &step, sizeof step);
+    return n + sizeof step;
+}
+#endif
+
+/* gpudl_model_step is atomic: when a kernel launch or a library call of the
+   step fails (each one in turn, refused as the device would refuse it),
+   the weights, optimizer state, scaler state and step count are as before
+   the call, and a retried step ends where a clean run does, bit for bit.
+   Issue 26: a failing launch after the optimizer's (the scaler update)
+   left the weights updated and the count not advanced, so a retry updated
+   twice; FP16's unscale divided the gradients in place before the update,
+   so a refused update then a retry unscaled them twice. */
+static void test_gpu_step_atomic(void) {
+#ifdef GPUDL_NO_CUDA
+    SKIP("CPU-only build (GPUDL_NO_CUDA)");
+#else
+    static const atomic_case cases[] = {
+        {"FP32 SGD momentum", GPUDL_PRECISION_FP32, GPUDL_OPTIM_SGD, 0.0f},
+        {"FP16 SGD momentum", GPUDL_PRECISION_FP16, GPUDL_OPTIM_SGD, 0.0f},
+        {"BF16 Adam", GPUDL_PRECISION_BF16, GPUDL_OPTIM_ADAM, 0.0f},
+        {"FP32 Adam, clip", GPUDL_PRECISION_FP32, GPUDL_OPTIM_ADAM, 0.5f},
+        {"FP16 AdamW, clip", GPUDL_PRECISION_FP16, GPUDL_OPTIM_ADAMW, 0.5f},
+    };
+    gpudl_ctx *c = cpu_ctx();
+    int64_t xs[2] = {8, 12}, N = 8, i;
+    gpudl_tensor hx, hy, x, y;
+    size_t k, cap = 64 << 10;
+    unsigned char *clean = (unsigned char *)malloc(cap), *before = (unsigned char *)malloc(cap),
+                  *after = (unsigned char *)malloc(cap);
+    long long total = 0;
+    NEED_GPU(g);
+    hx = rnd(2, xs, -2, 2);
+    hy = mk(c, GPUDL_I32, 1, &N);
+    for (i = 0; i < N; i++) ((int32_t *)hy.data)[i] = (int32_t)(i % 5);
+    x = to_dev(g, &hx);
+    y = to_dev(g, &hy);
+    g_fault_kinds = (1 << 1) | (1 << 2);   /* launches and library calls */
+    for (k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const atomic_case *t = &cases[k];
+        gpudl_model *m = atomic_model(g, t);
+        size_t nclean, nb, na;
+        long long sites, site;
+        int step;
+        for (step = 0; step < 4; step++) { atomic_pass(m, &x, &y); CHECK_OK(gpudl_model_step(m)); }
+        nclean = atomic_snap(m, clean);
+        gpudl_model_destroy(m);
+        m = atomic_model(g, t);   /* the sites of one step */
+        for (step = 0; step < 2; step++) { atomic_pass(m, &x, &y); CHECK_OK(gpudl_model_step(m)); }
+        atomic_pass(m, &x, &y);
+        g_fault_seen = 0;
+        g_fault_at = 1LL << 40;
+        CHECK_OK(gpudl_model_step(m));
+        g_fault_at = -1;
+        sites = g_fault_seen;
+        gpudl_model_destroy(m);
+        CHECKF(sites >= 1, "%s: a step has no launch", t->name);
+        for (site = 0; site < sites; site++) {
+            gpudl_status s;
+            m = atomic_model(g, t);
+            for (step = 0; step < 2; step++) { atomic_pass(m, &x, &y); CHECK_OK(gpudl_model_step(m)); }
+            atomic_pass(m, &x, &y);
+            nb = atomic_snap(m, before);
+            g_fault_seen = 0;
+            g_fault_at = site;
+            s = gpudl_model_step(m);
+            g_fault_at = -1;
+            CHECKF(s != GPUDL_OK, "%s: the step with site %lld failing returned OK", t->name, site);
+            na = atomic_snap(m, after);
+            CHECKF(na == nb && memcmp(before, after, nb) == 0, "%s: the step failing at site %lld of %lld (kind %d: %s) "
+                   "changed the model's state", t->name, site, sites, g_fault_hit, gpudl_ctx_last_error(g));
+            CHECK_OK(gpudl_model_step(m));   /* the retry */
+            atomic_pass(m, &x, &y);
+            CHECK_OK(gpudl_model_step(m));
+            na = atomic_snap(m, after);
+            CHECKF(na == nclean && memcmp(clean, after, nclean) == 0, "%s: failing site %lld of %lld (kind %d), then a "
+                   "retry, ends elsewhere than a clean run", t->name, site, sites, g_fault_hit);
+            gpudl_model_destroy(m);
+            total++;
+        }
+    }
+    printf("    %lld failing sites of a step (launches and library calls) tried\n", total);
+    gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy); gpudl_tensor_free(g, &x); gpudl_tensor_free(g, &y);
+    free(clean); free(before); free(after);
+#endif
 }
