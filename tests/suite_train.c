@@ -44,6 +44,7 @@ static int test_fault(int kind) {
 #include "test_data.c"      /* data */
 #include "test_io.c"        /* io */
 #include "test_override.c"  /* override, custom layers */
+#include "test_transformer.c" /* transformer: embedding, layer norm, attention */
 
 /* >>main ------------------------------------------------------------------ */
 
@@ -109,6 +110,14 @@ static const test_case tests[] = {
     {"custom_layer_cnn", test_custom_layer_cnn},
     {"gpu_override_and_custom", test_gpu_override_and_custom},
     {"model_profile", test_model_profile},
+    {"transformer_embedding", test_transformer_embedding},
+    {"transformer_layernorm", test_transformer_layernorm},
+    {"transformer_attention", test_transformer_attention},
+    {"transformer_causal", test_transformer_causal},
+    {"transformer_xent_positions", test_transformer_xent_positions},
+    {"transformer_bad_input", test_transformer_bad_input},
+    {"gpu_transformer_ops", test_gpu_transformer_ops},
+    {"gpu_transformer_edges", test_gpu_transformer_edges},
     {"gpu_emu_model_release", test_gpu_emu_model_release},
     {"gpu_step_atomic", test_gpu_step_atomic},
 };

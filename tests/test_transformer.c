@@ -1,0 +1,579 @@
+/* gpudl tests: the transformer ops (token + positional embedding, layer
+   norm, causal multi-head self-attention) and the existing ops a GPT uses
+   per position (softmax cross-entropy over (B*T, V)). Each forward against
+   a float64 reference written here, each backward against central
+   differences of that reference (so the gradient is checked against the
+   definition, not against a second derivation), odd sizes (T = 1, 7, 13;
+   C = 12, 20; NH = 1, 2, 4 with head sizes 3, 5, 6, 10, 12, 20), the causal
+   mask (no output or gradient leaks backwards in time), f16/bf16, bad
+   input; in the nvcc build every op on the GPU against the CPU.
+   Part of the training suite: tests/suite_train.c #includes it (see there). */
+
+/* >>transformer ----------------------------------------------------------- */
+
+/* An F32 tensor of the given shape, uniform in [lo, hi), on the CPU. */
+static gpudl_tensor tr_rand(int ndim, const int64_t *shape, float lo, float hi) { return rnd(ndim, shape, lo, hi); }
+
+/* t cast to dt (a new CPU tensor; t itself when dt is F32 is not allowed: always a copy). */
+static gpudl_tensor tr_cast(const gpudl_tensor *t, gpudl_dtype dt) {
+    gpudl_tensor o = mk(cpu_ctx(), dt, t->ndim, t->shape);
+    GPUDL_CHECK(gpudl_tensor_cast(cpu_ctx(), &o, t));
+    return o;
+}
+
+/* The elements of a host tensor as doubles (malloc'd). */
+static double *tr_dbl(const gpudl_tensor *t) {
+    int64_t i, n = gpudl_tensor_numel(t);
+    double *d = dalloc(n);
+    for (i = 0; i < n; i++) d[i] = ld(t, i);
+    return d;
+}
+
+/* max |got - ref| / max |ref| (got any dtype on the host); -1 for a NaN. */
+static double tr_err(const gpudl_tensor *got, const double *ref, int64_t n) {
+    double e = 0, m = 1e-30;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        double d = fabs(ld(got, i) - ref[i]);
+        if (d != d) return 1e30;
+        if (d > e) e = d;
+        if (fabs(ref[i]) > m) m = fabs(ref[i]);
+    }
+    return e / m;
+}
+
+#define TR_CLOSE(what, got, ref, n, tol) do { double e_ = tr_err((got), (ref), (n)); \
+    CHECKF(e_ <= (tol), "%s: rel err %g > %g", (what), e_, (double)(tol)); } while (0)
+
+/* ---- float64 references ---- */
+
+static void tr_emb_ref(double *y, const gpudl_tensor *ids, const double *wte, const double *wpe, int64_t N, int64_t T, int64_t C) {
+    int64_t n, c;
+    for (n = 0; n < N; n++)
+        for (c = 0; c < C; c++)
+            y[n * C + c] = wte[(int64_t)ld(ids, n) * C + c] + (wpe ? wpe[(n % T) * C + c] : 0.0);
+}
+
+static void tr_ln_ref(double *y, double *mean, double *rstd, const double *x, const double *g, const double *b, int64_t R,
+                      int64_t C, double eps) {
+    int64_t r, c;
+    for (r = 0; r < R; r++) {
+        double m = 0, v = 0;
+        for (c = 0; c < C; c++) m += x[r * C + c];
+        m /= (double)C;
+        for (c = 0; c < C; c++) v += (x[r * C + c] - m) * (x[r * C + c] - m);
+        v /= (double)C;
+        if (mean) mean[r] = m;
+        if (rstd) rstd[r] = 1 / sqrt(v + eps);
+        for (c = 0; c < C; c++) y[r * C + c] = (x[r * C + c] - m) / sqrt(v + eps) * g[c] + b[c];
+    }
+}
+
+/* y (B,T,C), att (B,NH,T,T) or NULL from qkv (B,T,3C). */
+static void tr_attn_ref(double *y, double *att, const double *qkv, int64_t B, int64_t T, int64_t C, int64_t NH) {
+    int64_t HS = C / NH, b, h, t, j, d;
+    double *s = dalloc(T), scale = 1 / sqrt((double)HS);
+    for (b = 0; b < B; b++)
+        for (h = 0; h < NH; h++)
+            for (t = 0; t < T; t++) {
+                double mx = -1e300, sum = 0;
+                for (j = 0; j <= t; j++) {
+                    double dot = 0;
+                    for (d = 0; d < HS; d++) dot += qkv[(b * T + t) * 3 * C + h * HS + d] * qkv[(b * T + j) * 3 * C + C + h * HS + d];
+                    s[j] = dot * scale;
+                    if (s[j] > mx) mx = s[j];
+                }
+                for (j = 0; j <= t; j++) { s[j] = exp(s[j] - mx); sum += s[j]; }
+                for (j = 0; j < T; j++) if (att) att[((b * NH + h) * T + t) * T + j] = j <= t ? s[j] / sum : 0.0;
+                for (d = 0; d < HS; d++) {
+                    double acc = 0;
+                    for (j = 0; j <= t; j++) acc += s[j] / sum * qkv[(b * T + j) * 3 * C + 2 * C + h * HS + d];
+                    y[(b * T + t) * C + h * HS + d] = acc;
+                }
+            }
+    free(s);
+}
+
+/* Central differences of L = sum w * f(p) over every element of p (the
+   reference forward f, whose other inputs are fixed by the closure). */
+typedef void (*tr_fwd_fn)(void *closure, double *y);
+static void tr_fd(double *grad, double *p, int64_t np, const double *w, int64_t ny, tr_fwd_fn f, void *closure) {
+    double *y = dalloc(ny);
+    int64_t i, k;
+    for (i = 0; i < np; i++) {
+        double keep = p[i], h = 1e-6 * (fabs(keep) > 1 ? fabs(keep) : 1), lp = 0, lm = 0;
+        p[i] = keep + h; f(closure, y);
+        for (k = 0; k < ny; k++) lp += w[k] * y[k];
+        p[i] = keep - h; f(closure, y);
+        for (k = 0; k < ny; k++) lm += w[k] * y[k];
+        p[i] = keep;
+        grad[i] = (lp - lm) / (2 * h);
+    }
+    free(y);
+}
+
+typedef struct { const gpudl_tensor *ids; double *wte, *wpe; int64_t N, T, C; } tr_emb_cl;
+static void tr_emb_f(void *c, double *y) { tr_emb_cl *e = (tr_emb_cl *)c; tr_emb_ref(y, e->ids, e->wte, e->wpe, e->N, e->T, e->C); }
+typedef struct { double *x, *g, *b; int64_t R, C; double eps; } tr_ln_cl;
+static void tr_ln_f(void *c, double *y) { tr_ln_cl *l = (tr_ln_cl *)c; tr_ln_ref(y, NULL, NULL, l->x, l->g, l->b, l->R, l->C, l->eps); }
+typedef struct { double *qkv; int64_t B, T, C, NH; } tr_at_cl;
+static void tr_at_f(void *c, double *y) { tr_at_cl *a = (tr_at_cl *)c; tr_attn_ref(y, NULL, a->qkv, a->B, a->T, a->C, a->NH); }
+
+/* Tolerances per dtype: forward outputs, gradients (relative to the largest reference value). */
+static double tr_tol_fwd(gpudl_dtype dt) { return dt == GPUDL_F32 ? 2e-6 : dt == GPUDL_F16 ? 2e-3 : 1.6e-2; }
+static double tr_tol_grad(gpudl_dtype dt) { return dt == GPUDL_F32 ? 5e-5 : dt == GPUDL_F16 ? 5e-3 : 4e-2; }
+static const gpudl_dtype tr_dtypes[3] = {GPUDL_F32, GPUDL_F16, GPUDL_BF16};
+
+/* ---- embedding ---- */
+
+static gpudl_tensor tr_ids(gpudl_dtype dt, int64_t B, int64_t T, int64_t V, uint32_t seed) {
+    int64_t shape[2], i;
+    gpudl_tensor t;
+    shape[0] = B; shape[1] = T;
+    t = mk(cpu_ctx(), dt, 2, shape);
+    for (i = 0; i < B * T; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        if (dt == GPUDL_U8) ((uint8_t *)t.data)[i] = (uint8_t)((seed >> 8) % (uint32_t)V);
+        else ((int32_t *)t.data)[i] = (int32_t)((seed >> 8) % (uint32_t)V);
+    }
+    return t;
+}
+
+static void test_transformer_embedding(void) {
+    static const int64_t Ts[] = {1, 7, 13}, Cs[] = {12, 20};
+    gpudl_ctx *c = cpu_ctx();
+    size_t a, b, k;
+    for (a = 0; a < 3; a++)
+        for (b = 0; b < 2; b++)
+            for (k = 0; k < 3; k++) {
+                gpudl_dtype dt = tr_dtypes[k];
+                int64_t B = 2, T = Ts[a], C = Cs[b], V = 11, Tm = T + 2, N = B * T;
+                int64_t sw[2], sp[2], sy[3];
+                gpudl_tensor ids = tr_ids(a == 1 ? GPUDL_U8 : GPUDL_I32, B, T, V, (uint32_t)(7 + a * 3 + b));
+                gpudl_tensor wte32, wpe32, wte, wpe, y, dy32, dy, dwte, dwpe;
+                double *rwte, *rwpe, *ry, *rdy, *g0te, *g0pe, *fd;
+                tr_emb_cl cl;
+                int64_t i;
+                sw[0] = V; sw[1] = C; sp[0] = Tm; sp[1] = C; sy[0] = B; sy[1] = T; sy[2] = C;
+                wte32 = tr_rand(2, sw, -1, 1); wpe32 = tr_rand(2, sp, -1, 1); dy32 = tr_rand(3, sy, -1, 1);
+                wte = tr_cast(&wte32, dt); wpe = tr_cast(&wpe32, dt); dy = tr_cast(&dy32, dt);
+                y = mk(c, dt, 3, sy);
+                dwte = tr_rand(2, sw, -1, 1); dwpe = tr_rand(2, sp, -1, 1);   /* gradients accumulate onto these */
+                g0te = tr_dbl(&dwte); g0pe = tr_dbl(&dwpe);
+                rwte = tr_dbl(&wte); rwpe = tr_dbl(&wpe); rdy = tr_dbl(&dy); ry = dalloc(N * C);
+                CHECK_OK(gpudl_embedding_forward(c, &y, &ids, &wte, &wpe));
+                tr_emb_ref(ry, &ids, rwte, rwpe, N, T, C);
+                TR_CLOSE("embedding forward", &y, ry, N * C, dt == GPUDL_F32 ? 0 : tr_tol_fwd(dt));
+                CHECK_OK(gpudl_embedding_backward(c, &dwte, &dwpe, &dy, &ids));
+                cl.ids = &ids; cl.wte = rwte; cl.wpe = rwpe; cl.N = N; cl.T = T; cl.C = C;
+                fd = dalloc(Tm * C > V * C ? Tm * C : V * C);
+                tr_fd(fd, rwte, V * C, rdy, N * C, tr_emb_f, &cl);
+                for (i = 0; i < V * C; i++) fd[i] += g0te[i];
+                TR_CLOSE("embedding dwte", &dwte, fd, V * C, 1e-6);
+                tr_fd(fd, rwpe, Tm * C, rdy, N * C, tr_emb_f, &cl);
+                for (i = 0; i < Tm * C; i++) fd[i] += g0pe[i];
+                TR_CLOSE("embedding dwpe", &dwpe, fd, Tm * C, 1e-6);
+                /* the token embedding alone */
+                CHECK_OK(gpudl_embedding_forward(c, &y, &ids, &wte, NULL));
+                tr_emb_ref(ry, &ids, rwte, NULL, N, T, C);
+                TR_CLOSE("embedding forward, no wpe", &y, ry, N * C, dt == GPUDL_F32 ? 0 : tr_tol_fwd(dt));
+                free(rwte); free(rwpe); free(ry); free(rdy); free(g0te); free(g0pe); free(fd);
+                gpudl_tensor_free(c, &ids); gpudl_tensor_free(c, &wte32); gpudl_tensor_free(c, &wpe32); gpudl_tensor_free(c, &wte);
+                gpudl_tensor_free(c, &wpe); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &dy32); gpudl_tensor_free(c, &dy);
+                gpudl_tensor_free(c, &dwte); gpudl_tensor_free(c, &dwpe);
+            }
+}
+
+/* ---- layer norm ---- */
+
+static void test_transformer_layernorm(void) {
+    static const int64_t Ts[] = {1, 7, 13}, Cs[] = {12, 20};
+    gpudl_ctx *c = cpu_ctx();
+    size_t a, b, k;
+    for (a = 0; a < 3; a++)
+        for (b = 0; b < 2; b++)
+            for (k = 0; k < 3; k++) {
+                gpudl_dtype dt = tr_dtypes[k];
+                int64_t B = 2, T = Ts[a], C = Cs[b], R = B * T, sx[3], i;
+                gpudl_tensor x32, x, y, dy32, dy, dx, g, be, mean, rstd, dg, db;
+                double *rx, *rg, *rb, *ry, *rm, *rr, *rdy, *fd, *g0, *b0;
+                tr_ln_cl cl;
+                sx[0] = B; sx[1] = T; sx[2] = C;
+                x32 = tr_rand(3, sx, -2, 3); dy32 = tr_rand(3, sx, -1, 1);
+                x = tr_cast(&x32, dt); dy = tr_cast(&dy32, dt); y = mk(c, dt, 3, sx); dx = mk(c, dt, 3, sx);
+                g = tr_rand(1, &C, 0.5f, 1.5f); be = tr_rand(1, &C, -1, 1);
+                mean = mk(c, GPUDL_F32, 1, &R); rstd = mk(c, GPUDL_F32, 1, &R);
+                dg = tr_rand(1, &C, -1, 1); db = tr_rand(1, &C, -1, 1);
+                g0 = tr_dbl(&dg); b0 = tr_dbl(&db);
+                rx = tr_dbl(&x); rg = tr_dbl(&g); rb = tr_dbl(&be); rdy = tr_dbl(&dy);
+                ry = dalloc(R * C); rm = dalloc(R); rr = dalloc(R); fd = dalloc(R * C);
+                CHECK_OK(gpudl_layernorm_forward(c, &y, &mean, &rstd, &x, &g, &be, 0.0f));   /* eps 0 = 1e-5 */
+                tr_ln_ref(ry, rm, rr, rx, rg, rb, R, C, 1e-5);
+                TR_CLOSE("layernorm forward", &y, ry, R * C, tr_tol_fwd(dt));
+                TR_CLOSE("layernorm mean", &mean, rm, R, 2e-6);
+                TR_CLOSE("layernorm rstd", &rstd, rr, R, 2e-6);
+                CHECK_OK(gpudl_layernorm_backward(c, &dx, &dg, &db, &dy, &x, &g, &mean, &rstd));
+                cl.x = rx; cl.g = rg; cl.b = rb; cl.R = R; cl.C = C; cl.eps = 1e-5;
+                tr_fd(fd, rx, R * C, rdy, R * C, tr_ln_f, &cl);
+                TR_CLOSE("layernorm dx", &dx, fd, R * C, tr_tol_grad(dt));
+                tr_fd(fd, rg, C, rdy, R * C, tr_ln_f, &cl);
+                for (i = 0; i < C; i++) fd[i] += g0[i];
+                TR_CLOSE("layernorm dgamma", &dg, fd, C, 1e-5);
+                tr_fd(fd, rb, C, rdy, R * C, tr_ln_f, &cl);
+                for (i = 0; i < C; i++) fd[i] += b0[i];
+                TR_CLOSE("layernorm dbeta", &db, fd, C, 1e-5);
+                free(rx); free(rg); free(rb); free(ry); free(rm); free(rr); free(rdy); free(fd); free(g0); free(b0);
+                gpudl_tensor_free(c, &x32); gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &dy32);
+                gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx); gpudl_tensor_free(c, &g); gpudl_tensor_free(c, &be);
+                gpudl_tensor_free(c, &mean); gpudl_tensor_free(c, &rstd); gpudl_tensor_free(c, &dg); gpudl_tensor_free(c, &db);
+            }
+}
+
+/* ---- attention ---- */
+
+/* (B, T, C, NH): head sizes 12, 3, 5, 10, 6, 20 */
+static const int64_t tr_attn_cases[][4] = {{2, 1, 12, 1}, {2, 7, 12, 4}, {1, 13, 20, 4}, {2, 7, 20, 2}, {2, 13, 12, 2},
+                                           {1, 13, 20, 1}};
+
+static void test_transformer_attention(void) {
+    gpudl_ctx *c = cpu_ctx();
+    size_t s, k;
+    for (s = 0; s < sizeof tr_attn_cases / sizeof tr_attn_cases[0]; s++)
+        for (k = 0; k < 3; k++) {
+            gpudl_dtype dt = tr_dtypes[k];
+            int64_t B = tr_attn_cases[s][0], T = tr_attn_cases[s][1], C = tr_attn_cases[s][2], NH = tr_attn_cases[s][3];
+            int64_t sq[3], sy[3], sa[4], i, masked_nonzero = 0;
+            gpudl_tensor qkv32, qkv, y, att, dy32, dy, dqkv;
+            double *rq, *ry, *ra, *rdy, *fd;
+            tr_at_cl cl;
+            sq[0] = B; sq[1] = T; sq[2] = 3 * C; sy[0] = B; sy[1] = T; sy[2] = C; sa[0] = B; sa[1] = NH; sa[2] = T; sa[3] = T;
+            qkv32 = tr_rand(3, sq, -1.5f, 1.5f); dy32 = tr_rand(3, sy, -1, 1);
+            qkv = tr_cast(&qkv32, dt); dy = tr_cast(&dy32, dt);
+            y = mk(c, dt, 3, sy); dqkv = mk(c, dt, 3, sq);
+            GPUDL_CHECK(gpudl_tensor_create_on(c, &att, GPUDL_DEVICE_CPU, dt, 4, sa));
+            GPUDL_CHECK(gpudl_tensor_fill(c, &att, 7.0f));   /* every element must be written */
+            rq = tr_dbl(&qkv); rdy = tr_dbl(&dy); ry = dalloc(B * T * C); ra = dalloc(B * NH * T * T); fd = dalloc(B * T * 3 * C);
+            CHECK_OK(gpudl_attention_forward(c, &y, &att, &qkv, NH));
+            tr_attn_ref(ry, ra, rq, B, T, C, NH);
+            TR_CLOSE("attention forward y", &y, ry, B * T * C, tr_tol_fwd(dt));
+            TR_CLOSE("attention forward att", &att, ra, B * NH * T * T, tr_tol_fwd(dt));
+            for (i = 0; i < B * NH * T * T; i++)
+                if (i % T > (i / T) % T && ld(&att, i) != 0.0) masked_nonzero++;
+            CHECKF(masked_nonzero == 0, "attention: %lld masked probabilities are not exactly 0", (long long)masked_nonzero);
+            CHECK_OK(gpudl_attention_backward(c, &dqkv, &dy, &qkv, &att, NH));
+            cl.qkv = rq; cl.B = B; cl.T = T; cl.C = C; cl.NH = NH;
+            tr_fd(fd, rq, B * T * 3 * C, rdy, B * T * C, tr_at_f, &cl);
+            TR_CLOSE("attention dqkv", &dqkv, fd, B * T * 3 * C, tr_tol_grad(dt));
+            free(rq); free(ry); free(ra); free(rdy); free(fd);
+            gpudl_tensor_free(c, &qkv32); gpudl_tensor_free(c, &qkv); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &att);
+            gpudl_tensor_free(c, &dy32); gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dqkv);
+        }
+}
+
+/* The causal mask, on the device ctx (the CPU, or the GPU): a change to
+   position t0's q, k and v changes no output (y, att rows) before t0, bit
+   for bit; a gradient at position t0 alone reaches no input after t0. */
+static void tr_causal_on(gpudl_ctx *d, gpudl_dtype dt) {
+    int64_t B = 2, T = 13, C = 20, NH = 4, t0 = 6, sq[3], sy[3], sa[4], i, t, leaks = 0, moved = 0;
+    gpudl_tensor qkv32, dy32, hq, hdy, qkv, y, y2, att, att2, dy, dqkv, hy, hy2, ha, ha2, hd;
+    gpudl_device dev = gpudl_ctx_device(d);
+    sq[0] = B; sq[1] = T; sq[2] = 3 * C; sy[0] = B; sy[1] = T; sy[2] = C; sa[0] = B; sa[1] = NH; sa[2] = T; sa[3] = T;
+    qkv32 = tr_rand(3, sq, -1.5f, 1.5f); dy32 = tr_rand(3, sy, -1, 1);
+    hq = tr_cast(&qkv32, dt); hdy = tr_cast(&dy32, dt);
+    GPUDL_CHECK(gpudl_tensor_create_on(d, &qkv, dev, dt, 3, sq)); GPUDL_CHECK(gpudl_tensor_copy(d, &qkv, &hq));
+    GPUDL_CHECK(gpudl_tensor_create_on(d, &y, dev, dt, 3, sy)); GPUDL_CHECK(gpudl_tensor_create_on(d, &y2, dev, dt, 3, sy));
+    GPUDL_CHECK(gpudl_tensor_create_on(d, &att, dev, dt, 4, sa)); GPUDL_CHECK(gpudl_tensor_create_on(d, &att2, dev, dt, 4, sa));
+    GPUDL_CHECK(gpudl_tensor_create_on(d, &dqkv, dev, dt, 3, sq)); GPUDL_CHECK(gpudl_tensor_create_on(d, &dy, dev, dt, 3, sy));
+    CHECK_OK(gpudl_attention_forward(d, &y, &att, &qkv, NH));
+    for (i = 0; i < B; i++) {   /* position t0 of every batch entry: new q, k, v */
+        int64_t j;
+        for (j = 0; j < 3 * C; j++) {
+            int64_t e = (i * T + t0) * 3 * C + j;
+            if (dt == GPUDL_F32) ((float *)hq.data)[e] += 0.75f;
+            else ((uint16_t *)hq.data)[e] ^= 0x0100;   /* a different 16-bit value */
+        }
+    }
+    GPUDL_CHECK(gpudl_tensor_copy(d, &qkv, &hq));
+    CHECK_OK(gpudl_attention_forward(d, &y2, &att2, &qkv, NH));
+    hy = to_host(d, &y); hy2 = to_host(d, &y2); ha = to_host(d, &att); ha2 = to_host(d, &att2);
+    for (i = 0; i < B * T * C; i++) {
+        t = (i / C) % T;
+        if (t < t0 && ld(&hy, i) != ld(&hy2, i)) leaks++;
+        if (t >= t0 && ld(&hy, i) != ld(&hy2, i)) moved++;
+    }
+    for (i = 0; i < B * NH * T * T; i++)
+        if ((i / T) % T < t0 && ld(&ha, i) != ld(&ha2, i)) leaks++;
+    CHECKF(leaks == 0, "attention (%s): a change at t = %lld changed %lld outputs before it", gpudl_dtype_name(dt), (long long)t0,
+           (long long)leaks);
+    CHECKF(moved > 0, "attention (%s): the change at t = %lld changed nothing at all", gpudl_dtype_name(dt), (long long)t0);
+    /* dy nonzero at t0 only: no gradient reaches q, k, v after t0 */
+    for (i = 0; i < B * T * C; i++)
+        if ((i / C) % T != t0) {
+            if (dt == GPUDL_F32) ((float *)hdy.data)[i] = 0.0f;
+            else ((uint16_t *)hdy.data)[i] = 0;
+        }
+    GPUDL_CHECK(gpudl_tensor_copy(d, &dy, &hdy));
+    CHECK_OK(gpudl_attention_backward(d, &dqkv, &dy, &qkv, &att2, NH));
+    hd = to_host(d, &dqkv);
+    leaks = moved = 0;
+    for (i = 0; i < B * T * 3 * C; i++) {
+        t = (i / (3 * C)) % T;
+        if (t > t0 && ld(&hd, i) != 0.0) leaks++;
+        if (t <= t0 && ld(&hd, i) != 0.0) moved++;
+    }
+    CHECKF(leaks == 0, "attention backward (%s): %lld gradients after t = %lld", gpudl_dtype_name(dt), (long long)leaks, (long long)t0);
+    CHECKF(moved > 0, "attention backward (%s): no gradient at all", gpudl_dtype_name(dt));
+    gpudl_tensor_free(cpu_ctx(), &qkv32); gpudl_tensor_free(cpu_ctx(), &dy32); gpudl_tensor_free(cpu_ctx(), &hq);
+    gpudl_tensor_free(cpu_ctx(), &hdy); gpudl_tensor_free(cpu_ctx(), &hy); gpudl_tensor_free(cpu_ctx(), &hy2);
+    gpudl_tensor_free(cpu_ctx(), &ha); gpudl_tensor_free(cpu_ctx(), &ha2); gpudl_tensor_free(cpu_ctx(), &hd);
+    gpudl_tensor_free(d, &qkv); gpudl_tensor_free(d, &y); gpudl_tensor_free(d, &y2); gpudl_tensor_free(d, &att);
+    gpudl_tensor_free(d, &att2); gpudl_tensor_free(d, &dy); gpudl_tensor_free(d, &dqkv);
+}
+
+static void test_transformer_causal(void) {
+    size_t k;
+    for (k = 0; k < 3; k++) tr_causal_on(cpu_ctx(), tr_dtypes[k]);
+}
+
+/* ---- cross-entropy over every position: the existing loss on (B*T, V) ---- */
+
+static void test_transformer_xent_positions(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int64_t B = 3, T = 7, V = 13, N = B * T, sl[3], s2[2], one = 1, n, v;
+    gpudl_tensor logits, view, probs, loss, dl, ids = tr_ids(GPUDL_I32, B, T, V, 99);
+    double total = 0, err = 0;
+    sl[0] = B; sl[1] = T; sl[2] = V; s2[0] = N; s2[1] = V;
+    logits = tr_rand(3, sl, -3, 3);
+    probs = mk(c, GPUDL_F32, 2, s2); dl = mk(c, GPUDL_F32, 2, s2); loss = mk(c, GPUDL_F32, 1, &one);
+    CHECK_OK(gpudl_tensor_reshape(&view, &logits, 2, s2));   /* (B,T,V) -> (B*T, V): labels (B,T) */
+    CHECK_OK(gpudl_softmax_xent_forward(c, &loss, &probs, &view, &ids));
+    CHECK_OK(gpudl_softmax_xent_backward(c, &dl, &probs, &ids, 1.0f));
+    for (n = 0; n < N; n++) {
+        const float *z = F(&logits) + n * V;
+        double mx = z[0], s = 0;
+        int64_t lab = ((const int32_t *)ids.data)[n];
+        for (v = 1; v < V; v++) if (z[v] > mx) mx = z[v];
+        for (v = 0; v < V; v++) s += exp(z[v] - mx);
+        total += mx + log(s) - z[lab];
+        for (v = 0; v < V; v++) {
+            double g = (exp(z[v] - mx) / s - (v == lab)) / (double)N;
+            if (fabs(F(&dl)[n * V + v] - g) > err) err = fabs(F(&dl)[n * V + v] - g);
+        }
+    }
+    CHECKF(fabs(F(&loss)[0] - total / (double)N) <= 1e-6 * (total / (double)N), "loss over positions %g, want %g",
+           (double)F(&loss)[0], total / (double)N);
+    CHECKF(err <= 1e-7, "dlogits over positions: max err %g", err);
+    gpudl_tensor_free(c, &logits); gpudl_tensor_free(c, &probs); gpudl_tensor_free(c, &loss); gpudl_tensor_free(c, &dl);
+    gpudl_tensor_free(c, &ids);
+}
+
+/* ---- bad input ---- */
+
+static void test_transformer_bad_input(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int64_t s3[3] = {2, 5, 12}, sq[3] = {2, 5, 36}, sa[4] = {2, 4, 5, 5}, sw[2] = {7, 12}, sp[2] = {6, 12}, sp4[2] = {4, 12}, R = 10, C = 12, i;
+    gpudl_tensor y = mk(c, GPUDL_F32, 3, s3), qkv = tr_rand(3, sq, -1, 1), att = mk(c, GPUDL_F32, 4, sa), dq = mk(c, GPUDL_F32, 3, sq);
+    gpudl_tensor wte = tr_rand(2, sw, -1, 1), wpe = tr_rand(2, sp, -1, 1), ids = tr_ids(GPUDL_I32, 2, 5, 7, 3), fids, y16;
+    gpudl_tensor g = tr_rand(1, &C, -1, 1), b = tr_rand(1, &C, -1, 1), m = mk(c, GPUDL_F32, 1, &R), r = mk(c, GPUDL_F32, 1, &R);
+    gpudl_tensor g5, dwte = mk(c, GPUDL_F32, 2, sw);
+    int64_t five = 5, sa3[4] = {2, 3, 5, 5};
+    GPUDL_CHECK(gpudl_tensor_fill(c, &dwte, 0.0f));
+    /* attention: NH must divide C; att (B,NH,T,T); one dtype */
+    CHECK_ST(gpudl_attention_forward(c, &y, &att, &qkv, 5), GPUDL_ERR_INVALID_ARG);
+    CHECK(strstr(gpudl_ctx_last_error(c), "does not divide") != NULL);
+    CHECK_ST(gpudl_attention_forward(c, &y, &att, &qkv, 0), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_attention_forward(c, &y, &att, &qkv, 3), GPUDL_ERR_SHAPE);   /* 3 divides 12 but att has 4 heads */
+    CHECK_OK(gpudl_attention_forward(c, &y, &att, &qkv, 4));
+    CHECK_ST(gpudl_attention_forward(c, &y, &att, &y, 4), GPUDL_ERR_SHAPE);     /* qkv's last dim 12: C = 4, y's is 12 */
+    CHECK_ST(gpudl_attention_backward(c, &y, &y, &qkv, &att, 4), GPUDL_ERR_SHAPE);   /* dqkv shaped like y */
+    y16 = tr_cast(&y, GPUDL_F16);
+    CHECK_ST(gpudl_attention_forward(c, &y16, &att, &qkv, 4), GPUDL_ERR_INVALID_ARG);
+    {
+        gpudl_tensor att3 = mk(c, GPUDL_F32, 4, sa3);
+        CHECK_ST(gpudl_attention_forward(c, &y, &att3, &qkv, 4), GPUDL_ERR_SHAPE);
+        gpudl_tensor_free(c, &att3);
+    }
+    /* embedding: ids i32/u8 (B,T), in range, before anything is written; T <= Tmax */
+    GPUDL_CHECK(gpudl_tensor_fill(c, &y, 5.0f));
+    ((int32_t *)ids.data)[7] = 7;
+    CHECK_ST(gpudl_embedding_forward(c, &y, &ids, &wte, &wpe), GPUDL_ERR_INVALID_ARG);
+    CHECK(strstr(gpudl_ctx_last_error(c), "outside [0, 7)") != NULL);
+    for (i = 0; i < 2 * 5 * 12; i++) CHECK(F(&y)[i] == 5.0f);
+    CHECK_ST(gpudl_embedding_backward(c, &dwte, NULL, &y, &ids), GPUDL_ERR_INVALID_ARG);
+    ((int32_t *)ids.data)[7] = -1;
+    CHECK_ST(gpudl_embedding_forward(c, &y, &ids, &wte, &wpe), GPUDL_ERR_INVALID_ARG);
+    for (i = 0; i < 7 * 12; i++) CHECK(F(&dwte)[i] == 0.0f);   /* nothing added */
+    ((int32_t *)ids.data)[7] = 0;
+    {
+        gpudl_tensor wpe4 = tr_rand(2, sp4, -1, 1);
+        CHECK_ST(gpudl_embedding_forward(c, &y, &ids, &wte, &wpe4), GPUDL_ERR_SHAPE);   /* T = 5 > Tmax = 4 */
+        gpudl_tensor_free(c, &wpe4);
+    }
+    CHECK_OK(gpudl_embedding_forward(c, &y, &ids, &wte, &wpe));
+    CHECK_OK(gpudl_embedding_forward(c, &y, &ids, &wte, NULL));
+    fids = tr_cast(&wpe, GPUDL_F32);
+    CHECK_ST(gpudl_embedding_forward(c, &y, &fids, &wte, NULL), GPUDL_ERR_INVALID_ARG);   /* f32 ids */
+    CHECK_ST(gpudl_embedding_forward(c, &y, &ids, &y, NULL), GPUDL_ERR_SHAPE);            /* a 3-D table */
+    CHECK_ST(gpudl_embedding_forward(c, &y16, &ids, &wte, NULL), GPUDL_ERR_INVALID_ARG);  /* dtypes differ */
+    CHECK_ST(gpudl_embedding_backward(c, &y16, NULL, &y, &ids), GPUDL_ERR_INVALID_ARG);   /* dwte must be f32 */
+    /* layer norm: gamma (C), mean/rstd (rows) */
+    g5 = tr_rand(1, &five, -1, 1);
+    CHECK_ST(gpudl_layernorm_forward(c, &y, &m, &r, &y, &g5, &b, 0.0f), GPUDL_ERR_SHAPE);
+    CHECK_ST(gpudl_layernorm_forward(c, &y, &g, &r, &y, &g, &b, 0.0f), GPUDL_ERR_SHAPE);
+    CHECK_ST(gpudl_layernorm_forward(c, &y, &m, &r, &y, &g, &b, -1.0f), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_layernorm_forward(c, &y16, &m, &r, &y, &g, &b, 0.0f), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_layernorm_backward(c, &dq, NULL, NULL, &y, &y, &g, &m, &r), GPUDL_ERR_SHAPE);
+    CHECK_OK(gpudl_layernorm_forward(c, &y, &m, &r, &y, &g, &b, 0.0f));   /* in place */
+    gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &qkv); gpudl_tensor_free(c, &att); gpudl_tensor_free(c, &dq);
+    gpudl_tensor_free(c, &wte); gpudl_tensor_free(c, &wpe); gpudl_tensor_free(c, &ids); gpudl_tensor_free(c, &fids);
+    gpudl_tensor_free(c, &y16); gpudl_tensor_free(c, &g); gpudl_tensor_free(c, &b); gpudl_tensor_free(c, &m);
+    gpudl_tensor_free(c, &r); gpudl_tensor_free(c, &g5); gpudl_tensor_free(c, &dwte);
+}
+
+/* ---- the GPU against the CPU ---- */
+
+/* GPU result against the CPU's, relative to the largest CPU value. */
+static void tr_gpu_vs_cpu(gpudl_ctx *g, const char *what, gpudl_dtype dt, const gpudl_tensor *dev, const gpudl_tensor *host,
+                          double tol) {
+    gpudl_tensor back = to_host(g, dev);
+    double *ref = tr_dbl(host), e = tr_err(&back, ref, gpudl_tensor_numel(host));
+    CHECKF(e <= tol, "%s (%s): GPU vs CPU rel err %g > %g", what, gpudl_dtype_name(dt), e, tol);
+    free(ref);
+    gpudl_tensor_free(cpu_ctx(), &back);
+}
+
+static double tr_tol_gpu(gpudl_dtype dt) { return dt == GPUDL_F32 ? 2e-5 : dt == GPUDL_F16 ? 4e-3 : 3e-2; }
+
+static void test_gpu_transformer_ops(void) {
+    /* (B, T, C, NH): odd head sizes; T = 40 > 32 so a warp's lanes loop over a row */
+    static const int64_t cases[][4] = {{2, 7, 12, 4}, {1, 13, 20, 4}, {2, 40, 20, 2}, {2, 1, 12, 1}};
+    gpudl_ctx *c = cpu_ctx();
+    size_t s, k;
+    NEED_GPU(g);
+    for (s = 0; s < sizeof cases / sizeof cases[0]; s++)
+        for (k = 0; k < 3; k++) {
+            gpudl_dtype dt = tr_dtypes[k];
+            int64_t B = cases[s][0], T = cases[s][1], C = cases[s][2], NH = cases[s][3], V = 11, R = B * T;
+            int64_t sy[3], sq[3], sa[4], sw[2], sp[2];
+            gpudl_tensor t32[6], ids, wte, wpe, y, dy, qkv, att, dq, dwte, dwpe, gam, bet, mean, rstd, dgam, dbet, xln, dx;
+            gpudl_tensor G[16];
+            double tol = tr_tol_gpu(dt);
+            int n;
+            sy[0] = B; sy[1] = T; sy[2] = C; sq[0] = B; sq[1] = T; sq[2] = 3 * C; sa[0] = B; sa[1] = NH; sa[2] = T; sa[3] = T;
+            sw[0] = V; sw[1] = C; sp[0] = T + 1; sp[1] = C;
+            t32[0] = tr_rand(2, sw, -1, 1); t32[1] = tr_rand(2, sp, -1, 1); t32[2] = tr_rand(3, sy, -1, 1);
+            t32[3] = tr_rand(3, sq, -1.5f, 1.5f); t32[4] = tr_rand(3, sy, -2, 3);
+            wte = tr_cast(&t32[0], dt); wpe = tr_cast(&t32[1], dt); dy = tr_cast(&t32[2], dt); qkv = tr_cast(&t32[3], dt);
+            xln = tr_cast(&t32[4], dt);
+            ids = tr_ids(k == 1 ? GPUDL_U8 : GPUDL_I32, B, T, V, (uint32_t)(s * 3 + k));
+            y = mk(c, dt, 3, sy); dx = mk(c, dt, 3, sy); dq = mk(c, dt, 3, sq);
+            GPUDL_CHECK(gpudl_tensor_create_on(c, &att, GPUDL_DEVICE_CPU, dt, 4, sa));
+            dwte = tr_rand(2, sw, -1, 1); dwpe = tr_rand(2, sp, -1, 1);
+            gam = tr_rand(1, &C, 0.5f, 1.5f); bet = tr_rand(1, &C, -1, 1); dgam = tr_rand(1, &C, -1, 1); dbet = tr_rand(1, &C, -1, 1);
+            mean = mk(c, GPUDL_F32, 1, &R); rstd = mk(c, GPUDL_F32, 1, &R);
+            G[0] = to_dev(g, &wte); G[1] = to_dev(g, &wpe); G[2] = to_dev(g, &dy); G[3] = to_dev(g, &qkv); G[4] = to_dev(g, &xln);
+            G[5] = to_dev(g, &ids); G[6] = to_dev(g, &y); G[7] = to_dev(g, &dx); G[8] = to_dev(g, &dq); G[9] = to_dev(g, &att);
+            G[10] = to_dev(g, &dwte); G[11] = to_dev(g, &dwpe); G[12] = to_dev(g, &dgam); G[13] = to_dev(g, &dbet);
+            G[14] = to_dev(g, &mean); G[15] = to_dev(g, &rstd);
+            {
+                gpudl_tensor ggam = to_dev(g, &gam), gbet = to_dev(g, &bet);
+                /* embedding */
+                CHECK_OK(gpudl_embedding_forward(c, &y, &ids, &wte, &wpe));
+                CHECK_OK(gpudl_embedding_forward(g, &G[6], &G[5], &G[0], &G[1]));
+                tr_gpu_vs_cpu(g, "embedding forward", dt, &G[6], &y, 0);
+                CHECK_OK(gpudl_embedding_backward(c, &dwte, &dwpe, &dy, &ids));
+                CHECK_OK(gpudl_embedding_backward(g, &G[10], &G[11], &G[2], &G[5]));
+                tr_gpu_vs_cpu(g, "embedding dwte", dt, &G[10], &dwte, 1e-6);
+                tr_gpu_vs_cpu(g, "embedding dwpe", dt, &G[11], &dwpe, 1e-6);
+                /* layer norm */
+                CHECK_OK(gpudl_layernorm_forward(c, &y, &mean, &rstd, &xln, &gam, &bet, 1e-5f));
+                CHECK_OK(gpudl_layernorm_forward(g, &G[6], &G[14], &G[15], &G[4], &ggam, &gbet, 1e-5f));
+                tr_gpu_vs_cpu(g, "layernorm forward", dt, &G[6], &y, tol);
+                tr_gpu_vs_cpu(g, "layernorm mean", dt, &G[14], &mean, 1e-5);
+                tr_gpu_vs_cpu(g, "layernorm rstd", dt, &G[15], &rstd, 1e-5);
+                CHECK_OK(gpudl_layernorm_backward(c, &dx, &dgam, &dbet, &dy, &xln, &gam, &mean, &rstd));
+                CHECK_OK(gpudl_layernorm_backward(g, &G[7], &G[12], &G[13], &G[2], &G[4], &ggam, &G[14], &G[15]));
+                tr_gpu_vs_cpu(g, "layernorm dx", dt, &G[7], &dx, dt == GPUDL_F32 ? 1e-4 : tol);
+                tr_gpu_vs_cpu(g, "layernorm dgamma", dt, &G[12], &dgam, 1e-4);
+                tr_gpu_vs_cpu(g, "layernorm dbeta", dt, &G[13], &dbet, 1e-5);
+                /* attention */
+                CHECK_OK(gpudl_attention_forward(c, &y, &att, &qkv, NH));
+                CHECK_OK(gpudl_attention_forward(g, &G[6], &G[9], &G[3], NH));
+                tr_gpu_vs_cpu(g, "attention y", dt, &G[6], &y, tol);
+                tr_gpu_vs_cpu(g, "attention att", dt, &G[9], &att, tol);
+                CHECK_OK(gpudl_attention_backward(c, &dq, &dy, &qkv, &att, NH));
+                CHECK_OK(gpudl_attention_backward(g, &G[8], &G[2], &G[3], &G[9], NH));
+                tr_gpu_vs_cpu(g, "attention dqkv", dt, &G[8], &dq, dt == GPUDL_F32 ? 1e-4 : 2 * tol);
+                {   /* masked probabilities exactly 0 on the GPU too */
+                    gpudl_tensor ha = to_host(g, &G[9]);
+                    int64_t i, bad = 0;
+                    for (i = 0; i < B * NH * T * T; i++) if (i % T > (i / T) % T && ld(&ha, i) != 0.0) bad++;
+                    CHECKF(bad == 0, "attention (GPU, %s): %lld masked probabilities not 0", gpudl_dtype_name(dt), (long long)bad);
+                    gpudl_tensor_free(c, &ha);
+                }
+                gpudl_tensor_free(g, &ggam); gpudl_tensor_free(g, &gbet);
+            }
+            for (n = 0; n < 16; n++) gpudl_tensor_free(g, &G[n]);
+            for (n = 0; n < 5; n++) gpudl_tensor_free(c, &t32[n]);
+            gpudl_tensor_free(c, &ids); gpudl_tensor_free(c, &wte); gpudl_tensor_free(c, &wpe); gpudl_tensor_free(c, &y);
+            gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &qkv); gpudl_tensor_free(c, &att); gpudl_tensor_free(c, &dq);
+            gpudl_tensor_free(c, &dwte); gpudl_tensor_free(c, &dwpe); gpudl_tensor_free(c, &gam); gpudl_tensor_free(c, &bet);
+            gpudl_tensor_free(c, &mean); gpudl_tensor_free(c, &rstd); gpudl_tensor_free(c, &dgam); gpudl_tensor_free(c, &dbet);
+            gpudl_tensor_free(c, &xln); gpudl_tensor_free(c, &dx);
+        }
+}
+
+/* The GPU's causal mask (as test_transformer_causal), layer norm rows longer
+   than the shared-memory cache and the chunked parameter sums, and an id out
+   of range: reported at the next wait. */
+static void test_gpu_transformer_edges(void) {
+    gpudl_ctx *c = cpu_ctx();
+    size_t k;
+    NEED_GPU(g);
+    for (k = 0; k < 3; k++) tr_causal_on(g, tr_dtypes[k]);
+    {
+        static const int64_t shapes[][2] = {{3, 1600}, {300, 12}, {130, 33}};   /* uncached rows; 5 and 3 row chunks */
+        size_t s;
+        for (s = 0; s < 3; s++) {
+            int64_t R = shapes[s][0], C = shapes[s][1], sx[2];
+            gpudl_tensor x, y, dy, dx, gam, bet, m, r, dg, db, gx, gy, gdy, gdx, ggam, gbet, gm, gr, gdg, gdb;
+            sx[0] = R; sx[1] = C;
+            x = tr_rand(2, sx, -2, 3); dy = tr_rand(2, sx, -1, 1); y = mk(c, GPUDL_F32, 2, sx); dx = mk(c, GPUDL_F32, 2, sx);
+            gam = tr_rand(1, &C, 0.5f, 1.5f); bet = tr_rand(1, &C, -1, 1); dg = tr_rand(1, &C, -1, 1); db = tr_rand(1, &C, -1, 1);
+            m = mk(c, GPUDL_F32, 1, &R); r = mk(c, GPUDL_F32, 1, &R);
+            gx = to_dev(g, &x); gdy = to_dev(g, &dy); gy = to_dev(g, &y); gdx = to_dev(g, &dx); ggam = to_dev(g, &gam);
+            gbet = to_dev(g, &bet); gdg = to_dev(g, &dg); gdb = to_dev(g, &db); gm = to_dev(g, &m); gr = to_dev(g, &r);
+            CHECK_OK(gpudl_layernorm_forward(c, &y, &m, &r, &x, &gam, &bet, 0.0f));
+            CHECK_OK(gpudl_layernorm_forward(g, &gy, &gm, &gr, &gx, &ggam, &gbet, 0.0f));
+            tr_gpu_vs_cpu(g, "layernorm forward (edges)", GPUDL_F32, &gy, &y, 2e-5);
+            CHECK_OK(gpudl_layernorm_backward(c, &dx, &dg, &db, &dy, &x, &gam, &m, &r));
+            CHECK_OK(gpudl_layernorm_backward(g, &gdx, &gdg, &gdb, &gdy, &gx, &ggam, &gm, &gr));
+            tr_gpu_vs_cpu(g, "layernorm dx (edges)", GPUDL_F32, &gdx, &dx, 1e-4);
+            tr_gpu_vs_cpu(g, "layernorm dgamma (edges)", GPUDL_F32, &gdg, &dg, 1e-4);
+            tr_gpu_vs_cpu(g, "layernorm dbeta (edges)", GPUDL_F32, &gdb, &db, 1e-5);
+            CHECK_OK(gpudl_layernorm_backward(g, NULL, &gdg, NULL, &gdy, &gx, &ggam, &gm, &gr));   /* dgamma alone */
+            CHECK_OK(gpudl_layernorm_backward(c, NULL, &dg, NULL, &dy, &x, &gam, &m, &r));
+            tr_gpu_vs_cpu(g, "layernorm dgamma alone (edges)", GPUDL_F32, &gdg, &dg, 1e-4);
+            gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx);
+            gpudl_tensor_free(c, &gam); gpudl_tensor_free(c, &bet); gpudl_tensor_free(c, &m); gpudl_tensor_free(c, &r);
+            gpudl_tensor_free(c, &dg); gpudl_tensor_free(c, &db);
+            gpudl_tensor_free(g, &gx); gpudl_tensor_free(g, &gy); gpudl_tensor_free(g, &gdy); gpudl_tensor_free(g, &gdx);
+            gpudl_tensor_free(g, &ggam); gpudl_tensor_free(g, &gbet); gpudl_tensor_free(g, &gm); gpudl_tensor_free(g, &gr);
+            gpudl_tensor_free(g, &gdg); gpudl_tensor_free(g, &gdb);
+        }
+    }
+    {   /* an id out of range on the GPU: a NaN row now, the error at the next wait, then the context works on */
+        int64_t sw[2] = {5, 12}, sy[3] = {2, 3, 12}, i;
+        gpudl_tensor ids = tr_ids(GPUDL_I32, 2, 3, 5, 1), wte = tr_rand(2, sw, -1, 1), gids, gwte, gy, hy;
+        ((int32_t *)ids.data)[4] = 5;
+        gids = to_dev(g, &ids); gwte = to_dev(g, &wte);
+        GPUDL_CHECK(gpudl_tensor_create_on(g, &gy, GPUDL_DEVICE_CUDA, GPUDL_F32, 3, sy));
+        CHECK_OK(gpudl_embedding_forward(g, &gy, &gids, &gwte, NULL));
+        CHECK_ST(gpudl_ctx_sync(g), GPUDL_ERR_INVALID_ARG);
+        CHECK_OK(gpudl_ctx_sync(g));
+        hy = to_host(g, &gy);
+        for (i = 0; i < 2 * 3 * 12; i++) CHECK(is_nan(ld(&hy, i)) == (i / 12 == 4));
+        gpudl_tensor_free(c, &ids); gpudl_tensor_free(c, &wte); gpudl_tensor_free(c, &hy);
+        gpudl_tensor_free(g, &gids); gpudl_tensor_free(g, &gwte); gpudl_tensor_free(g, &gy);
+    }
+}
