@@ -78,6 +78,8 @@ static const test_case tests[] = {
     {"cublas_cudnn_status_names", test_gpu_library_status_names},
     {"threads_bound", test_threads_bound},
     {"share_cpu", test_share_cpu},
+    {"gpu_misaligned_views_tensor", test_gpu_misaligned_views_tensor},   /* last two: they reseed the CPU context */
+    {"gpu_misaligned_views_arith", test_gpu_misaligned_views_arith},
 };
 
 /* Besides the tests, the child processes of gpu_sticky_error_is_fatal and

@@ -180,3 +180,51 @@ static void test_gpu_argmax(void) {
         gpudl_tensor_free(g, &dx); gpudl_tensor_free(g, &dout);
     }
 }
+
+/* add, mul, scale, axpy, sum and max on views at odd element offsets (the
+   helpers are tests/test_tensor.c's): each operand at its own offset, the
+   aligned case as a control, sizes around the vector widths and tails;
+   results against the CPU, the bytes around each output untouched. */
+static void test_gpu_misaligned_views_arith(void) {
+    static const int offsets[][3] = {{0, 0, 0}, {1, 1, 1}, {2, 2, 2}, {3, 3, 3}, {1, 2, 3}, {0, 3, 0}, {2, 0, 1}, {0, 0, 2}};
+    gpudl_dtype dts[3] = {GPUDL_F32, GPUDL_F16, GPUDL_BF16};
+    gpudl_ctx *c = cpu_ctx();
+    size_t s, k;
+    int d, op;
+    NEED_GPU(g);
+    for (d = 0; d < 3; d++)
+        for (s = 0; s < sizeof view_sizes / sizeof view_sizes[0]; s++)
+            for (k = 0; k < sizeof offsets / sizeof offsets[0]; k++) {
+                int64_t n = view_sizes[s], i;
+                double tol = dts[d] == GPUDL_F32 ? 1e-6 : dts[d] == GPUDL_F16 ? 1e-3 : 8e-3, ref = 0, mag = 0, stol;
+                gpudl_tensor a = host_rand(dts[d], 1, n, 0, 0), b = host_rand(dts[d], 1, n, 0, 0), o = make(c, GPUDL_DEVICE_CPU, dts[d], 1, n, 0, 0);
+                gpudl_tensor r1 = make(c, GPUDL_DEVICE_CPU, GPUDL_F32, 1, 1, 0, 0), dr, got;
+                dev_view va = view_make(g, dts[d], n, offsets[k][0], &a), vb = view_make(g, dts[d], n, offsets[k][1], &b);
+                float gv, cv;
+                GPUDL_CHECK(gpudl_tensor_create_on(g, &dr, GPUDL_DEVICE_CUDA, GPUDL_F32, 1, r1.shape));
+                for (op = 0; op < 4; op++) {
+                    dev_view vo = view_make(g, dts[d], n, offsets[k][2], &b);
+                    CHECK_OK(gpudl_tensor_copy(c, &o, &b));
+                    if (op == 0) { CHECK_OK(gpudl_add(g, &vo.view, &va.view, &vb.view)); CHECK_OK(gpudl_add(c, &o, &a, &b)); }
+                    if (op == 1) { CHECK_OK(gpudl_mul(g, &vo.view, &va.view, &vb.view)); CHECK_OK(gpudl_mul(c, &o, &a, &b)); }
+                    if (op == 2) { CHECK_OK(gpudl_scale(g, &vo.view, 3.0f)); CHECK_OK(gpudl_scale(c, &o, 3.0f)); }
+                    if (op == 3) { CHECK_OK(gpudl_axpy(g, &vo.view, -0.5f, &va.view)); CHECK_OK(gpudl_axpy(c, &o, -0.5f, &a)); }
+                    got = to_host(g, &vo.view);
+                    CHECKF(max_rel(&got, &o, 1.0) <= tol && view_guard_ok(g, &vo), "op %d %s n=%lld offsets %d %d %d", op,
+                           gpudl_dtype_name(dts[d]), (long long)n, offsets[k][0], offsets[k][1], offsets[k][2]);
+                    gpudl_tensor_free(c, &got); view_free(g, &vo);
+                }
+                CHECK_OK(gpudl_sum(g, &dr, &va.view));
+                CHECK_OK(gpudl_tensor_item(g, &dr, 0, &gv));
+                for (i = 0; i < n; i++) { ref += ld(&a, i); mag += fabs(ld(&a, i)); }
+                stol = (2 * log2((double)n + 1) + 8) * ldexp(1.0, -24) * mag;   /* as in gpu_elementwise_reductions */
+                CHECKF(fabs(gv - ref) <= stol, "sum %s n=%lld offset %d: %.9g vs %.9g", gpudl_dtype_name(dts[d]), (long long)n,
+                       offsets[k][0], (double)gv, ref);
+                CHECK_OK(gpudl_max(g, &dr, &va.view)); CHECK_OK(gpudl_max(c, &r1, &a));
+                CHECK_OK(gpudl_tensor_item(g, &dr, 0, &gv)); CHECK_OK(gpudl_tensor_item(c, &r1, 0, &cv));
+                CHECKF(gv == cv, "max %s n=%lld offset %d: %g vs %g", gpudl_dtype_name(dts[d]), (long long)n, offsets[k][0],
+                       (double)gv, (double)cv);
+                gpudl_tensor_free(c, &a); gpudl_tensor_free(c, &b); gpudl_tensor_free(c, &o); gpudl_tensor_free(c, &r1);
+                gpudl_tensor_free(g, &dr); view_free(g, &va); view_free(g, &vb);
+            }
+}

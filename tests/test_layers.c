@@ -202,7 +202,7 @@ static void test_gpu_layers_linear_lt(void) {
                 if (relu) CHECK_OK(gpudl_act_forward(c, GPUDL_ACT_RELU, 0.0f, &y, &y));
                 gx = to_dev(g, &x16); gw = to_dev(g, &w16); gb = to_dev(g, &b16);
                 GPUDL_CHECK(gpudl_tensor_create(g, &gy, dt, 2, ys));
-                CHECK_OK(gpudl__lt_linear(g, &gy, &gx, &gw, &gb, relu, &done));
+                CHECK_OK(gpudl__lt_linear(g, &gy, &gx, &gw, &gb, relu, NULL, &done));
                 CHECKF(done, "cuBLASLt offered no algorithm for %s %lldx%lldx%lld %s", gpudl_dtype_name(dt),
                        (long long)shapes[t][0], (long long)shapes[t][1], (long long)shapes[t][2], relu ? "bias+relu" : "bias");
                 back = to_host(g, &gy);
@@ -259,7 +259,7 @@ static void test_gpu_layers_linear_lt_alignment(void) {
         CHECK_OK(gpudl_tensor_copy(g, &vb, &gb));
         for (pass = 0; pass < 2; pass++) {
             gpudl_tensor *yy = pass ? &vy : &gy;
-            CHECK_OK(gpudl__lt_linear(g, yy, pass ? &vx : &gx, &gw, pass ? &vb : &gb, 0, &done));
+            CHECK_OK(gpudl__lt_linear(g, yy, pass ? &vx : &gx, &gw, pass ? &vb : &gb, 0, NULL, &done));
             CHECKF(done, "%s pass %d: cuBLASLt offered no algorithm", gpudl_dtype_name(dt), pass);
             back = to_host(g, yy);
             CHECK_OK(gpudl_tensor_cast(c, &backf, &back));
@@ -268,7 +268,7 @@ static void test_gpu_layers_linear_lt_alignment(void) {
             gpudl_tensor_free(c, &back);
         }
         /* x on the host, the rest on the GPU */
-        CHECK_ST(gpudl__lt_linear(g, &gy, &x16, &gw, &gb, 0, &done), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl__lt_linear(g, &gy, &x16, &gw, &gb, 0, NULL, &done), GPUDL_ERR_INVALID_ARG);
         CHECK_OK(gpudl_ctx_sync(g));
         gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &w); gpudl_tensor_free(c, &b); gpudl_tensor_free(c, &ref);
         gpudl_tensor_free(c, &x16); gpudl_tensor_free(c, &w16); gpudl_tensor_free(c, &b16); gpudl_tensor_free(c, &backf);
@@ -1063,4 +1063,101 @@ static void test_activations_nonfinite(void) { check_acts_nonfinite(cpu_ctx(), "
 static void test_gpu_activations_nonfinite(void) {
     NEED_GPU(g);
     check_acts_nonfinite(g, "GPU");
+}
+
+/* Issue 26's kernels on the GPU against the CPU. Max and average pool
+   backward where the windows do not overlap (stride >= window: the one-pass
+   kernel, each window's argmax found once), with gaps, padding and borders
+   no window covers, on inputs full of ties, a NaN and -0.0 gradients: bit
+   for bit, since both sides use the shared window math. Then activations
+   (forward, backward) and dropout on views at element offsets 0-3 (16-byte
+   vector paths must fall back where a pointer is not aligned; the bytes
+   around each output stay as they were). */
+HARNESS_MAYBE_UNUSED static void test_gpu_kernels_views_and_pool_cells(void) {   /* registered in tests/suite_train.c */
+    static const int64_t pools[][5] = {   /* H W k s p */
+        {6, 6, 2, 2, 0}, {7, 9, 2, 2, 0}, {7, 9, 2, 3, 0}, {8, 8, 3, 3, 1}, {5, 7, 2, 2, 1}, {28, 28, 2, 2, 0}, {1, 1, 1, 1, 0},
+    };
+    static const int64_t sizes[] = {1, 3, 5, 7, 1023, 4097};
+    gpudl_dtype dts[3] = {GPUDL_F32, GPUDL_F16, GPUDL_BF16};
+    gpudl_ctx *c = cpu_ctx();
+    size_t s, z;
+    int kind, d, off, a;
+    NEED_GPU(g);
+    for (s = 0; s < sizeof pools / sizeof pools[0]; s++)
+        for (kind = 1; kind <= 2; kind++)
+            for (d = 0; d < 2; d++) {
+                int64_t H = pools[s][0], W = pools[s][1], k = pools[s][2], st = pools[s][3], p = pools[s][4], NC = 6, i;
+                int64_t Ho = (H + 2 * p - k) / st + 1, Wo = (W + 2 * p - k) / st + 1;
+                int64_t xs[4] = {2, 3, H, W}, ys[4] = {2, 3, Ho, Wo};
+                gpudl_tensor x = mk(c, dts[d], 4, xs), dy = mk(c, dts[d], 4, ys), dx = mk(c, dts[d], 4, xs), y = mk(c, dts[d], 4, ys);
+                gpudl_tensor gx, gdy, gdx, gy, hdx, hy;
+                gpudl_pool2d_desc pd;
+                for (i = 0; i < NC * H * W; i++)   /* quarters in [-1, 1]: many ties; one NaN */
+                    gpudl__elem_set(x.data, x.dtype, i, i == 3 ? NAN : (float)((int)((gpudl_rng_bits(9, (uint64_t)i) >> 40) % 9) - 4) * 0.25f);
+                for (i = 0; i < NC * Ho * Wo; i++) gpudl__elem_set(dy.data, dy.dtype, i, i % 5 == 0 ? -0.0f : (float)(i % 7) - 3.0f);
+                gx = to_dev(g, &x); gdy = to_dev(g, &dy);
+                GPUDL_CHECK(gpudl_tensor_create_on(g, &gdx, GPUDL_DEVICE_CUDA, dts[d], 4, xs));
+                GPUDL_CHECK(gpudl_tensor_create_on(g, &gy, GPUDL_DEVICE_CUDA, dts[d], 4, ys));
+                CHECK_OK(gpudl_tensor_fill(g, &gdx, 7.0f));   /* every element must be written */
+                memset(&pd, 0, sizeof pd);
+                pd.kind = (gpudl_pool)kind; pd.k_h = pd.k_w = k; pd.stride_h = pd.stride_w = st; pd.pad_h = pd.pad_w = p;
+                CHECK_OK(gpudl_pool2d_forward(c, &y, &x, &pd)); CHECK_OK(gpudl_pool2d_forward(g, &gy, &gx, &pd));
+                CHECK_OK(gpudl_pool2d_backward(c, &dx, &dy, &x, &pd)); CHECK_OK(gpudl_pool2d_backward(g, &gdx, &gdy, &gx, &pd));
+                hy = to_host(g, &gy); hdx = to_host(g, &gdx);
+                CHECKF(!memcmp(hy.data, y.data, gpudl_tensor_bytes(&y)), "pool %s kind %d case %zu forward", gpudl_dtype_name(dts[d]),
+                       kind, s);
+                CHECKF(!memcmp(hdx.data, dx.data, gpudl_tensor_bytes(&dx)), "pool %s kind %d case %zu (H %lld W %lld k %lld s %lld p %lld) backward",
+                       gpudl_dtype_name(dts[d]), kind, s, (long long)H, (long long)W, (long long)k, (long long)st, (long long)p);
+                gpudl_tensor_free(c, &hy); gpudl_tensor_free(c, &hdx);
+                gpudl_tensor_free(g, &gx); gpudl_tensor_free(g, &gdy); gpudl_tensor_free(g, &gdx); gpudl_tensor_free(g, &gy);
+                gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &dy); gpudl_tensor_free(c, &dx); gpudl_tensor_free(c, &y);
+            }
+    for (d = 0; d < 3; d++)
+        for (z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+            for (off = 0; off < 4; off++) {
+                int64_t n = sizes[z], m = n + 8, i;
+                size_t es = gpudl_dtype_size(dts[d]);
+                double tol = dts[d] == GPUDL_F32 ? 1e-5 : dts[d] == GPUDL_F16 ? 2e-3 : 1.6e-2;
+                gpudl_tensor hx = mk(c, dts[d], 1, &n), hdy = mk(c, dts[d], 1, &n), hy = mk(c, dts[d], 1, &n), hr = mk(c, dts[d], 1, &n);
+                gpudl_tensor buf[4], v[4], got, guard = mk(c, dts[d], 1, &m), back;
+                GPUDL_CHECK(gpudl_tensor_uniform(c, &hx, -3.0f, 3.0f));
+                GPUDL_CHECK(gpudl_tensor_uniform(c, &hdy, -1.0f, 1.0f));
+                for (i = 0; i < m * (int64_t)es; i++) ((unsigned char *)guard.data)[i] = (unsigned char)(0x5au ^ (unsigned)i);
+                for (a = 0; a < 4; a++) {   /* x, dy, y, out: each at its own offset */
+                    int o = (off + a) % 4;
+                    buf[a] = to_dev(g, &guard);
+                    GPUDL_CHECK(gpudl_tensor_wrap(&v[a], (char *)buf[a].data + (size_t)o * es, GPUDL_DEVICE_CUDA, dts[d], 1, &n));
+                }
+                CHECK_OK(gpudl_tensor_copy(g, &v[0], &hx)); CHECK_OK(gpudl_tensor_copy(g, &v[1], &hdy));
+                for (a = 0; a < 2; a++) {
+                    gpudl_act act = a ? GPUDL_ACT_GELU : GPUDL_ACT_LEAKY_RELU;
+                    CHECK_OK(gpudl_act_forward(c, act, 0.0f, &hy, &hx)); CHECK_OK(gpudl_act_forward(g, act, 0.0f, &v[2], &v[0]));
+                    got = to_host(g, &v[2]);
+                    CHECKF(max_rel(&got, &hy, 1.0) <= tol, "act %d forward %s n=%lld offset %d", (int)act, gpudl_dtype_name(dts[d]),
+                           (long long)n, off);
+                    gpudl_tensor_free(c, &got);
+                    CHECK_OK(gpudl_tensor_copy(g, &v[2], &hy));   /* both sides' backward from the same y */
+                    CHECK_OK(gpudl_act_backward(c, act, 0.0f, &hr, &hdy, &hx, &hy));
+                    CHECK_OK(gpudl_act_backward(g, act, 0.0f, &v[3], &v[1], &v[0], &v[2]));
+                    got = to_host(g, &v[3]);
+                    CHECKF(max_rel(&got, &hr, 1.0) <= tol, "act %d backward %s n=%lld offset %d", (int)act, gpudl_dtype_name(dts[d]),
+                           (long long)n, off);
+                    gpudl_tensor_free(c, &got);
+                }
+                CHECK_OK(gpudl_dropout_forward(c, &hr, &hx, 0.3f, 11, 5)); CHECK_OK(gpudl_dropout_forward(g, &v[3], &v[0], 0.3f, 11, 5));
+                got = to_host(g, &v[3]);
+                CHECKF(max_rel(&got, &hr, 1.0) <= tol, "dropout %s n=%lld offset %d", gpudl_dtype_name(dts[d]), (long long)n, off);
+                gpudl_tensor_free(c, &got);
+                for (a = 0; a < 4; a++) {   /* the bytes around each view as they were */
+                    int o = (off + a) % 4, ok = 1;
+                    back = to_host(g, &buf[a]);
+                    for (i = 0; i < m * (int64_t)es; i++)
+                        if ((i < o * (int64_t)es || i >= (o + n) * (int64_t)es) &&
+                            ((unsigned char *)back.data)[i] != (unsigned char)(0x5au ^ (unsigned)i)) ok = 0;
+                    CHECKF(ok, "%s n=%lld: bytes around view %d (offset %d) overwritten", gpudl_dtype_name(dts[d]), (long long)n, a, o);
+                    gpudl_tensor_free(c, &back); gpudl_tensor_free(g, &buf[a]);
+                }
+                gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hdy); gpudl_tensor_free(c, &hy); gpudl_tensor_free(c, &hr);
+                gpudl_tensor_free(c, &guard);
+            }
 }

@@ -878,3 +878,84 @@ static void test_share_cpu(void) {
     SKIP("the team follows the load only in OpenMP builds on Linux");
 #endif
 }
+
+/* Views at odd offsets (issue 26). The element-wise kernels move 16 bytes
+   per access where every pointer is 16-byte aligned, and must fall back to
+   scalar accesses where one is not (a GPU faults on a misaligned vector
+   access, and so does the strict emulator), and their tails must stop at
+   the view's end. view_make: a device buffer of n + 8 elements whose bytes
+   outside the view hold a guard pattern, and a view of n elements at
+   element offset off (its data from init when given); view_guard_ok: the
+   guard is intact after an op. Shared with tests/test_arith.c. */
+typedef struct dev_view { gpudl_tensor buf, view; int64_t off, n; } dev_view;
+
+static const int64_t view_sizes[] = {1, 3, 5, 7, 1023, 4097};
+
+static dev_view view_make(gpudl_ctx *g, gpudl_dtype dt, int64_t n, int64_t off, const gpudl_tensor *init) {
+    dev_view v;
+    size_t es = gpudl_dtype_size(dt), i;
+    gpudl_tensor h = make(cpu_ctx(), GPUDL_DEVICE_CPU, dt, 1, n + 8, 0, 0);
+    for (i = 0; i < (size_t)(n + 8) * es; i++) ((unsigned char *)h.data)[i] = (unsigned char)(0xa5u ^ (unsigned)i);
+    if (init) memcpy((char *)h.data + (size_t)off * es, init->data, (size_t)n * es);
+    v.buf = to_dev(g, &h);
+    v.off = off;
+    v.n = n;
+    GPUDL_CHECK(gpudl_tensor_wrap(&v.view, (char *)v.buf.data + (size_t)off * es, GPUDL_DEVICE_CUDA, dt, 1, &n));
+    gpudl_tensor_free(cpu_ctx(), &h);
+    return v;
+}
+
+static int view_guard_ok(gpudl_ctx *g, const dev_view *v) {
+    gpudl_tensor h = to_host(g, &v->buf);
+    size_t es = gpudl_dtype_size(v->buf.dtype), i, lo = (size_t)v->off * es, hi = (size_t)(v->off + v->n) * es;
+    int ok = 1;
+    for (i = 0; i < (size_t)(v->n + 8) * es; i++)
+        if ((i < lo || i >= hi) && ((unsigned char *)h.data)[i] != (unsigned char)(0xa5u ^ (unsigned)i)) ok = 0;
+    gpudl_tensor_free(cpu_ctx(), &h);
+    return ok;
+}
+
+static void view_free(gpudl_ctx *g, dev_view *v) { gpudl_tensor_free(g, &v->buf); }
+
+/* fill, uniform and cast on views at element offsets 0-3 (0: the aligned
+   control) against the CPU, sizes around the vector widths (4 floats, 8
+   halves) and the tails; the bytes around each view untouched. */
+static void test_gpu_misaligned_views_tensor(void) {
+    gpudl_dtype dts[3] = {GPUDL_F32, GPUDL_F16, GPUDL_BF16};
+    gpudl_ctx *c = cpu_ctx();
+    size_t s;
+    int d, d2, off;
+    NEED_GPU(g);
+    for (d = 0; d < 3; d++)
+        for (s = 0; s < sizeof view_sizes / sizeof view_sizes[0]; s++)
+            for (off = 0; off < 4; off++) {
+                int64_t n = view_sizes[s], i, bad = 0;
+                dev_view v = view_make(g, dts[d], n, off, NULL);
+                gpudl_tensor h = make(c, GPUDL_DEVICE_CPU, dts[d], 1, n, 0, 0), back;
+                CHECK_OK(gpudl_tensor_fill(g, &v.view, -2.75f));
+                back = to_host(g, &v.view);
+                for (i = 0; i < n; i++) bad += ld(&back, i) != -2.75;
+                CHECKF(bad == 0 && view_guard_ok(g, &v), "fill %s n=%lld offset %d", gpudl_dtype_name(dts[d]), (long long)n, off);
+                gpudl_tensor_free(c, &back);
+                gpudl_ctx_set_seed(c, 5 + off); gpudl_ctx_set_seed(g, 5 + off);
+                CHECK_OK(gpudl_tensor_uniform(c, &h, -1.0f, 3.0f));
+                CHECK_OK(gpudl_tensor_uniform(g, &v.view, -1.0f, 3.0f));
+                back = to_host(g, &v.view);
+                CHECKF(max_rel(&back, &h, 1e-6) <= 1e-6 && view_guard_ok(g, &v), "uniform %s n=%lld offset %d",
+                       gpudl_dtype_name(dts[d]), (long long)n, off);
+                for (d2 = 0; d2 < 3; d2++) {   /* cast from this view into a view at another offset */
+                    int off2 = (off + 1 + d2) % 4;
+                    dev_view w = view_make(g, dts[d2], n, off2, NULL);
+                    gpudl_tensor hc = make(c, GPUDL_DEVICE_CPU, dts[d2], 1, n, 0, 0), got;
+                    CHECK_OK(gpudl_tensor_cast(g, &w.view, &v.view));
+                    CHECK_OK(gpudl_tensor_cast(c, &hc, &back));   /* the CPU casts the GPU's values: bit for bit */
+                    got = to_host(g, &w.view);
+                    CHECKF(!memcmp(got.data, hc.data, (size_t)n * gpudl_dtype_size(dts[d2])) && view_guard_ok(g, &w),
+                           "cast %s (offset %d) -> %s (offset %d) n=%lld", gpudl_dtype_name(dts[d]), off, gpudl_dtype_name(dts[d2]),
+                           off2, (long long)n);
+                    gpudl_tensor_free(c, &got); gpudl_tensor_free(c, &hc); view_free(g, &w);
+                }
+                gpudl_tensor_free(c, &back);
+                gpudl_tensor_free(c, &h); view_free(g, &v);
+            }
+}
