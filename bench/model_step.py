@@ -63,6 +63,8 @@ import sys
 #   A100: "NVIDIA A100 Tensor Core GPU" datasheet (FP32 19.5 TFLOPS, TF32 156,
 #         FP16 312 dense; 40 GB: 1,555 GB/s; 80 GB SXM: 2,039 GB/s) and the
 #         A100 whitepaper (108 SMs, 40 MB L2).
+#   H200: "NVIDIA H200 Tensor Core GPU" datasheet (SXM: the H100 SXM's FP32 67 and
+#         FP16 1,979 sparse TFLOPS, 4.8 TB/s): the kind of machine the project may be lent.
 # FP32 rows run with TF32 off (bench_train.c: GPUDL_MATH_FP32; torch_train.py:
 # allow_tf32 = False), so their GEMMs use the FP32 (non-tensor) peak.
 GPUS = {
@@ -70,6 +72,7 @@ GPUS = {
     "h100-pcie": dict(name="H100 PCIe 80 GB", fp32=51e12, fp16=756e12, bw=2.0e12, sms=114),
     "a100-40":   dict(name="A100 SXM4 40 GB", fp32=19.5e12, fp16=312e12, bw=1.555e12, sms=108),
     "a100-80":   dict(name="A100 SXM4 80 GB", fp32=19.5e12, fp16=312e12, bw=2.039e12, sms=108),
+    "h200":      dict(name="H200 SXM 141 GB", fp32=67e12, fp16=989e12, bw=4.8e12, sms=132),
 }
 
 # --------------------------------------------------- the model's figures ----
@@ -168,8 +171,11 @@ def params_of(model):
     return MLP_PARAMS if model == "mlp" else LENET_PARAMS
 
 
+LENET_OPTIM = ["adam"]   # --lenet-optim: issue 26's table has Adam; bench_train.c and torch_train.py use SGD
+
+
 def optimizer_of(model):
-    return "sgd" if model == "mlp" else "adam"
+    return "sgd" if model == "mlp" else LENET_OPTIM[0]
 
 
 # ------------------------------------------------ gpudl before issue 26 ----
@@ -179,7 +185,9 @@ def gpudl_before(model, prec, lt=False):
     16 + 8 + 1, LeNet-5 (Adam) FP32 27 + 14 + 1, FP16 30 + 14 + 1; with
     cuBLASLt on, 3 kernels fewer; each step also copies the 40-byte scaler
     state to pinned memory, without a wait). Runtime API calls per step, same
-    trace: 60 / 63 / 93 / 100 (49 / 52 / 82 / 89 with cuBLASLt)."""
+    trace: 60 / 63 / 93 / 100 (49 / 52 / 82 / 89 with cuBLASLt). LeNet-5 was
+    counted with Adam; with SGD the kernels are the same, the update moves
+    20 instead of 28 bytes per parameter."""
     h16 = prec == "fp16"
     s = F16 if h16 else F32
     P_ = params_of(model)
@@ -574,9 +582,6 @@ def counts_of(ops):
     return n
 
 
-NAMES = {"mlp": "MLP 784-1024-1024-10, SGD momentum", "lenet": "LeNet-5, Adam"}
-
-
 def main():
     ap = argparse.ArgumentParser(description="A model (not a measurement) of one training step on H100/A100.")
     ap.add_argument("--gpu", choices=sorted(GPUS) + ["all"], default="all")
@@ -584,7 +589,10 @@ def main():
     ap.add_argument("--ops", action="store_true", help="list each row's device operations")
     ap.add_argument("--csv", help="write the rows as CSV")
     ap.add_argument("--check-torch", action="store_true", help="trace PyTorch (needs torch) and compare with the op lists")
+    ap.add_argument("--lenet-optim", choices=["adam", "sgd"], default="adam",
+                    help="LeNet-5's optimizer: adam (issue 26's table, default) or sgd (momentum: bench_train.c, torch_train.py)")
     a = ap.parse_args()
+    LENET_OPTIM[0] = a.lenet_optim
     if a.check_torch:
         return check_torch()
     counts = load_counts(a.counts) if os.path.exists(a.counts) else {}
@@ -593,6 +601,7 @@ def main():
     rows = rows_for(counts)
     gpus = sorted(GPUS) if a.gpu == "all" else [a.gpu]
     print("A MODEL, NOT A MEASUREMENT: one training step at batch 128, per the assumptions in bench/model_step.py")
+    print(f"(MLP 784-1024-1024-10 with SGD momentum; LeNet-5 with {'Adam' if optimizer_of('lenet') == 'adam' else 'SGD momentum'})")
     print("(step = steady-state period of a host issuing in order and one stream running in order; "
           "low = all fast figures, high = all slow ones)")
     out = []
@@ -611,7 +620,7 @@ def main():
                 bound += "+w"
             print(f"{model:<6} {prec:<5} {label:<26} {n['kernel']:>4} {n['gemm'] + n['conv']:>3} {n['memset']:>4} "
                   f"{n['sync']:>4} {hlo:>5.0f}-{hhi:<5.0f} {dlo:>5.0f}-{dhi:<5.0f} {lo:>5.0f}-{hi:<5.0f} {bound:>6}")
-            out.append(dict(gpu=gk, model=model, precision=prec, variant=label, kernels=n["kernel"],
+            out.append(dict(gpu=gk, model=model, precision=prec, optimizer=optimizer_of(model), variant=label, kernels=n["kernel"],
                             library_calls=n["gemm"] + n["conv"], memsets=n["memset"], host_waits=n["sync"],
                             graph=n["graph"], host_us_low=round(hlo, 1), host_us_high=round(hhi, 1),
                             device_us_low=round(dlo, 1), device_us_high=round(dhi, 1), step_us_low=round(lo, 1),
