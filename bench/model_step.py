@@ -70,8 +70,8 @@ import sys
 GPUS = {
     "h100-sxm":  dict(name="H100 SXM5 80 GB", fp32=67e12, fp16=989e12, bw=3.35e12, sms=132),
     "h100-pcie": dict(name="H100 PCIe 80 GB", fp32=51e12, fp16=756e12, bw=2.0e12, sms=114),
-    "a100-40":   dict(name="A100 SXM4 40 GB", fp32=19.5e12, fp16=312e12, bw=1.555e12, sms=108),
     "a100-80":   dict(name="A100 SXM4 80 GB", fp32=19.5e12, fp16=312e12, bw=2.039e12, sms=108),
+    "a100-40":   dict(name="A100 SXM4 40 GB", fp32=19.5e12, fp16=312e12, bw=1.555e12, sms=108),
     "h200":      dict(name="H200 SXM 141 GB", fp32=67e12, fp16=989e12, bw=4.8e12, sms=132),
 }
 
@@ -584,7 +584,7 @@ def counts_of(ops):
 
 def main():
     ap = argparse.ArgumentParser(description="A model (not a measurement) of one training step on H100/A100.")
-    ap.add_argument("--gpu", choices=sorted(GPUS) + ["all"], default="all")
+    ap.add_argument("--gpu", choices=list(GPUS) + ["all"], default="all")
     ap.add_argument("--counts", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "step_counts.csv"))
     ap.add_argument("--ops", action="store_true", help="list each row's device operations")
     ap.add_argument("--csv", help="write the rows as CSV")
@@ -599,10 +599,11 @@ def main():
     if not counts:
         print(f"note: no gpudl-after rows in {a.counts}: those rows are left out", file=sys.stderr)
     rows = rows_for(counts)
-    gpus = sorted(GPUS) if a.gpu == "all" else [a.gpu]
+    gpus = list(GPUS) if a.gpu == "all" else [a.gpu]
     print("A MODEL, NOT A MEASUREMENT: one training step at batch 128, per the assumptions in bench/model_step.py")
     print(f"(MLP 784-1024-1024-10 with SGD momentum; LeNet-5 with {'Adam' if optimizer_of('lenet') == 'adam' else 'SGD momentum'})")
-    print("(step = steady-state period of a host issuing in order and one stream running in order; "
+    print("(step = steady-state period of a host issuing in order and one stream running in order: max(host, device)\n"
+          " without a host wait; no overlap = host + device, the bound if nothing overlapped; "
           "low = all fast figures, high = all slow ones)")
     out = []
     for gk in gpus:
@@ -610,7 +611,7 @@ def main():
         print(f"\n== {gpu['name']}: FP32 {gpu['fp32'] / 1e12:g} TFLOPS (TF32 off), FP16 tensor {gpu['fp16'] / 1e12:g} "
               f"TFLOPS dense, {gpu['bw'] / 1e12:g} TB/s")
         print(f"{'model':<6} {'prec':<5} {'variant':<26} {'kern':>4} {'lib':>3} {'mset':>4} {'wait':>4} {'host us':>11} "
-              f"{'device us':>11} {'step us':>11} {'bound':>6}")
+              f"{'device us':>11} {'step us':>11} {'bound':>6} {'no overlap':>11}")
         for model, prec, label, impl, ops, note in rows:
             n = counts_of(ops)
             lo, hlo, dlo = simulate(ops, impl, gpu, True)
@@ -619,7 +620,8 @@ def main():
             if n["sync"]:
                 bound += "+w"
             print(f"{model:<6} {prec:<5} {label:<26} {n['kernel']:>4} {n['gemm'] + n['conv']:>3} {n['memset']:>4} "
-                  f"{n['sync']:>4} {hlo:>5.0f}-{hhi:<5.0f} {dlo:>5.0f}-{dhi:<5.0f} {lo:>5.0f}-{hi:<5.0f} {bound:>6}")
+                  f"{n['sync']:>4} {hlo:>5.0f}-{hhi:<5.0f} {dlo:>5.0f}-{dhi:<5.0f} {lo:>5.0f}-{hi:<5.0f} {bound:>6} "
+                  f"{hlo + dlo:>5.0f}-{hhi + dhi:<5.0f}")
             out.append(dict(gpu=gk, model=model, precision=prec, optimizer=optimizer_of(model), variant=label, kernels=n["kernel"],
                             library_calls=n["gemm"] + n["conv"], memsets=n["memset"], host_waits=n["sync"],
                             graph=n["graph"], host_us_low=round(hlo, 1), host_us_high=round(hhi, 1),
