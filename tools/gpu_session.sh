@@ -29,6 +29,9 @@
 # (git-ignored; copy it from /usr/share/datasets/fashion-mnist):
 #   tools/gpu_session.sh $OUT                  build, suites, benchmarks, demos
 #   tools/gpu_session.sh $OUT build sanitize   compute-sanitizer, in a second call
+#   tools/gpu_session.sh $OUT build compare    the step against the model (issue 26),
+#                                              in a call of its own (torch.compile's
+#                                              compilations take minutes)
 # Environment: BUDGET (seconds for the whole call, default 570),
 # CUDA_ARCH (default: sm_90 only, which halves the build time on an
 # H100/H200), JOBS (make -j, default the core count), BENCH_PY (the Python
