@@ -97,13 +97,18 @@ GPUS = {
 #       usually 5-20 us (profiled, so inflated).
 #  [G5] CUDA.jl docs, "Graphs": a 4-layer MLP at batch 16, 50 us per
 #       evaluation eager, 16 us as a graph (8 us of it CPU time).
+#  [G6] github.com/ahrefs/ocannl issue 488 (RTX 5070 Ti Laptop, CUDA 13.3,
+#       WSL2, 2026): enqueueing a launch costs the host 2.6-2.8 us; a graph
+#       replay about 15 us fixed + 0.58 us per node; a chain of no-op kernels
+#       launched one by one ran at about 6.4 us per kernel (a laptop under
+#       WSL2: above this model's 2.4-4.0 us per small op, the risk to watch).
 #  [M1] measured here (2026-11-25, the 2-vCPU Xeon VM of RESULTS.md, torch
 #       2.15.0 CPU wheel, nice, busy neighbours): the MLP step with widths of 8
 #       and batch 2 (compute negligible) takes 408 us for its 56 aten ops =
 #       7.3 us per op of dispatcher + autograd + Python: the high figure; a
 #       fast server core is about twice as fast: the low one.
 P = {
-    "launch_us":      (2.5, 4.0),   # host: one cudaLaunchKernel (<<<>>>) incl. the C around it [G1, G3; issue 26]
+    "launch_us":      (2.5, 4.0),   # host: one cudaLaunchKernel (<<<>>>) incl. the C around it [G1, G3, G6; issue 26]
     "lib_us":         (4.0, 8.0),   # host: one cuBLAS/cuBLASLt GEMM call (heuristic cache hit + launch): assumed, 1.5-2x a launch
     "cudnn_us":       (6.0, 12.0),  # host: one cuDNN convolution call (descriptor checks + 1-2 launches): assumed
     "memop_us":       (2.0, 4.0),   # host: cudaMemsetAsync / cudaMemcpyAsync [G1: same path as a launch]
@@ -113,7 +118,7 @@ P = {
     "sync_us":        (5.0, 10.0),  # a host wait: D2H copy of 4 bytes + the host thread waking: assumed
     "submit_us":      (2.0, 4.0),   # issue -> start on an idle device: assumed
     "gap_stream_us":  (0.9, 1.5),   # device: gap between back-to-back kernels of a stream [G1]
-    "gap_graph_us":   (0.4, 0.9),   # device: the same inside a graph [G1, G2]
+    "gap_graph_us":   (0.4, 0.9),   # device: the same inside a graph [G1, G2, G6]
     "floor_kernel_us": (1.5, 2.5),  # device: shortest duration of a small kernel (one wave, ramp-up + drain): assumed
     "floor_lib_us":   (2.5, 5.0),   # device: shortest GEMM / convolution (cuBLAS/cuDNN kernels, split-K, 1-2 kernels): assumed
     "bw_frac":        (0.80, 0.55), # of peak DRAM bandwidth reached by a streaming kernel (large: 80-90%; these are 0.1-40 MB)
