@@ -118,6 +118,7 @@ static const test_case tests[] = {
     {"transformer_bad_input", test_transformer_bad_input},
     {"gpu_transformer_ops", test_gpu_transformer_ops},
     {"gpu_transformer_edges", test_gpu_transformer_edges},
+    {"gpu_transformer_counts", test_gpu_transformer_counts},
     {"gpu_emu_model_release", test_gpu_emu_model_release},
     {"gpu_step_atomic", test_gpu_step_atomic},
 };
