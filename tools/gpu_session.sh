@@ -17,7 +17,8 @@
 #   compare   issue 26: the training step measured beside bench/model_step.py's
 #             prediction for this GPU, in one run: gpudl as built (cuBLASLt off
 #             and on), each of STEP_VARIANTS (CUDA Graphs off, ...), gpudl
-#             before issue 26 (commit 42ad03e, where git history is here),
+#             before issue 26 (commit 42ad03e, from git history or a carried
+#             build/before),
 #             PyTorch eager and torch.compile (bench/torch_train.py); writes
 #             OUTDIR/step_compare.csv (measured and modelled side by side) and
 #             OUTDIR/model.txt. Takes the train step's place in the default list.
@@ -54,8 +55,11 @@ export BENCH_PY=${BENCH_PY:-python3}
 # times each configuration with cuBLASLt's epilogues off and on (impl
 # gpudl / gpudl-cublaslt); with a desc field and no switch, add one to
 # bench_train.c. Label "graph-off" is compared with the model's "gpudl
-# after, no graph" row.
+# after, no graph" row, the default build's gpudl rows with the model's
+# STEP_DEFAULT_ROW ("gpudl after, CUDA Graph": graphs on by default, as
+# issue 26 asks; "gpudl after, no graph" if they end up opt-in).
 export STEP_VARIANTS=${STEP_VARIANTS:-"graph-off:--no-graph"}
+export STEP_DEFAULT_ROW=${STEP_DEFAULT_ROW:-"gpudl after, CUDA Graph"}
 if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     echo "tools/gpu_session.sh: no NVIDIA GPU here (nvidia-smi lists none): nothing measured, nothing written."
     echo "(the model of the step needs no GPU: python3 bench/model_step.py)"
@@ -159,7 +163,8 @@ if os.path.exists(os.path.join(log, "model.csv")):
         model[(r["model"], r["precision"], r["variant"])] = r
 # (file, impl) -> the model's row; impl is bench_train's or torch_train's column
 which = {("train_before.csv", "gpudl"): "gpudl before", ("train_before.csv", "gpudl-cublaslt"): "gpudl before, cuBLASLt on",
-         ("train_default.csv", "gpudl"): "gpudl after, CUDA Graph", ("train_graph-off.csv", "gpudl"): "gpudl after, no graph",
+         ("train_default.csv", "gpudl"): os.environ.get("STEP_DEFAULT_ROW", "gpudl after, CUDA Graph"),
+         ("train_graph-off.csv", "gpudl"): "gpudl after, no graph",
          ("torch_train.csv", "torch-eager"): "PyTorch eager"}
 rows = []
 for f in sorted(os.listdir(log)):
@@ -179,7 +184,7 @@ for f in sorted(os.listdir(log)):
                          batch=r["batch"], median_us=round(med_us, 1), min_us=round(float(r["min_ms"]) * 1e3, 1),
                          model_variant=v if m else "", model_gpu=key if m else "",
                          model_step_us_low=m["step_us_low"] if m else "", model_step_us_high=m["step_us_high"] if m else "",
-                         verdict=verdict))
+                         verdict=verdict, model_source=m["source"] if m else ""))
 if not rows:
     print("no GPU rows measured: no step_compare.csv")
     sys.exit(1)
