@@ -407,6 +407,33 @@ __global__ void gpudl_reduce_partial_kernel(int op, const T *x, int64_t n, float
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
+/* The same in one launch: each block writes its partial, and the last
+   block to finish (the one whose ticket on done, taken after a fence that
+   publishes its partial, is gridDim.x - 1) reduces the partials in block
+   order and puts done back to 0. Which block comes last varies; the order
+   of the final sum does not, so the bits are the same every run. */
+template <typename T>
+__global__ void gpudl_reduce_once_kernel(int op, float *out, const T *x, int64_t n, float *partial, unsigned *done) {
+    __shared__ bool last;
+    float acc = n <= INT32_MAX ? gpudl__reduce_share<uint32_t>(op, x, (uint32_t)n) : gpudl__reduce_share<int64_t>(op, x, n);
+    acc = gpudl__block_reduce(op, acc);
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = acc;
+        __threadfence();
+        last = atomicAdd(done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();   /* also: the second gpudl__block_reduce reuses the first one's shared memory */
+    if (!last) return;
+    __threadfence();
+    acc = op == GPUDL_K_SUM ? 0.0f : -INFINITY;
+    for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x) acc = gpudl__red(op, acc, ((volatile const float *)partial)[i]);
+    acc = gpudl__block_reduce(op, acc);
+    if (threadIdx.x == 0) {
+        *out = acc;
+        *done = 0;
+    }
+}
+
 /* Pass 2: one block reduces the partials (a fixed order: deterministic). */
 __global__ void gpudl_reduce_final_kernel(int op, const float *partial, int nparts, float *out) {
     float acc = op == GPUDL_K_SUM ? 0.0f : -INFINITY;
@@ -465,6 +492,16 @@ int gpudl_k_reduce(void *stream, int op, float *out, const void *x, int dtype, i
     GPUDL__DISPATCH(dtype, T, (gpudl_reduce_partial_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         op, (const T *)x, n, scratch)));
     gpudl_reduce_final_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(op, scratch, (int)nb, out);
+    return (int)cudaGetLastError();
+}
+
+/* gpudl_k_reduce in one launch (no one-block second pass): done is a
+   device counter that is 0 before and after (the caller zeroes it once). */
+int gpudl_k_reduce_once(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch, unsigned *done) {
+    unsigned nb = gpudl__blocks((n + 3) / 4);
+    if (nb > GPUDL__REDUCE_BLOCKS) nb = GPUDL__REDUCE_BLOCKS;
+    GPUDL__DISPATCH(dtype, T, (gpudl_reduce_once_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+        op, out, (const T *)x, n, scratch, done)));
     return (int)cudaGetLastError();
 }
 
