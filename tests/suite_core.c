@@ -80,6 +80,7 @@ static const test_case tests[] = {
     {"share_cpu", test_share_cpu},
     {"gpu_misaligned_views_tensor", test_gpu_misaligned_views_tensor},   /* last two: they reseed the CPU context */
     {"gpu_misaligned_views_arith", test_gpu_misaligned_views_arith},
+    {"gpu_reduce_once", test_gpu_reduce_once},
 };
 
 /* Besides the tests, the child processes of gpu_sticky_error_is_fatal and

@@ -228,3 +228,56 @@ static void test_gpu_misaligned_views_arith(void) {
                 gpudl_tensor_free(g, &dr); view_free(g, &va); view_free(g, &vb);
             }
 }
+
+/* gpudl_k_reduce_once, the one-launch sum/max (the last block to finish
+   adds the partials in block order), called directly: against float64 and
+   the CPU's max, the same bits on a second run and under any block order,
+   its counter back at 0 after each call. gpudl.h does not call it yet. */
+#ifndef GPUDL_NO_CUDA
+int gpudl_k_reduce_once(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch, unsigned *done);
+#endif
+static void test_gpu_reduce_once(void) {
+#ifndef GPUDL_NO_CUDA
+    static const int64_t ns[] = {1, 7, 1023, 4097, 100003, 1000003};
+    gpudl_dtype dts[3] = {GPUDL_F32, GPUDL_F16, GPUDL_BF16};
+    gpudl_ctx *c = cpu_ctx();
+    size_t s;
+    int d, op, rep;
+    NEED_GPU(g);
+    for (d = 0; d < 3; d++)
+        for (s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+            int64_t n = ns[s], i, one = 1, scratch_len[1];
+            gpudl_tensor a = host_rand(dts[d], 1, n, 0, 0), da = to_dev(g, &a), out, done, scratch, r1 = make(c, GPUDL_DEVICE_CPU, GPUDL_F32, 1, 1, 0, 0);
+            double ref = 0, mag = 0, tol;
+            float got[2], cv;
+            int32_t z;
+            scratch_len[0] = gpudl_k_reduce_scratch();
+            GPUDL_CHECK(gpudl_tensor_create_on(g, &out, GPUDL_DEVICE_CUDA, GPUDL_F32, 1, &one));
+            GPUDL_CHECK(gpudl_tensor_create_on(g, &done, GPUDL_DEVICE_CUDA, GPUDL_I32, 1, &one));
+            GPUDL_CHECK(gpudl_tensor_create_on(g, &scratch, GPUDL_DEVICE_CUDA, GPUDL_F32, 1, scratch_len));
+            CHECK_OK(gpudl_tensor_fill(g, &done, 0.0f));
+            for (i = 0; i < n; i++) { ref += ld(&a, i); mag += fabs(ld(&a, i)); }
+            tol = (2 * log2((double)n + 1) + (double)n / 65536.0 + 8) * ldexp(1.0, -24) * mag;
+            CHECK_OK(gpudl_max(c, &r1, &a));
+            CHECK_OK(gpudl_tensor_item(c, &r1, 0, &cv));
+            for (op = 0; op < 2; op++) {
+                for (rep = 0; rep < 2; rep++) {
+                    CHECK(gpudl_k_reduce_once(g->stream, op ? GPUDL_K_MAX : GPUDL_K_SUM, (float *)out.data, da.data, (int)dts[d], n,
+                                              (float *)scratch.data, (unsigned *)done.data) == 0);
+                    CHECK_OK(gpudl_tensor_item(g, &out, 0, &got[rep]));
+                    CHECK_OK(gpudl_tensor_download(g, &done, &z, sizeof z));
+                    CHECKF(z == 0, "counter left at %d", (int)z);
+                }
+                CHECKF(!memcmp(&got[0], &got[1], sizeof got[0]), "%s n=%lld op %d: %.9g then %.9g", gpudl_dtype_name(dts[d]),
+                       (long long)n, op, (double)got[0], (double)got[1]);
+                if (op) CHECKF(got[0] == cv, "max %s n=%lld: %g vs CPU %g", gpudl_dtype_name(dts[d]), (long long)n, (double)got[0], (double)cv);
+                else CHECKF(fabs(got[0] - ref) <= tol, "sum %s n=%lld: %.9g vs float64 %.9g", gpudl_dtype_name(dts[d]), (long long)n,
+                            (double)got[0], ref);
+            }
+            gpudl_tensor_free(c, &a); gpudl_tensor_free(c, &r1);
+            gpudl_tensor_free(g, &da); gpudl_tensor_free(g, &out); gpudl_tensor_free(g, &done); gpudl_tensor_free(g, &scratch);
+        }
+#else
+    SKIP("CPU-only build (GPUDL_NO_CUDA)");
+#endif
+}
