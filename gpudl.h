@@ -393,10 +393,13 @@ GPUDL_HD static inline float gpudl__elem_get(const void *p, int dt, int64_t i) {
    sync_debug     1 = synchronise after every launch, so an asynchronous
                   fault is reported by the op that caused it (slow).
    log, log_user  logger; NULL = errors and warnings to stderr.
-   cublaslt       GPU linear layers put their bias (and a following ReLU)
-                  in cuBLASLt's GEMM epilogue: 1 = on, 0 = the default (off
-                  until GPU benchmarks show it pays), -1 = off. (That ReLU
-                  is cuBLASLt's: whether it keeps a NaN is its business.)
+   cublaslt       GPU linear layers put their bias (and a following ReLU and
+                  its mask) in cuBLASLt's GEMM epilogue, and in backward the
+                  bias gradient (BGRADB) and the ReLU's backward (DRELU):
+                  0 = the default, on; 1 = on; -1 = off (cuBLAS and gpudl's
+                  kernels). Where cuBLASLt offers no algorithm for a shape
+                  the layer takes the plain path by itself. (That ReLU is
+                  cuBLASLt's: whether it keeps a NaN is its business.)
    cpu_gemm       the CPU GEMM micro-kernel: GPUDL_CPU_GEMM_AUTO (0) = the
                   best this CPU runs; _C, _AVX2, _AVX512 (x86-64), _NEON
                   (aarch64) force one (a kernel the CPU lacks falls back to
@@ -740,6 +743,9 @@ int gpudl_k_bias_act(void *stream, int act, float alpha, void *pre, void *post, 
 /* scratch: gpudl_k_reduce_scratch() floats */
 int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
                             float *scratch);
+/* as gpudl_k_channel_sum_acc; overwrite: out = the sums (the step's first write of a gradient) */
+int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
+                        float *scratch, int overwrite);
 
 /* >>loss ------------------------------------------------------------------ */
 /* Softmax + cross-entropy, fused and stable (log-sum-exp).
@@ -762,6 +768,11 @@ GPUDL_API gpudl_status gpudl_mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, c
    label outside [0, K) and K are written there (nothing when all are fine) */
 int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void *logits, int dtype, const void *labels,
                              int label_dtype, int64_t N, int64_t K, float *scratch, int32_t *report);
+/* forward, mean and gradient in one launch: loss, probs and dlogits as the two above; done: a
+   counter on the device, 0 before and after; scratch: gpudl_k_reduce_scratch() floats */
+int gpudl_k_softmax_xent_fused(void *stream, float *loss, unsigned *done, float *probs, void *dlogits, const void *logits,
+                               int dtype, const void *labels, int label_dtype, int64_t N, int64_t K, float scale,
+                               const float *dscale, float *scratch, int32_t *report);
 int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float *probs, const void *labels, int label_dtype,
                              int64_t N, int64_t K, float scale, const float *dscale);
 int gpudl_k_mse_fwd(void *stream, float *loss, const void *pred, int dtype, const float *target, int64_t n, float *scratch);
@@ -983,6 +994,23 @@ GPUDL_API gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y, 
 GPUDL_API gpudl_status gpudl_attention_backward(gpudl_ctx *ctx, gpudl_tensor *dqkv, const gpudl_tensor *dy,
                                                 const gpudl_tensor *qkv, const gpudl_tensor *att, int64_t n_head);
 
+/* The same attention, fused: the (B,NH,T,T) matrix is never stored, so
+   memory grows as T, not T^2 (long sequences). forward saves lse (B,NH,T)
+   F32, the log of each row's softmax denominator (scores scaled); backward
+   recomputes the probabilities from qkv and lse and takes y, the forward's
+   output (its rows' dy . y is the softmax backward's sum). HS <= 256.
+   GPU: one warp per query row with an online softmax (forward), then one
+   warp per query row for dq and one per key row for dk, dv (backward):
+   three kernels, no atomics, no GEMM, deterministic. The kernels are plain
+   CUDA (no tensor cores, no tiling): gpudl_attention_forward's GEMMs are
+   faster wherever its T x T matrix fits; this path is the one that fits
+   when that matrix does not, and the reference for a tiled kernel. */
+GPUDL_API gpudl_status gpudl_attention_fused_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *lse, const gpudl_tensor *qkv,
+                                                     int64_t n_head);
+GPUDL_API gpudl_status gpudl_attention_fused_backward(gpudl_ctx *ctx, gpudl_tensor *dqkv, const gpudl_tensor *dy,
+                                                      const gpudl_tensor *qkv, const gpudl_tensor *y, const gpudl_tensor *lse,
+                                                      int64_t n_head);
+
 /* Per-element math of the section, shared by the CPU and the kernels. */
 /* The causal mask: query position t sees key position j. */
 GPUDL_HD static inline int gpudl__attn_visible(int64_t t, int64_t j) { return j <= t; }
@@ -1024,6 +1052,12 @@ int gpudl_k_attn_merge(void *stream, void *bt, void *heads, int dtype, int64_t B
 int gpudl_k_attn_softmax(void *stream, void *att, const float *scores, int dtype, int64_t L, int64_t T);
 /* ds (L,T,T) = p (dp - sum p dp) per row, 0 where masked (ds may be dp itself when ds is F32) */
 int gpudl_k_attn_softmax_bwd(void *stream, void *ds, const float *dp, const void *att, int dtype, int64_t L, int64_t T);
+/* fused attention (HS <= GPUDL__FUSED_MAX_HS); scratch: B NH T floats */
+#define GPUDL__FUSED_MAX_HS 256
+int gpudl_k_attn_fused_fwd(void *stream, void *y, float *lse, const void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
+                           int64_t HS);
+int gpudl_k_attn_fused_bwd(void *stream, void *dqkv, const void *dy, const void *qkv, const void *y, const float *lse, int dtype,
+                           int64_t B, int64_t T, int64_t NH, int64_t HS, float *scratch);
 
 /* >>model ----------------------------------------------------------------- */
 typedef struct gpudl_model gpudl_model;   /* opaque */
@@ -1156,13 +1190,23 @@ GPUDL_API gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *x
    scalar; read it with gpudl_model_loss_value (which waits). */
 GPUDL_API gpudl_status gpudl_model_loss(gpudl_model *m, const gpudl_tensor *target);
 GPUDL_API gpudl_status gpudl_model_loss_value(gpudl_model *m, float *loss);
-/* Gradients of the loss into the flat gradient buffer (accumulating).
+/* Gradients of the loss into the flat gradient buffer: added to what it
+   holds, or, the first backward after gpudl_model_zero_grad, written.
    A failed forward, loss or backward is remembered: backward refuses after
    a failed forward or loss, and gpudl_model_step after any of the three,
    each with GPUDL_ERR_INVALID_ARG and a message naming the call that
    failed and its reason, until the step is run again (a forward that
    succeeds; after a failed backward, zero_grad first). */
 GPUDL_API gpudl_status gpudl_model_backward(gpudl_model *m);
+/* Sets the gradients to zero, as far as any reader can tell: gpudl_model_params'
+   grads view, gpudl_model_step and the next backward all see zeros. On the
+   GPU, when every layer with parameters is linear or conv2d (and no user
+   ops or data parallelism), no memset is issued: the next backward writes
+   each gradient (GEMMs with beta 0) instead of adding to it, and the memset
+   is issued only if something reads the gradients first through the API.
+   A grads view taken before zero_grad and read directly (a copy of its
+   data pointer) sees the old values until that backward: take the view
+   after zero_grad, or read it after backward. */
 GPUDL_API gpudl_status gpudl_model_zero_grad(gpudl_model *m);
 
 /* The number of parameters (the summary's count; NULL: 0), and views of
@@ -2403,7 +2447,7 @@ static gpudl_ctx_desc gpudl__ctx_desc_defaults(const gpudl_ctx_desc *desc) {
     if (!d.seed) d.seed = 0x5EEDu;
     if (d.num_threads < 0) d.num_threads = 0;
     if (!d.workspace_bytes) d.workspace_bytes = (size_t)32 << 20;
-    if (d.cublaslt != 1) d.cublaslt = 0;
+    if (d.cublaslt != -1) d.cublaslt = 1;   /* on by default: see >>linear for why */
     if (!d.log) d.log = gpudl__log_default;
     return d;
 }
@@ -4409,16 +4453,33 @@ GPUDL__DEF gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float 
 }
 
 /* >>linear ---------------------------------------------------------------- */
+/* A ReLU bit mask's leading dimension, in bits, for O features (cuBLASLt: a multiple of 128). */
+static int64_t gpudl__relu_mask_ld(int64_t O) { return (O + 127) / 128 * 128; }
+
 #ifndef GPUDL_NO_CUDA
-/* cuBLASLt for y = act(x w^T + b) in one call (the bias, and ReLU, in the
-   GEMM's epilogue). A plan per shape: descriptors and the heuristic's
-   algorithm, made once; ok = 0 when cuBLASLt offers no algorithm, and the
-   caller falls back to GEMM + kernel. Off unless gpudl_ctx_desc.cublaslt
-   is 1: the benchmarks compare both before it becomes the default. The heuristic is
-   told how the operands are aligned (cuBLASLt assumes 256 bytes otherwise and
-   may pick an algorithm that fails on less), so a plan is per shape, type
-   and alignment of x, w, y and the bias. */
-typedef struct gpudl__lt_key { int64_t M, N, K, dtype, math, epilogue, align_x, align_w, align_y, align_b; } gpudl__lt_key;
+/* cuBLASLt GEMMs with their epilogues, in column-major terms:
+   D (m x n) = op(A) op(B) + beta D, then the epilogue. The linear layer's
+   three GEMMs (row-major y (N,O) = x (N,F) w (O,F)^T + b, dx = dy w,
+   dW = dy^T x) become
+     forward  D = y^T (O x N) = w^T x^T: A = w (T), B = x (N); BIAS, RELU_BIAS,
+              or RELU_AUX_BIAS (the ReLU's bit mask into aux for backward)
+     dx       D = dx^T (F x N) = w dy^T: A = w (N), B = dy (N); DEFAULT, or
+              DRELU (the mask of the ReLU below applied: its backward done)
+     dW       D = dW^T (F x O) = x^T dy: A = x (N), B = dy (T); BGRADB (the
+              bias gradient, sum over N of dy, written: beta 0 only).
+   ON BY DEFAULT (issue 26), for these reasons: counted on the emulated
+   device, the epilogues take 3 kernels off the MLP's forward, 3 bias
+   gradient kernels and 2 ReLU backward kernels off its backward, each one a
+   launch (2.5-4 us on an H100) and a full read and write of a (batch, 1024)
+   activation; cuBLASLt's heuristic is told the operands' alignment and
+   returns no algorithm (or NOT_SUPPORTED) when it cannot, and then the layer
+   runs the plain path (cuBLAS GEMM + gpudl's kernels, the same math, tested
+   with gpudl_ctx_desc.cublaslt = -1). A plan per shape: descriptors and the
+   heuristic's algorithm, made once; ok = 0 when cuBLASLt offers none. */
+typedef struct gpudl__lt_key {
+    int64_t m, n, k, lda, ldb, ldd, aux_ld;
+    int64_t ta, tb, atype, dtype, math, epilogue, align_a, align_b, align_d, align_bias;
+} gpudl__lt_key;
 
 /* The largest power of two, up to 256, that divides the address. */
 static int64_t gpudl__align_of(const void *p) {
@@ -4432,7 +4493,7 @@ typedef struct gpudl__lt_plan {
     gpudl__lt_key key;
     int ok;
     cublasLtMatmulDesc_t desc;
-    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatrixLayout_t a, b, d;
     cublasLtMatmulAlgo_t algo;
 } gpudl__lt_plan;
 
@@ -4440,7 +4501,7 @@ static void gpudl__lt_plan_free(gpudl__lt_plan *p) {
     if (p->desc) cublasLtMatmulDescDestroy(p->desc);
     if (p->a) cublasLtMatrixLayoutDestroy(p->a);
     if (p->b) cublasLtMatrixLayoutDestroy(p->b);
-    if (p->c) cublasLtMatrixLayoutDestroy(p->c);
+    if (p->d) cublasLtMatrixLayoutDestroy(p->d);
     memset(p, 0, sizeof *p);
 }
 
@@ -4454,14 +4515,21 @@ static void gpudl__lt_free(gpudl_ctx *ctx) {
     ctx->lt = NULL;
 }
 
-/* Row-major y (M, N) = x (M, K) w (N, K)^T + b is column-major
-   y^T (N x M) = op_T(w: K x N) x^T (K x M): m = N, n = M, bias per row of y^T. */
-static gpudl_status gpudl__lt_plan_make(gpudl_ctx *ctx, gpudl__lt_plan *p, const void *bias) {
+/* One GEMM of the list above: operands, epilogue pointers, beta. */
+typedef struct gpudl__lt_gemm {
+    int64_t m, n, k, lda, ldb, ldd, aux_ld;
+    int ta, tb, epilogue;
+    gpudl_dtype atype, dtype;            /* A's and B's type; D's (and the bias's) */
+    const void *A, *B, *bias;            /* bias: the BIAS forms' input or BGRADB's output */
+    void *D, *aux;
+    float beta;
+} gpudl__lt_gemm;
+
+static gpudl_status gpudl__lt_plan_make(gpudl_ctx *ctx, gpudl__lt_plan *p) {
     const gpudl__lt_key *k = &p->key;
-    cudaDataType_t t = gpudl__cuda_type((gpudl_dtype)k->dtype);
-    cublasComputeType_t ct = (k->dtype == GPUDL_F32 && k->math == GPUDL_MATH_TF32) ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                                   : CUBLAS_COMPUTE_32F;
-    cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
+    cublasComputeType_t ct = (k->atype == GPUDL_F32 && k->math == GPUDL_MATH_TF32) ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                                  : CUBLAS_COMPUTE_32F;
+    cublasOperation_t opa = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasLtEpilogue_t ep = (cublasLtEpilogue_t)k->epilogue;
     cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulHeuristicResult_t res;
@@ -4469,55 +4537,56 @@ static gpudl_status gpudl__lt_plan_make(gpudl_ctx *ctx, gpudl__lt_plan *p, const
     int got = 0;
     if (!ctx->lt) GPUDL__CUBLAS(ctx, cublasLtCreate(&ctx->lt));
     GPUDL__CUBLAS(ctx, cublasLtMatmulDescCreate(&p->desc, ct, CUDA_R_32F));
-    GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT));
-    GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN));
+    GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
     GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
-    GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    GPUDL__CUBLAS(ctx, cublasLtMatrixLayoutCreate(&p->a, t, (uint64_t)k->K, (uint64_t)k->N, k->K));   /* w^T, K x N */
-    GPUDL__CUBLAS(ctx, cublasLtMatrixLayoutCreate(&p->b, t, (uint64_t)k->K, (uint64_t)k->M, k->K));   /* x^T, K x M */
-    GPUDL__CUBLAS(ctx, cublasLtMatrixLayoutCreate(&p->c, t, (uint64_t)k->N, (uint64_t)k->M, k->N));   /* y^T, N x M */
+    if (k->aux_ld) GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &k->aux_ld,
+                                                                     sizeof k->aux_ld));
+    GPUDL__CUBLAS(ctx, cublasLtMatrixLayoutCreate(&p->a, gpudl__cuda_type((gpudl_dtype)k->atype), (uint64_t)(k->ta ? k->k : k->m),
+                                                  (uint64_t)(k->ta ? k->m : k->k), k->lda));
+    GPUDL__CUBLAS(ctx, cublasLtMatrixLayoutCreate(&p->b, gpudl__cuda_type((gpudl_dtype)k->atype), (uint64_t)(k->tb ? k->n : k->k),
+                                                  (uint64_t)(k->tb ? k->k : k->n), k->ldb));
+    GPUDL__CUBLAS(ctx, cublasLtMatrixLayoutCreate(&p->d, gpudl__cuda_type((gpudl_dtype)k->dtype), (uint64_t)k->m, (uint64_t)k->n,
+                                                  k->ldd));
     GPUDL__CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&pref));
     st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->workspace_bytes,
                                               sizeof ctx->workspace_bytes);
     {
-        uint32_t aw = (uint32_t)k->align_w, ax = (uint32_t)k->align_x, ay = (uint32_t)k->align_y;
+        uint32_t aa = (uint32_t)k->align_a, ab = (uint32_t)k->align_b, ad = (uint32_t)k->align_d;
         if (st == CUBLAS_STATUS_SUCCESS)
-            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw);
+            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa, sizeof aa);
         if (st == CUBLAS_STATUS_SUCCESS)
-            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof ax);
+            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab, sizeof ab);
         if (st == CUBLAS_STATUS_SUCCESS)
-            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ay, sizeof ay);
+            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ad, sizeof ad);
         if (st == CUBLAS_STATUS_SUCCESS)
-            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ay, sizeof ay);
+            st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad, sizeof ad);
     }
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &res, &got);
+        st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->desc, p->a, p->b, p->d, p->d, pref, 1, &res, &got);
     cublasLtMatmulPreferenceDestroy(pref);
     p->ok = st == CUBLAS_STATUS_SUCCESS && got > 0 && res.state == CUBLAS_STATUS_SUCCESS;   /* else the caller falls back */
     if (p->ok) p->algo = res.algo;
     return GPUDL_OK;
 }
 
-/* y = x w^T + b, then ReLU when relu: one cuBLASLt call. *done = 0 when
-   cuBLASLt is off or has no algorithm for the shape (nothing was written). */
-static gpudl_status gpudl__lt_linear(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, const gpudl_tensor *w,
-                                     const gpudl_tensor *b, int relu, int *done) {
+/* Runs g through cuBLASLt: *done = 0 when cuBLASLt is off or offers no
+   algorithm for it (nothing was written; the caller takes the plain path). */
+static gpudl_status gpudl__lt_run(gpudl_ctx *ctx, const gpudl__lt_gemm *g, int *done) {
     gpudl__lt_key k;
     gpudl__lt_plan *p = NULL;
-    float one = 1.0f, zero = 0.0f;
-    const void *bias = b->data;
+    float one = 1.0f;
     int i;
     *done = 0;
     if (!ctx->use_lt) return GPUDL_OK;
-    GPUDL__TRY(gpudl__same_device(ctx, "linear", "x", x, "w", w));
-    GPUDL__TRY(gpudl__same_device(ctx, "linear", "y", y, "x", x));
-    GPUDL__TRY(gpudl__same_device(ctx, "linear", "b", b, "x", x));
+    /* the epilogue's vectors (bias, aux) are read 16 bytes at a time (the
+       heuristic has no preference for them): the plain path otherwise */
+    if ((g->bias && (uintptr_t)g->bias % 16) || (g->aux && (uintptr_t)g->aux % 16)) return GPUDL_OK;
     memset(&k, 0, sizeof k);
-    k.M = x->shape[0]; k.N = w->shape[0]; k.K = x->shape[1];
-    k.dtype = x->dtype; k.math = ctx->math_mode;
-    k.epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    k.align_x = gpudl__align_of(x->data); k.align_w = gpudl__align_of(w->data);
-    k.align_y = gpudl__align_of(y->data); k.align_b = gpudl__align_of(bias);
+    k.m = g->m; k.n = g->n; k.k = g->k; k.lda = g->lda; k.ldb = g->ldb; k.ldd = g->ldd; k.aux_ld = g->aux ? g->aux_ld : 0;
+    k.ta = g->ta; k.tb = g->tb; k.atype = g->atype; k.dtype = g->dtype; k.math = ctx->math_mode; k.epilogue = g->epilogue;
+    k.align_a = gpudl__align_of(g->A); k.align_b = gpudl__align_of(g->B); k.align_d = gpudl__align_of(g->D);
+    k.align_bias = g->bias ? gpudl__align_of(g->bias) : 0;
     for (i = 0; i < ctx->lt_n && !p; i++)
         if (!memcmp(&ctx->lt_plans[i].key, &k, sizeof k)) p = &ctx->lt_plans[i];
     if (!p) {
@@ -4525,7 +4594,7 @@ static gpudl_status gpudl__lt_linear(gpudl_ctx *ctx, gpudl_tensor *y, const gpud
         gpudl_status s;
         memset(&np, 0, sizeof np);
         np.key = k;
-        s = gpudl__lt_plan_make(ctx, &np, bias);
+        s = gpudl__lt_plan_make(ctx, &np);
         if (s != GPUDL_OK) { gpudl__lt_plan_free(&np); return s; }
         if (ctx->lt_n == ctx->lt_cap) {
             int cap = ctx->lt_cap ? 2 * ctx->lt_cap : 16;
@@ -4538,12 +4607,39 @@ static gpudl_status gpudl__lt_linear(gpudl_ctx *ctx, gpudl_tensor *y, const gpud
         p = &ctx->lt_plans[ctx->lt_n++];
     }
     if (!p->ok) return GPUDL_OK;
-    GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    GPUDL__CUBLAS(ctx, cublasLtMatmul(ctx->lt, p->desc, &one, w->data, p->a, x->data, p->b, &zero, y->data, p->c, y->data, p->c,
-                                  &p->algo, ctx->workspace, ctx->workspace_bytes, ctx->stream));
+    if (g->bias) GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
+                                                                   sizeof g->bias));
+    if (g->aux) GPUDL__CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux,
+                                                                  sizeof g->aux));
+    GPUDL__CUBLAS(ctx, cublasLtMatmul(ctx->lt, p->desc, &one, g->A, p->a, g->B, p->b, &g->beta, g->D, p->d, g->D, p->d, &p->algo,
+                                      ctx->workspace, ctx->workspace_bytes, ctx->stream));
     if (ctx->sync_debug) GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     *done = 1;
     return GPUDL_OK;
+}
+
+/* y = x w^T + b, then ReLU when relu (and its mask into aux when aux is
+   not NULL, (N, gpudl__relu_mask_ld(O) / 8) bytes): one cuBLASLt call.
+   *done = 0 when cuBLASLt is off or has no algorithm (nothing written). */
+static gpudl_status gpudl__lt_linear(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, const gpudl_tensor *w,
+                                     const gpudl_tensor *b, int relu, void *aux, int *done) {
+    gpudl__lt_gemm g;
+    *done = 0;
+    if (!ctx->use_lt) return GPUDL_OK;
+    GPUDL__TRY(gpudl__same_device(ctx, "linear", "x", x, "w", w));
+    GPUDL__TRY(gpudl__same_device(ctx, "linear", "y", y, "x", x));
+    GPUDL__TRY(gpudl__same_device(ctx, "linear", "b", b, "x", x));
+    memset(&g, 0, sizeof g);
+    g.m = w->shape[0]; g.n = x->shape[0]; g.k = x->shape[1];
+    g.A = w->data; g.ta = 1; g.lda = g.k;
+    g.B = x->data; g.tb = 0; g.ldb = g.k;
+    g.D = y->data; g.ldd = g.m;
+    g.atype = g.dtype = x->dtype;
+    g.bias = b->data;
+    g.epilogue = !relu ? CUBLASLT_EPILOGUE_BIAS : aux ? CUBLASLT_EPILOGUE_RELU_AUX_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS;
+    g.aux = relu ? aux : NULL;
+    g.aux_ld = gpudl__relu_mask_ld(g.m);
+    return gpudl__lt_run(ctx, &g, done);
 }
 #endif
 
@@ -4688,7 +4784,7 @@ GPUDL__DEF gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
 #ifndef GPUDL_NO_CUDA
     if (b) {   /* the bias in the GEMM's epilogue, when cuBLASLt is on */
         int done;
-        GPUDL__TRY(gpudl__lt_linear(ctx, y, x, w, b, 0, &done));
+        GPUDL__TRY(gpudl__lt_linear(ctx, y, x, w, b, 0, NULL, &done));
         if (done) return GPUDL_OK;
     }
 #endif
@@ -4713,6 +4809,51 @@ GPUDL__DEF gpudl_status gpudl_linear_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     if (db) GPUDL__TRY(gpudl_sum_rows_acc(ctx, db, dy));                     /* db += sum_n dy */
     return GPUDL_OK;
 }
+
+#ifndef GPUDL_NO_CUDA
+/* The model's linear backward on the GPU (shapes checked by the model).
+   overwrite: the step's first write of these gradients (after
+   gpudl_model_zero_grad): dw and db are written, not added to (beta 0, and
+   cuBLASLt's BGRADB computes db in dw's GEMM). mask: NULL, or the bit mask
+   of the ReLU after the layer below (from that layer's RELU_AUX_BIAS
+   forward): cuBLASLt's DRELU applies it in dx's GEMM, writing dx_masked
+   (the layer below's output gradient) instead of dx, and *masked says it
+   did (the ReLU's backward is then done); else dx as usual. */
+static gpudl_status gpudl__linear_bwd_gpu(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dw, gpudl_tensor *db,
+                                          const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *w, int overwrite,
+                                          void *mask, gpudl_tensor *dx_masked, int *masked) {
+    int64_t N = x->shape[0], F = x->shape[1], O = w->shape[0];
+    gpudl__lt_gemm g;
+    int done = 0;
+    *masked = 0;
+    if (dx) {
+        if (mask) {   /* dx^T (F x N) = w (F x O, column-major) dy^T (O x N), times the mask */
+            memset(&g, 0, sizeof g);
+            g.m = F; g.n = N; g.k = O;
+            g.A = w->data; g.lda = F; g.B = dy->data; g.ldb = O; g.D = dx_masked->data; g.ldd = F;
+            g.atype = g.dtype = x->dtype;
+            g.epilogue = CUBLASLT_EPILOGUE_DRELU;
+            g.aux = mask; g.aux_ld = gpudl__relu_mask_ld(F);
+            GPUDL__TRY(gpudl__lt_run(ctx, &g, masked));
+        }
+        if (!*masked) GPUDL__TRY(gpudl_matmul(ctx, dx, dy, w, 0, 0, 1.0f, 0.0f));   /* dx = dy @ w */
+    }
+    if (dw && db && overwrite) {   /* dW^T (F x O) = x^T (F x N) dy (N x O), db = sum over N of dy */
+        memset(&g, 0, sizeof g);
+        g.m = F; g.n = O; g.k = N;
+        g.A = x->data; g.lda = F; g.B = dy->data; g.tb = 1; g.ldb = O; g.D = dw->data; g.ldd = F;
+        g.atype = x->dtype; g.dtype = GPUDL_F32;
+        g.epilogue = CUBLASLT_EPILOGUE_BGRADB;
+        g.bias = db->data;
+        GPUDL__TRY(gpudl__lt_run(ctx, &g, &done));
+        if (done) return GPUDL_OK;
+    }
+    if (dw) GPUDL__TRY(gpudl_matmul(ctx, dw, dy, x, 1, 0, 1.0f, overwrite ? 0.0f : 1.0f));   /* dw (+)= dy^T @ x */
+    if (db) GPUDL__LAUNCH(ctx, gpudl_k_channel_sum(ctx->stream, (float *)db->data, dy->data, (int)dy->dtype, N, O, 1,
+                                                   ctx->scratch, overwrite));
+    return GPUDL_OK;
+}
+#endif
 
 /* >>loss ------------------------------------------------------------------ */
 static gpudl_status gpudl__check_labels(gpudl_ctx *ctx, const gpudl_tensor *labels, const gpudl_tensor *logits, int64_t N) {
@@ -5353,9 +5494,11 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
     return GPUDL_OK;
 }
 
-GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dw, gpudl_tensor *db,
-                                              const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *w,
-                                              const gpudl_conv2d_desc *desc) {
+/* overwrite (the GPU only: the model's first write of a step's gradients):
+   dw and db are written, not added to. */
+static gpudl_status gpudl__conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dw, gpudl_tensor *db,
+                                           const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *w,
+                                           const gpudl_conv2d_desc *desc, int overwrite) {
     gpudl__convg g;
     int64_t P, NP, CKK, n, o;
     float *col, *dyt;
@@ -5372,6 +5515,12 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
     if (db && (gpudl_tensor_numel(db) != g.O || db->device != w->device))
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "conv2d backward", "db", db, "w", w, "db needs O elements");
     P = g.Ho * g.Wo; NP = g.N * P; CKK = g.C * g.kh * g.kw;
+#ifndef GPUDL_NO_CUDA
+    if (db && overwrite && GPUDL__ON_GPU(dy))
+        GPUDL__LAUNCH(ctx, gpudl_k_channel_sum(ctx->stream, (float *)db->data, dy->data, (int)dy->dtype, g.N, g.O, P,
+                                               ctx->scratch, 1));
+    else
+#endif
     if (db) GPUDL__TRY(gpudl__channel_sum_acc(ctx, db, dy, g.N, g.O, P));
     if (!dx && !dw) return GPUDL_OK;
 #ifndef GPUDL_NO_CUDA
@@ -5394,12 +5543,17 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
             dw16 = (char *)ws + wsb;
             cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d->x, x->data, d->y, dy->data, d->conv[GPUDL__BWD_FILTER], a->bwd_filter, ws,
                                                 a->ws_bwd_filter, &zero, d->w, dw16);
-            if (cs == CUDNN_STATUS_SUCCESS)
-                s = gpudl__launched(ctx, gpudl_k_acc_f32(ctx->stream, (float *)dw->data, dw16, (int)x->dtype, gpudl_tensor_numel(w)),
+            if (cs == CUDNN_STATUS_SUCCESS && overwrite)
+                s = gpudl__launched(ctx, GPUDL__FAULT(1) ? (int)cudaErrorLaunchOutOfResources :
+                                    gpudl_k_cast(ctx->stream, dw->data, GPUDL_F32, dw16, (int)x->dtype, gpudl_tensor_numel(w)),
+                                    "gpudl_k_cast", __FILE__, __LINE__);
+            else if (cs == CUDNN_STATUS_SUCCESS)
+                s = gpudl__launched(ctx, GPUDL__FAULT(1) ? (int)cudaErrorLaunchOutOfResources :
+                                    gpudl_k_acc_f32(ctx->stream, (float *)dw->data, dw16, (int)x->dtype, gpudl_tensor_numel(w)),
                                     "gpudl_k_acc_f32", __FILE__, __LINE__);
         } else if (s == GPUDL_OK && dw)
             cs = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, d->x, x->data, d->y, dy->data, d->conv[GPUDL__BWD_FILTER], a->bwd_filter, ws,
-                                                a->ws_bwd_filter, &one, d->w, dw->data);   /* beta 1: accumulate */
+                                                a->ws_bwd_filter, overwrite ? &zero : &one, d->w, dw->data);   /* beta 1: accumulate */
         if (s == GPUDL_OK && cs == CUDNN_STATUS_SUCCESS && dx)
             cs = cudnnConvolutionBackwardData(ctx->cudnn, &one, d->w, w->data, d->y, dy->data, d->conv[GPUDL__BWD_DATA], a->bwd_data, ws,
                                               a->ws_bwd_data, &zero, d->x, dx->data);
@@ -5413,7 +5567,7 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
         gpudl__wide W = gpudl__wide_of(ctx);
         gpudl_tensor *dxw = gpudl__widen(&W, dx, 1), *dyw = gpudl__widen(&W, dy, 0),
                      *xw = gpudl__widen(&W, x, 0), *ww = gpudl__widen(&W, w, 0);
-        return gpudl__wide_end(&W, W.s ? W.s : gpudl_conv2d_backward(ctx, dxw, dw, NULL, dyw, xw, ww, desc));
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl__conv2d_backward(ctx, dxw, dw, NULL, dyw, xw, ww, desc, overwrite));
     }
     nt = gpudl__num_threads(ctx);
     ntmax = gpudl__num_threads_max(ctx);
@@ -5478,6 +5632,12 @@ GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, 
         gpudl__col2im(&g, col, (float *)dx->data);
     }
     return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dw, gpudl_tensor *db,
+                                              const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *w,
+                                              const gpudl_conv2d_desc *desc) {
+    return gpudl__conv2d_backward(ctx, dx, dw, db, dy, x, w, desc, 0);
 }
 
 /* >>pool ------------------------------------------------------------------ */
@@ -6283,6 +6443,134 @@ GPUDL__DEF gpudl_status gpudl_attention_backward(gpudl_ctx *ctx, gpudl_tensor *d
     return GPUDL_OK;
 }
 
+/* Fused attention: qkv (B,T,3C), its partner (B,T,C), lse (B,NH,T) F32. */
+static gpudl_status gpudl__attn_fused_check(gpudl_ctx *ctx, const char *what, const gpudl_tensor *bt, const char *btn,
+                                            const gpudl_tensor *lse, const gpudl_tensor *qkv, int64_t NH) {
+    int64_t B, T, C;
+    GPUDL__TRY(gpudl__check_act(ctx, qkv, "qkv"));
+    GPUDL__TRY(gpudl__check_dt(ctx, bt, btn, qkv->dtype));
+    GPUDL__TRY(gpudl__check_f32(ctx, lse, "lse"));
+    if (qkv->ndim != 3 || qkv->shape[2] % 3 != 0 || qkv->shape[2] < 3)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, what, "qkv", qkv, btn, bt, "need qkv (B,T,3C)");
+    B = qkv->shape[0]; T = qkv->shape[1]; C = qkv->shape[2] / 3;
+    if (NH < 1 || C % NH != 0)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "%s: n_head = %lld does not divide C = %lld (qkv's last dim / 3)", what,
+                          (long long)NH, (long long)C);
+    if (C / NH > GPUDL__FUSED_MAX_HS)
+        return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "%s: head size %lld > %d (use gpudl_attention_forward)", what,
+                          (long long)(C / NH), GPUDL__FUSED_MAX_HS);
+    if (bt->ndim != 3 || bt->shape[0] != B || bt->shape[1] != T || bt->shape[2] != C)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, what, btn, bt, "qkv", qkv, "need (B,T,C) beside qkv (B,T,3C)");
+    if (lse->ndim != 3 || lse->shape[0] != B || lse->shape[1] != NH || lse->shape[2] != T)
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, what, "lse", lse, "qkv", qkv, "need lse (B,NH,T)");
+    GPUDL__TRY(gpudl__same_device(ctx, what, btn, bt, "qkv", qkv));
+    return gpudl__same_device(ctx, what, "lse", lse, "qkv", qkv);
+}
+
+GPUDL__DEF gpudl_status gpudl_attention_fused_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *lse, const gpudl_tensor *qkv,
+                                                      int64_t n_head) {
+    int64_t B, T, C, NH = n_head, HS, i;
+    double scale;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__attn_fused_check(ctx, "fused attention", y, "y", lse, qkv, NH));
+    B = qkv->shape[0]; T = qkv->shape[1]; C = qkv->shape[2] / 3; HS = C / NH;
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(qkv)) {
+        if (B * T * C == 0) return GPUDL_OK;
+        GPUDL__LAUNCH(ctx, gpudl_k_attn_fused_fwd(ctx->stream, y->data, (float *)lse->data, qkv->data, (int)qkv->dtype, B, T, NH, HS));
+        return GPUDL_OK;
+    }
+#endif
+    if (qkv->dtype != GPUDL_F32) {
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *yw = gpudl__widen(&W, y, 1), *qw = gpudl__widen(&W, qkv, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_attention_fused_forward(ctx, yw, lse, qw, n_head));
+    }
+    scale = 1.0 / sqrt((double)HS);
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
+    for (i = 0; i < B * NH * T; i++) {   /* one query row, streamed over its keys (an online softmax, in double) */
+        int64_t b = i / (NH * T), h = (i / T) % NH, t = i % T, j, d;
+        const float *base = (const float *)qkv->data + b * T * 3 * C, *q = base + t * 3 * C + h * HS;
+        float *yo = (float *)y->data + (b * T + t) * C + h * HS;
+        double m = -INFINITY, l = 0, acc[GPUDL__FUSED_MAX_HS];
+        for (d = 0; d < HS; d++) acc[d] = 0;
+        for (j = 0; j <= t; j++) {
+            const float *k = base + j * 3 * C + C + h * HS, *v = base + j * 3 * C + 2 * C + h * HS;
+            double s = 0, mn, corr, e;
+            for (d = 0; d < HS; d++) s += (double)q[d] * k[d];
+            s *= scale;
+            mn = s > m ? s : m;
+            corr = exp(m - mn); e = exp(s - mn);
+            l = l * corr + e;
+            for (d = 0; d < HS; d++) acc[d] = acc[d] * corr + e * v[d];
+            m = mn;
+        }
+        for (d = 0; d < HS; d++) yo[d] = (float)(acc[d] / l);
+        ((float *)lse->data)[i] = (float)(m + log(l));
+    }
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_attention_fused_backward(gpudl_ctx *ctx, gpudl_tensor *dqkv, const gpudl_tensor *dy,
+                                                       const gpudl_tensor *qkv, const gpudl_tensor *y, const gpudl_tensor *lse,
+                                                       int64_t n_head) {
+    int64_t B, T, C, NH = n_head, HS, bh;
+    float scale;
+    GPUDL__ENTER(ctx);
+    GPUDL__TRY(gpudl__attn_fused_check(ctx, "fused attention backward", dy, "dy", lse, qkv, NH));
+    GPUDL__TRY(gpudl__check_dt(ctx, y, "y", qkv->dtype));
+    GPUDL__TRY(gpudl__check_dt(ctx, dqkv, "dqkv", qkv->dtype));
+    if (!gpudl__same_shape(dqkv, qkv) || !gpudl__same_shape(y, dy))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "fused attention backward", "dqkv", dqkv, "y", y,
+                               "dqkv shaped like qkv, y like dy");
+    GPUDL__TRY(gpudl__same_device(ctx, "fused attention backward", "dqkv", dqkv, "qkv", qkv));
+    GPUDL__TRY(gpudl__same_device(ctx, "fused attention backward", "y", y, "qkv", qkv));
+    B = qkv->shape[0]; T = qkv->shape[1]; C = qkv->shape[2] / 3; HS = C / NH;
+    scale = 1.0f / sqrtf((float)HS);
+#ifndef GPUDL_NO_CUDA
+    if (GPUDL__ON_GPU(qkv)) {
+        float *scratch;
+        if (B * T * C == 0) return GPUDL_OK;
+        GPUDL__TRY(gpudl__dev_scratch(ctx, (size_t)(B * NH * T), &scratch));
+        GPUDL__LAUNCH(ctx, gpudl_k_attn_fused_bwd(ctx->stream, dqkv->data, dy->data, qkv->data, y->data, (const float *)lse->data,
+                                                  (int)qkv->dtype, B, T, NH, HS, scratch));
+        return GPUDL_OK;
+    }
+#endif
+    if (qkv->dtype != GPUDL_F32) {
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *dw = gpudl__widen(&W, dqkv, 1), *dyw = gpudl__widen(&W, dy, 0), *qw = gpudl__widen(&W, qkv, 0);
+        gpudl_tensor *yw = gpudl__widen(&W, y, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl_attention_fused_backward(ctx, dw, dyw, qw, yw, lse, n_head));
+    }
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
+    for (bh = 0; bh < B * NH; bh++) {   /* one (batch, head): its own columns of dqkv */
+        int64_t b = bh / NH, h = bh % NH, t, j, d;
+        const float *base = (const float *)qkv->data + b * T * 3 * C, *dyb = (const float *)dy->data + b * T * C + h * HS;
+        const float *yb = (const float *)y->data + b * T * C + h * HS, *ls = (const float *)lse->data + bh * T;
+        float *dbase = (float *)dqkv->data + b * T * 3 * C;
+        for (t = 0; t < T; t++)
+            for (d = 0; d < HS; d++) {
+                float *z = dbase + t * 3 * C + h * HS + d;
+                z[0] = z[C] = z[2 * C] = 0.0f;
+            }
+        for (t = 0; t < T; t++) {
+            const float *dyt = dyb + t * C, *q = base + t * 3 * C + h * HS;
+            float *dq = dbase + t * 3 * C + h * HS, D = 0.0f;
+            for (d = 0; d < HS; d++) D += dyt[d] * yb[t * C + d];   /* sum_j p_j dp_j = dy_t . y_t */
+            for (j = 0; j <= t; j++) {
+                const float *k = base + j * 3 * C + C + h * HS, *v = base + j * 3 * C + 2 * C + h * HS;
+                float *dk = dbase + j * 3 * C + C + h * HS, *dv = dbase + j * 3 * C + 2 * C + h * HS, s = 0.0f, dp = 0.0f, p, ds;
+                for (d = 0; d < HS; d++) { s += q[d] * k[d]; dp += dyt[d] * v[d]; }
+                p = expf(s * scale - ls[t]);
+                ds = gpudl__softmax_bwd_elem(p, dp, D) * scale;
+                for (d = 0; d < HS; d++) { dq[d] += ds * k[d]; dk[d] += ds * q[d]; dv[d] += p * dyt[d]; }
+            }
+        }
+    }
+    return GPUDL_OK;
+}
+
 /* >>model ----------------------------------------------------------------- */
 /* A layer is an entry of a table of kinds, in the manner of miniaudio's
    node vtable: the kind says what the layer is called, what its parameter
@@ -6308,6 +6596,10 @@ typedef struct gpudl__pass {
     gpudl_tensor p[GPUDL__MAX_PARAMS];   /* the parameters the layer computes with */
     gpudl_tensor g[GPUDL__MAX_PARAMS];   /* their gradients (backward only) */
     gpudl_tensor buf[GPUDL__MAX_BUFS];
+    int overwrite;                       /* backward: g[] hold stale values, write them (see gpudl_model_zero_grad) */
+    void *mask;                          /* linear backward: the ReLU mask of the layer two below, or NULL ... */
+    gpudl_tensor dx_masked;              /* ... and where dx goes with the mask applied (that layer's dout) */
+    int masked;                          /* set by the backward that applied it: the ReLU's backward is done */
 } gpudl__pass;
 
 enum {
@@ -6339,7 +6631,9 @@ struct gpudl__layer {
     int64_t poff[GPUDL__MAX_PARAMS];     /* element offsets in the flat parameter (and gradient) buffer */
     int64_t bufoff[GPUDL__MAX_BUFS];     /* element offsets in the flat buffer of buffers */
     gpudl_tensor out, dout;              /* (max_batch, out_shape): the output and its gradient */
-    gpudl_tensor saved;                  /* (savedshape) what forward keeps for backward; bn: (2, C) batch mean, 1/std */
+    gpudl_tensor saved;                  /* (savedshape) what forward keeps for backward; bn: (2, C) batch mean, 1/std;
+                                            GPU linear before a ReLU: (max_batch, mask ld / 32) the ReLU's bit mask */
+    int mask_ok;                         /* linear: the last forward wrote saved's mask (cuBLASLt RELU_AUX_BIAS) */
     union {                              /* what each kind knows of itself */
         gpudl_conv2d_desc conv;
         struct { gpudl_act fn; float alpha; } act;
@@ -6367,6 +6661,8 @@ struct gpudl_model {
        a pass) until zero_grad. Backward and step refuse while either is set,
        and say which call failed and why. */
     const char *pass_failed, *grads_failed;
+    int grads_zero;                      /* GPU: zero_grad was called and the gradients are not zeroed yet: the next
+                                            backward writes them (beta 0) instead of adding (gpudl_model_zero_grad) */
     char failed_msg[320];
     int in_ndim, cur_ndim;
     int64_t in_shape[3], cur_shape[3];   /* input sample shape; output shape of the last added layer */
@@ -6380,7 +6676,8 @@ struct gpudl_model {
     gpudl_tensor params, grads;          /* (nparams) flat, laid out by the layers' poff */
     gpudl_tensor buffers;                /* (nbuffers) flat, laid out by the layers' bufoff; or empty */
     gpudl_tensor opt_m, opt_v;           /* (nparams) optimizer state: momentum or first moment, second moment; or empty */
-    gpudl_tensor probs, loss, clip;      /* (max_batch, K), (1), (2): sum of squares, scale */
+    gpudl_tensor probs, loss, clip;      /* (max_batch, K), (1), (3): sum of squares, scale; the fused loss's block
+                                            counter (u32 bits, 0 between launches) */
     gpudl_tensor preds, dinput, input;   /* (max_batch) i32, (max_batch, sample), view of the last x */
     gpudl_optim_desc opt;
     int has_opt;
@@ -6813,6 +7110,11 @@ static gpudl_status gpudl__fan_init(gpudl__pass *p) { return gpudl__fan_fill(p, 
 
 static gpudl_status gpudl__linear_fwd(gpudl__pass *p) { return gpudl_linear_forward(p->m->ctx, &p->y, &p->x, &p->p[0], &p->p[1]); }
 static gpudl_status gpudl__linear_bwd(gpudl__pass *p) {
+#ifndef GPUDL_NO_CUDA
+    if (p->overwrite || p->mask)   /* the model asks only on the GPU, without the user's ops */
+        return gpudl__linear_bwd_gpu(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0], p->overwrite, p->mask,
+                                     &p->dx_masked, &p->masked);
+#endif
     return gpudl_linear_backward(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0]);
 }
 static const gpudl__kind gpudl__kind_linear = {"linear", {"weight", "bias", NULL}, {NULL}, 0, gpudl__fan_init, gpudl__linear_fwd,
@@ -6822,7 +7124,7 @@ static gpudl_status gpudl__conv_fwd(gpudl__pass *p) {
     return gpudl_conv2d_forward(p->m->ctx, &p->y, &p->x, &p->p[0], &p->p[1], &p->l->u.conv);
 }
 static gpudl_status gpudl__conv_bwd(gpudl__pass *p) {
-    return gpudl_conv2d_backward(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0], &p->l->u.conv);
+    return gpudl__conv2d_backward(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0], &p->l->u.conv, p->overwrite);
 }
 static const gpudl__kind gpudl__kind_conv2d = {"conv2d", {"weight", "bias", NULL}, {NULL}, 0, gpudl__fan_init, gpudl__conv_fwd,
                                                gpudl__conv_bwd};
@@ -7120,6 +7422,10 @@ GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc
     if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->grads, GPUDL_F32, 1, &m->nparams);
     if (s == GPUDL_OK && boff) s = gpudl_tensor_create(ctx, &m->buffers, GPUDL_F32, 1, &m->nbuffers);
     if (s == GPUDL_OK) s = gpudl__acts_alloc(m, GPUDL_F32);
+    for (i = 0; i + 1 < m->nlayers; i++)   /* the GPU's ReLU masks (cuBLASLt's RELU_AUX_BIAS, then DRELU) */
+        if (ctx->device == GPUDL_DEVICE_CUDA && m->layers[i].kind == &gpudl__kind_linear &&
+            m->layers[i + 1].kind == &gpudl__kind_act && m->layers[i + 1].u.act.fn == GPUDL_ACT_RELU)
+            m->layers[i].savedshape = gpudl__shape4(2, B, gpudl__relu_mask_ld(m->layers[i].out_shape[0]) / 32, 0, 0);
     for (i = 0; i < m->nlayers && s == GPUDL_OK; i++)
         if (m->layers[i].savedshape.ndim) s = gpudl_tensor_create(ctx, &m->layers[i].saved, GPUDL_F32, m->layers[i].savedshape.ndim, m->layers[i].savedshape.d);
     if (s == GPUDL_OK && m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT) {
@@ -7127,7 +7433,8 @@ GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc
         s = gpudl_tensor_create(ctx, &m->probs, GPUDL_F32, 2, two);
     }
     if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->loss, GPUDL_F32, 1, &one);
-    if (s == GPUDL_OK) { two[0] = 2; s = gpudl_tensor_create(ctx, &m->clip, GPUDL_F32, 1, two); }
+    if (s == GPUDL_OK) { two[0] = 3; s = gpudl_tensor_create(ctx, &m->clip, GPUDL_F32, 1, two); }
+    if (s == GPUDL_OK) s = gpudl_tensor_fill(ctx, &m->clip, 0.0f);
     if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->preds, GPUDL_I32, 1, &B);
     if (s == GPUDL_OK) s = gpudl__model_init(m);
     if (s == GPUDL_OK) s = gpudl__check_make(m);
@@ -7184,14 +7491,16 @@ static gpudl_status gpudl__forward_fused(gpudl__pass *p, int *done) {
     int linear = l->kind == &gpudl__kind_linear;
     gpudl_tensor post;
     *done = 0;
+    m->layers[p->i].mask_ok = 0;
     if ((!linear && l->kind != &gpudl__kind_conv2d) || !a || a->kind != &gpudl__kind_act) return GPUDL_OK;
     if (ctx->any_ops[1]) return GPUDL_OK;   /* the user's ops run one by one, as called */
     post = gpudl__layer_output(m, p->i + 1, 0);
     if (linear && a->u.act.fn == GPUDL_ACT_RELU) {
         /* with cuBLASLt: bias and ReLU in the GEMM, only the ReLU's output
-           written (its backward reads that output, see gpudl__act_bwd) */
-        GPUDL__TRY(gpudl__lt_linear(ctx, &post, &p->x, &p->p[0], &p->p[1], 1, done));
-        if (*done) return GPUDL_OK;
+           written (its backward reads that output, see gpudl__act_bwd), and
+           the ReLU's bit mask for the DRELU epilogue of the backward */
+        GPUDL__TRY(gpudl__lt_linear(ctx, &post, &p->x, &p->p[0], &p->p[1], 1, l->saved.data, done));
+        if (*done) { m->layers[p->i].mask_ok = l->saved.data != NULL; return GPUDL_OK; }
     }
     if (linear) GPUDL__TRY(gpudl_linear_forward(ctx, &p->y, &p->x, &p->p[0], NULL));
     else GPUDL__TRY(gpudl_conv2d_forward(ctx, &p->y, &p->x, &p->p[0], NULL, &l->u.conv));
@@ -7266,6 +7575,24 @@ static gpudl_status gpudl__model_loss(gpudl_model *m, const gpudl_tensor *target
     dscale = m->precision == GPUDL_PRECISION_FP16 ? &gpudl__scaler(m)->scale : NULL;
     if (m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT) {
         gpudl_tensor probs = gpudl__view(&m->probs, 0, m->batch, 1, m->cur_shape);
+#ifndef GPUDL_NO_CUDA
+        if (GPUDL__ON_GPU(&out) && !GPUDL__OVR(m->ctx, &out, softmax_xent_forward) &&
+            !GPUDL__OVR(m->ctx, &out, softmax_xent_backward)) {   /* one launch: forward, mean, gradient */
+            int64_t K = m->cur_shape[0];
+            float *scratch = NULL;
+            GPUDL__TRY(gpudl__check_labels(m->ctx, target, &out, m->batch));
+            GPUDL__TRY(gpudl__same_device(m->ctx, "model_loss", "target", target, "output", &out));
+            GPUDL__TRY(gpudl__dev_scratch(m->ctx, (size_t)gpudl_k_reduce_scratch(), &scratch));
+            GPUDL__LAUNCH(m->ctx, gpudl_k_softmax_xent_fused(m->ctx->stream, (float *)m->loss.data,
+                                                             (unsigned *)((float *)m->clip.data + 2), (float *)probs.data,
+                                                             dout.data, out.data, (int)out.dtype, target->data,
+                                                             (int)target->dtype, m->batch, K, 1.0f, dscale, scratch,
+                                                             m->ctx->report));
+            m->have_loss = 1;
+            gpudl__prof_add(m, 2 * m->nlayers + GPUDL__PROF_LOSS, t0);
+            return GPUDL_OK;
+        }
+#endif
         GPUDL__TRY(gpudl_softmax_xent_forward(m->ctx, &m->loss, &probs, &out, target));
         GPUDL__TRY(gpudl__xent_backward(m->ctx, &dout, &probs, target, 1.0f, dscale));
     } else {
@@ -7293,6 +7620,7 @@ static gpudl_status gpudl__model_backward(gpudl_model *m) {
     /* Input gradients are needed only above the first layer with parameters
        (a flatten before the first linear layer needs none: its GEMM would be
        wasted), unless the caller asked for the input's gradient. */
+    int relu_done = 0;   /* the layer below's ReLU backward was done in this one's GEMM (DRELU) */
     for (first_param = 0; first_param < m->nlayers && m->layers[first_param].np == 0; first_param++) {}
     unreduced = m->nparams;
     for (i = m->nlayers - 1; i >= 0; i--) {
@@ -7300,7 +7628,13 @@ static gpudl_status gpudl__model_backward(gpudl_model *m) {
         gpudl__pass p;
         gpudl_tensor dx;
         double t0 = m->prof ? gpudl__prof_now(m) : 0.0;
+        if (relu_done) {   /* this ReLU's input gradient is written already */
+            relu_done = 0;
+            gpudl__prof_add(m, m->nlayers + i, t0);
+            continue;
+        }
         gpudl__pass_begin(m, i, gpudl__wsrc(m, l), &p);
+        p.overwrite = m->grads_zero;
         for (j = 0; j < l->np; j++) p.g[j] = gpudl__param(l, j, &m->grads);
         p.x = gpudl__layer_input(m, i);
         p.y = gpudl__layer_output(m, i, 0);
@@ -7312,15 +7646,22 @@ static gpudl_status gpudl__model_backward(gpudl_model *m) {
             dx = gpudl__view(&m->dinput, 0, m->batch, l->in_ndim, l->in_shape);
             p.dx = &dx;
         }
+        if (p.dx && i >= 2 && l->kind == &gpudl__kind_linear && m->layers[i - 2].mask_ok && !m->ctx->any_ops[1]) {
+            /* linear, ReLU, linear: the ReLU's mask from the forward's GEMM, applied in this dx's GEMM */
+            p.mask = m->layers[i - 2].saved.data;
+            p.dx_masked = gpudl__view(&m->layers[i - 2].dout, 0, m->batch, l->in_ndim, l->in_shape);
+        }
         if (l->kind->flags & GPUDL__KIND_VIEW) {   /* dx is dy's memory, except for a first layer's */
             if (i == 0 && p.dx) GPUDL__TRY(gpudl__copy_same(m->ctx, p.dx, &p.dy));
         } else if (l->kind->backward) {
             GPUDL__TRY(l->kind->backward(&p));
+            relu_done = p.masked;
         }
         /* data parallel: the gradients all-reduced as they become ready */
         if (gpudl_dist_size(m->dist) > 1 && i >= first_param) GPUDL__TRY(gpudl__dist_grads(m, i, i == first_param, &unreduced));
         gpudl__prof_add(m, m->nlayers + i, t0);
     }
+    m->grads_zero = 0;   /* every gradient written */
     return GPUDL_OK;
 }
 
@@ -7375,6 +7716,29 @@ GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
     return gpudl__remember(m, &m->grads_failed, gpudl__call_backward, gpudl__model_backward(m));
 }
 
+/* Whether a backward can write every gradient instead of adding to it
+   (gpudl_model_zero_grad without a memset): on the GPU, without the user's
+   ops, when every layer with parameters is linear or conv2d (batch norm's
+   and custom layers' backwards add). */
+static int gpudl__grads_overwritable(const gpudl_model *m) {
+    int i;
+    if (!GPUDL__ON_GPU(&m->grads) || m->ctx->any_ops[1] || gpudl_dist_size(m->dist) > 1) return 0;
+    for (i = 0; i < m->nlayers; i++)
+        if (m->layers[i].np && m->layers[i].kind != &gpudl__kind_linear && m->layers[i].kind != &gpudl__kind_conv2d) return 0;
+    return 1;
+}
+
+/* The gradients as zero_grad promised, for whoever reads them before a
+   backward wrote them: the memset zero_grad put off. */
+static gpudl_status gpudl__grads_settle(gpudl_model *m) {
+    if (!m->grads_zero) return GPUDL_OK;
+#ifndef GPUDL_NO_CUDA
+    GPUDL__CUDA(m->ctx, cudaMemsetAsync(m->grads.data, 0, gpudl_tensor_bytes(&m->grads), m->ctx->stream));
+#endif
+    m->grads_zero = 0;
+    return GPUDL_OK;
+}
+
 GPUDL__DEF gpudl_status gpudl_model_zero_grad(gpudl_model *m) {
     double t0;
     GPUDL__TRY(gpudl__check_built(m, "model_zero_grad"));
@@ -7382,6 +7746,12 @@ GPUDL__DEF gpudl_status gpudl_model_zero_grad(gpudl_model *m) {
     m->grads_failed = NULL;   /* whatever a failed backward left is about to go */
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(&m->grads)) {
+        if (gpudl__grads_overwritable(m)) {   /* no memset: the next backward writes every gradient */
+            m->grads_zero = 1;
+            gpudl__prof_add(m, 2 * m->nlayers + GPUDL__PROF_ZERO, t0);
+            return GPUDL_OK;
+        }
+        m->grads_zero = 0;
         GPUDL__CUDA(m->ctx, cudaMemsetAsync(m->grads.data, 0, gpudl_tensor_bytes(&m->grads), m->ctx->stream));
         gpudl__prof_add(m, 2 * m->nlayers + GPUDL__PROF_ZERO, t0);
         return GPUDL_OK;
@@ -7447,7 +7817,7 @@ GPUDL__DEF int64_t gpudl_model_num_params(const gpudl_model *m) {
 GPUDL__DEF gpudl_status gpudl_model_params(gpudl_model *m, gpudl_tensor *params, gpudl_tensor *grads) {
     GPUDL__TRY(gpudl__check_built(m, "model_params"));
     if (params) { *params = m->params; params->owner = 0; }
-    if (grads) { *grads = m->grads; grads->owner = 0; }
+    if (grads) { GPUDL__TRY(gpudl__grads_settle(m)); *grads = m->grads; grads->owner = 0; }
     return GPUDL_OK;
 }
 
@@ -7713,6 +8083,7 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
         m->prof_steps++;
         return s;
     }
+    GPUDL__TRY(gpudl__grads_settle(m));   /* zero_grad, then a step without backward: zero gradients */
     GPUDL__TRY(gpudl__amp_check(m));
     GPUDL__TRY(gpudl__dist_step(m));
     h = gpudl__hparams(m);

@@ -202,7 +202,7 @@ static void test_gpu_layers_linear_lt(void) {
                 if (relu) CHECK_OK(gpudl_act_forward(c, GPUDL_ACT_RELU, 0.0f, &y, &y));
                 gx = to_dev(g, &x16); gw = to_dev(g, &w16); gb = to_dev(g, &b16);
                 GPUDL_CHECK(gpudl_tensor_create(g, &gy, dt, 2, ys));
-                CHECK_OK(gpudl__lt_linear(g, &gy, &gx, &gw, &gb, relu, &done));
+                CHECK_OK(gpudl__lt_linear(g, &gy, &gx, &gw, &gb, relu, NULL, &done));
                 CHECKF(done, "cuBLASLt offered no algorithm for %s %lldx%lldx%lld %s", gpudl_dtype_name(dt),
                        (long long)shapes[t][0], (long long)shapes[t][1], (long long)shapes[t][2], relu ? "bias+relu" : "bias");
                 back = to_host(g, &gy);
@@ -216,7 +216,7 @@ static void test_gpu_layers_linear_lt(void) {
                 gpudl_tensor_free(c, &back); gpudl_tensor_free(c, &backf);
                 gpudl_tensor_free(g, &gx); gpudl_tensor_free(g, &gw); gpudl_tensor_free(g, &gb); gpudl_tensor_free(g, &gy);
             }
-    g->use_lt = 0;
+    g->use_lt = 1;   /* the default */
 #endif
 }
 
@@ -259,7 +259,7 @@ static void test_gpu_layers_linear_lt_alignment(void) {
         CHECK_OK(gpudl_tensor_copy(g, &vb, &gb));
         for (pass = 0; pass < 2; pass++) {
             gpudl_tensor *yy = pass ? &vy : &gy;
-            CHECK_OK(gpudl__lt_linear(g, yy, pass ? &vx : &gx, &gw, pass ? &vb : &gb, 0, &done));
+            CHECK_OK(gpudl__lt_linear(g, yy, pass ? &vx : &gx, &gw, &gb, 0, NULL, &done));
             CHECKF(done, "%s pass %d: cuBLASLt offered no algorithm", gpudl_dtype_name(dt), pass);
             back = to_host(g, yy);
             CHECK_OK(gpudl_tensor_cast(c, &backf, &back));
@@ -267,15 +267,18 @@ static void test_gpu_layers_linear_lt_alignment(void) {
                    gpudl_dtype_name(dt), pass ? "one element off alignment" : "aligned", max_rel(&backf, &ref, 1.0));
             gpudl_tensor_free(c, &back);
         }
+        /* a bias off 16-byte alignment (cuBLASLt reads it in 16-byte pieces): not cuBLASLt's */
+        CHECK_OK(gpudl__lt_linear(g, &gy, &gx, &gw, &vb, 0, NULL, &done));
+        CHECKF(!done, "%s: a bias one element off alignment went to cuBLASLt", gpudl_dtype_name(dt));
         /* x on the host, the rest on the GPU */
-        CHECK_ST(gpudl__lt_linear(g, &gy, &x16, &gw, &gb, 0, &done), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl__lt_linear(g, &gy, &x16, &gw, &gb, 0, NULL, &done), GPUDL_ERR_INVALID_ARG);
         CHECK_OK(gpudl_ctx_sync(g));
         gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &w); gpudl_tensor_free(c, &b); gpudl_tensor_free(c, &ref);
         gpudl_tensor_free(c, &x16); gpudl_tensor_free(c, &w16); gpudl_tensor_free(c, &b16); gpudl_tensor_free(c, &backf);
         gpudl_tensor_free(g, &gx); gpudl_tensor_free(g, &gw); gpudl_tensor_free(g, &gb); gpudl_tensor_free(g, &gy);
         gpudl_tensor_free(g, &bx); gpudl_tensor_free(g, &by); gpudl_tensor_free(g, &bb);
     }
-    g->use_lt = 0;
+    g->use_lt = 1;   /* the default */
 #endif
 }
 
