@@ -600,7 +600,7 @@ __global__ void gpudl_bias_act_kernel(int act, float alpha, T *pre, T *post, con
    batch 1024). The partials meet in shared memory and are added in a fixed
    order: the same bits every run. */
 template <typename T>
-__global__ void gpudl_col_sum_acc_kernel(float *out, const T *x, int64_t N, int64_t C) {
+__global__ void gpudl_col_sum_acc_kernel(float *out, const T *x, int64_t N, int64_t C, int overwrite) {
     __shared__ float part[32][33];
     int tx = threadIdx.x, ty = threadIdx.y;
     int64_t c = (int64_t)blockIdx.x * 32 + tx;
@@ -612,7 +612,7 @@ __global__ void gpudl_col_sum_acc_kernel(float *out, const T *x, int64_t N, int6
     s = part[tx][ty];   /* warp ty now holds the 32 partials of column 32 * blockIdx.x + ty */
     for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
     c = (int64_t)blockIdx.x * 32 + ty;
-    if (tx == 0 && c < C) out[c] += s;
+    if (tx == 0 && c < C) out[c] = overwrite ? s : out[c] + s;   /* overwrite: the step's first write */
 }
 
 /* out[c] += sum over (n, i) of x[n, c, i] (a conv bias gradient), in two
@@ -632,17 +632,17 @@ __global__ void gpudl_channel_sum_partial_kernel(float *dst, int accumulate, con
     }
     s = gpudl__block_reduce(GPUDL_K_SUM, s);
     if (threadIdx.x == 0) {
-        if (accumulate) dst[c] += s;
+        if (accumulate) dst[c] = accumulate > 1 ? s : dst[c] + s;   /* 2: overwrite */
         else dst[(int64_t)blockIdx.y * C + c] = s;
     }
 }
 
-__global__ void gpudl_channel_sum_final_kernel(float *out, const float *partial, int64_t C, int G) {
+__global__ void gpudl_channel_sum_final_kernel(float *out, const float *partial, int64_t C, int G, int overwrite) {
     int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     float s = 0.0f;
     for (int g = 0; g < G; g++) s += partial[g * C + c];
-    out[c] += s;
+    out[c] = overwrite ? s : out[c] + s;
 }
 
 extern "C" {
@@ -671,21 +671,27 @@ static int64_t gpudl__chunks(int64_t N, int64_t inner, int64_t cap, int64_t *per
     return (N + *per - 1) / *per;
 }
 
-int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
-                            float *scratch) {
+int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
+                        float *scratch, int overwrite) {
+    overwrite = overwrite != 0;
     if (inner == 1) {
         dim3 block(32, 32);
         GPUDL__DISPATCH(dtype, T, (gpudl_col_sum_acc_kernel<T><<<(unsigned)((C + 31) / 32), block, 0, (cudaStream_t)stream>>>(
-            out, (const T *)x, N, C)));
+            out, (const T *)x, N, C, overwrite)));
     } else {
         int64_t per, G = gpudl__chunks(N, inner, GPUDL__REDUCE_BLOCKS / C, &per);   /* C * G partials fit the scratch */
         GPUDL__DISPATCH(dtype, T, (gpudl_channel_sum_partial_kernel<T><<<dim3((unsigned)C, (unsigned)G), GPUDL__THREADS, 0,
-            (cudaStream_t)stream>>>(G == 1 ? out : scratch, G == 1, (const T *)x, N, C, inner, per)));
+            (cudaStream_t)stream>>>(G == 1 ? out : scratch, G == 1 ? 1 + overwrite : 0, (const T *)x, N, C, inner, per)));
         if (G > 1)
             gpudl_channel_sum_final_kernel<<<(unsigned)((C + GPUDL__THREADS - 1) / GPUDL__THREADS), GPUDL__THREADS, 0,
-                                             (cudaStream_t)stream>>>(out, scratch, C, (int)G);
+                                             (cudaStream_t)stream>>>(out, scratch, C, (int)G, overwrite);
     }
     return (int)cudaGetLastError();
+}
+
+int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
+                            float *scratch) {
+    return gpudl_k_channel_sum(stream, out, x, dtype, N, C, inner, scratch, 0);
 }
 
 } /* extern "C" */
@@ -744,6 +750,64 @@ __global__ void gpudl_softmax_xent_bwd_kernel(T *dl, const float *probs, const v
     }
 }
 
+/* Softmax cross-entropy's forward, mean and gradient in one launch (the
+   model's loss): one warp per row computes the row's softmax (probs), its
+   loss and its gradient, dl = scale * dscale * (p - onehot) / N, as the
+   two kernels above do; each block sums its rows' losses into partial[],
+   and the last block to finish (counted in *done, 0 between launches) sums
+   the partials in block order into loss (deterministic) and resets *done. */
+template <typename T>
+__global__ void gpudl_softmax_xent_fused_kernel(float *loss, float *probs, T *dl, const T *logits, const void *labels, int ldt,
+                                                int64_t N, int64_t K, float scale, const float *dscale, int32_t *report,
+                                                float *partial, unsigned *done) {
+    __shared__ float rows[32];
+    __shared__ int last;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    float mine = 0.0f;
+    if (dscale) scale *= *dscale;
+    for (int64_t r = (int64_t)blockIdx.x * nwarps + warp; r < N; r += (int64_t)gridDim.x * nwarps) {
+        const T *z = logits + r * K;
+        float mx = -INFINITY, s = 0.0f;
+        int64_t lab = gpudl__label_at(labels, ldt, r);
+        for (int64_t k = lane; k < K; k += 32) mx = gpudl__nanmax(mx, gpudl__to_f32(z[k]));
+        for (int o = 16; o > 0; o >>= 1) mx = gpudl__nanmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        for (int64_t k = lane; k < K; k += 32) s += expf(gpudl__to_f32(z[k]) - mx);
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        for (int64_t k = lane; k < K; k += 32) {
+            float p = expf(gpudl__to_f32(z[k]) - mx) / s;
+            probs[r * K + k] = p;
+            dl[r * K + k] = gpudl__from_f32<T>(scale * (p - (k == lab ? 1.0f : 0.0f)) / (float)N);
+        }
+        if (lane == 0) {
+            int bad = lab < 0 || lab >= K;
+            mine += bad ? NAN : mx + logf(s) - gpudl__to_f32(z[lab]);
+            if (bad && report) {
+                report[1] = (int32_t)K;
+                report[0] = (int32_t)r;
+            }
+        }
+    }
+    if (lane == 0) rows[warp] = mine;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float b = 0.0f;
+        for (int w = 0; w < nwarps; w++) b += rows[w];
+        partial[blockIdx.x] = b;
+        __threadfence();
+        last = atomicAdd(done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    float t = 0.0f;
+    for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x) t += ((volatile float *)partial)[i];
+    t = gpudl__block_reduce(GPUDL_K_SUM, t);
+    if (threadIdx.x == 0) {
+        *loss = t * (1.0f / (float)N);
+        *done = 0;
+    }
+}
+
 template <typename T>
 __global__ void gpudl_sq_diff_partial_kernel(const T *p, const float *t, int64_t n, float *partial) {
     float acc = 0.0f;
@@ -774,6 +838,16 @@ int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float
                              int64_t N, int64_t K, float scale, const float *dscale) {
     GPUDL__DISPATCH(dtype, T, (gpudl_softmax_xent_bwd_kernel<T><<<GPUDL__GRID(N * K)>>>((T *)dlogits, probs, labels,
                                                                                         label_dtype, N, K, scale, dscale)));
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_softmax_xent_fused(void *stream, float *loss, unsigned *done, float *probs, void *dlogits, const void *logits,
+                               int dtype, const void *labels, int label_dtype, int64_t N, int64_t K, float scale,
+                               const float *dscale, float *scratch, int32_t *report) {
+    int64_t want = (N + (GPUDL__THREADS / 32) - 1) / (GPUDL__THREADS / 32);
+    unsigned nb = (unsigned)(want > GPUDL__REDUCE_BLOCKS ? GPUDL__REDUCE_BLOCKS : want);
+    GPUDL__DISPATCH(dtype, T, (gpudl_softmax_xent_fused_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
+        loss, probs, (T *)dlogits, (const T *)logits, labels, label_dtype, N, K, scale, dscale, report, scratch, done)));
     return (int)cudaGetLastError();
 }
 
