@@ -1471,6 +1471,161 @@ int gpudl_k_attn_softmax_bwd(void *stream, void *ds, const float *dp, const void
 
 } /* extern "C" */
 
+/* Fused attention: a warp per row, each lane holding head dims lane,
+   lane + 32, ... (up to GPUDL__FUSED_MAX_HS / 32 of them) in registers; a
+   dot product of two head vectors is a warp sum. */
+#define GPUDL__FUSED_KD (GPUDL__FUSED_MAX_HS / 32)
+
+__device__ __forceinline__ float gpudl__warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Head vector row[0..HS) into the lane's registers (0 beyond HS). */
+template <typename T>
+__device__ __forceinline__ void gpudl__head_load(float *r, const T *row, int lane, int64_t HS) {
+#pragma unroll
+    for (int k = 0; k < GPUDL__FUSED_KD; k++) {
+        int64_t d = lane + 32 * k;
+        r[k] = d < HS ? gpudl__to_f32(row[d]) : 0.0f;
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ float gpudl__head_dot(const float *r, const T *row, int lane, int64_t HS) {
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < GPUDL__FUSED_KD; k++) {
+        int64_t d = lane + 32 * k;
+        if (d < HS) s += r[k] * gpudl__to_f32(row[d]);
+    }
+    return gpudl__warp_sum(s);
+}
+
+/* Forward: one warp per query row (b, h, t), an online softmax over the
+   keys j <= t (running max m, denominator l, rescaled accumulator): q, k
+   and v are read straight from qkv, nothing of size T x T is written. */
+template <typename T>
+__global__ void gpudl_attn_fused_fwd_kernel(T *y, float *lse, const T *qkv, int64_t B, int64_t Tn, int64_t NH, int64_t HS,
+                                            float scale) {
+    int lane = threadIdx.x & 31;
+    int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (r >= B * NH * Tn) return;
+    int64_t C = NH * HS, b = r / (NH * Tn), h = (r / Tn) % NH, t = r % Tn;
+    const T *base = qkv + b * Tn * 3 * C + h * HS;
+    float q[GPUDL__FUSED_KD], acc[GPUDL__FUSED_KD], m = -INFINITY, l = 0.0f;
+    gpudl__head_load(q, base + t * 3 * C, lane, HS);
+#pragma unroll
+    for (int k = 0; k < GPUDL__FUSED_KD; k++) acc[k] = 0.0f;
+    for (int64_t j = 0; j <= t; j++) {
+        const T *vr = base + j * 3 * C + 2 * C;
+        float s = gpudl__head_dot(q, base + j * 3 * C + C, lane, HS) * scale;
+        float mn = gpudl__nanmax(m, s), corr = expf(m - mn), e = expf(s - mn);
+        l = l * corr + e;
+#pragma unroll
+        for (int k = 0; k < GPUDL__FUSED_KD; k++) {
+            int64_t d = lane + 32 * k;
+            if (d < HS) acc[k] = acc[k] * corr + e * gpudl__to_f32(vr[d]);
+        }
+        m = mn;
+    }
+#pragma unroll
+    for (int k = 0; k < GPUDL__FUSED_KD; k++) {
+        int64_t d = lane + 32 * k;
+        if (d < HS) y[(b * Tn + t) * C + h * HS + d] = gpudl__from_f32<T>(acc[k] / l);
+    }
+    if (lane == 0) lse[r] = m + logf(l);
+}
+
+/* Backward, 1 of 3: D[r] = dy_t . y_t per (b, h, t), the softmax backward's row sum. */
+template <typename T>
+__global__ void gpudl_attn_fused_d_kernel(float *D, const T *dy, const T *y, int64_t B, int64_t Tn, int64_t NH, int64_t HS) {
+    int lane = threadIdx.x & 31;
+    int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (r >= B * NH * Tn) return;
+    int64_t C = NH * HS, b = r / (NH * Tn), h = (r / Tn) % NH, t = r % Tn, o = (b * Tn + t) * C + h * HS;
+    float s = 0.0f;
+    for (int64_t d = lane; d < HS; d += 32) s += gpudl__to_f32(dy[o + d]) * gpudl__to_f32(y[o + d]);
+    s = gpudl__warp_sum(s);
+    if (lane == 0) D[r] = s;
+}
+
+/* Backward, 2 and 3 of 3: per query row (keys = 0) dq_t = scale sum_{j<=t}
+   ds_tj k_j, or per key row (keys = 1) dk_j = scale sum_{t>=j} ds_tj q_t and
+   dv_j = sum_{t>=j} p_tj dy_t, with p_tj = exp(q_t . k_j scale - lse_t) and
+   ds_tj = p_tj (dy_t . v_j - D_t): each output row is one warp's, so no
+   atomics and a fixed order. */
+template <typename T>
+__global__ void gpudl_attn_fused_bwd_kernel(T *dqkv, const T *dy, const T *qkv, const float *lse, const float *D, int64_t B,
+                                            int64_t Tn, int64_t NH, int64_t HS, float scale, int keys) {
+    int lane = threadIdx.x & 31;
+    int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (r >= B * NH * Tn) return;
+    int64_t C = NH * HS, b = r / (NH * Tn), h = (r / Tn) % NH, i = r % Tn, rb = r - i;
+    const T *base = qkv + b * Tn * 3 * C + h * HS, *dyb = dy + b * Tn * C + h * HS;
+    float a[GPUDL__FUSED_KD], c2[GPUDL__FUSED_KD], g1[GPUDL__FUSED_KD], g2[GPUDL__FUSED_KD];
+    /* keys = 0: a = q_i, c2 = dy_i; keys = 1: a = k_i, c2 = v_i */
+    gpudl__head_load(a, base + i * 3 * C + (keys ? C : 0), lane, HS);
+    if (keys) gpudl__head_load(c2, base + i * 3 * C + 2 * C, lane, HS);
+    else gpudl__head_load(c2, dyb + i * C, lane, HS);
+#pragma unroll
+    for (int k = 0; k < GPUDL__FUSED_KD; k++) g1[k] = g2[k] = 0.0f;
+    for (int64_t n = keys ? i : 0; keys ? n < Tn : n <= i; n++) {
+        int64_t t = keys ? n : i, j = keys ? i : n;
+        const T *qr = base + t * 3 * C, *kr = base + j * 3 * C + C;
+        float s = keys ? gpudl__head_dot(a, qr, lane, HS) : gpudl__head_dot(a, kr, lane, HS);
+        float dp = keys ? gpudl__head_dot(c2, dyb + t * C, lane, HS) : gpudl__head_dot(c2, base + j * 3 * C + 2 * C, lane, HS);
+        float p = expf(s * scale - lse[rb + t]), ds = gpudl__softmax_bwd_elem(p, dp, D[rb + t]) * scale;
+#pragma unroll
+        for (int k = 0; k < GPUDL__FUSED_KD; k++) {
+            int64_t d = lane + 32 * k;
+            if (d >= HS) continue;
+            if (keys) {
+                g1[k] += ds * gpudl__to_f32(qr[d]);
+                g2[k] += p * gpudl__to_f32(dyb[t * C + d]);
+            } else {
+                g1[k] += ds * gpudl__to_f32(kr[d]);
+            }
+        }
+    }
+    T *out = dqkv + (b * Tn + i) * 3 * C + h * HS;
+#pragma unroll
+    for (int k = 0; k < GPUDL__FUSED_KD; k++) {
+        int64_t d = lane + 32 * k;
+        if (d >= HS) continue;
+        if (keys) { out[C + d] = gpudl__from_f32<T>(g1[k]); out[2 * C + d] = gpudl__from_f32<T>(g2[k]); }
+        else out[d] = gpudl__from_f32<T>(g1[k]);
+    }
+}
+
+extern "C" {
+
+int gpudl_k_attn_fused_fwd(void *stream, void *y, float *lse, const void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
+                           int64_t HS) {
+    if (HS > GPUDL__FUSED_MAX_HS) return (int)cudaErrorInvalidValue;
+    if (B * NH * T == 0) return (int)cudaGetLastError();
+    GPUDL__DISPATCH(dtype, E, (gpudl_attn_fused_fwd_kernel<E><<<gpudl__warp_rows_blocks(B * NH * T), 256, 0, (cudaStream_t)stream>>>(
+        (E *)y, lse, (const E *)qkv, B, T, NH, HS, 1.0f / sqrtf((float)HS))));
+    return (int)cudaGetLastError();
+}
+
+int gpudl_k_attn_fused_bwd(void *stream, void *dqkv, const void *dy, const void *qkv, const void *y, const float *lse, int dtype,
+                           int64_t B, int64_t T, int64_t NH, int64_t HS, float *scratch) {
+    unsigned nb = gpudl__warp_rows_blocks(B * NH * T);
+    float scale = 1.0f / sqrtf((float)HS);
+    if (HS > GPUDL__FUSED_MAX_HS) return (int)cudaErrorInvalidValue;
+    if (B * NH * T == 0) return (int)cudaGetLastError();
+    GPUDL__DISPATCH(dtype, E, (gpudl_attn_fused_d_kernel<E><<<nb, 256, 0, (cudaStream_t)stream>>>(scratch, (const E *)dy,
+        (const E *)y, B, T, NH, HS)));
+    GPUDL__DISPATCH(dtype, E, (gpudl_attn_fused_bwd_kernel<E><<<nb, 256, 0, (cudaStream_t)stream>>>((E *)dqkv, (const E *)dy,
+        (const E *)qkv, lse, scratch, B, T, NH, HS, scale, 0)));
+    GPUDL__DISPATCH(dtype, E, (gpudl_attn_fused_bwd_kernel<E><<<nb, 256, 0, (cudaStream_t)stream>>>((E *)dqkv, (const E *)dy,
+        (const E *)qkv, lse, scratch, B, T, NH, HS, scale, 1)));
+    return (int)cudaGetLastError();
+}
+
+} /* extern "C" */
+
 /* >>model ----------------------------------------------------------------- */
 /* From the arith section: gpudl__block_reduce; from the loss section: gpudl__label_at. */
 

@@ -113,6 +113,7 @@ static const test_case tests[] = {
     {"transformer_embedding", test_transformer_embedding},
     {"transformer_layernorm", test_transformer_layernorm},
     {"transformer_attention", test_transformer_attention},
+    {"transformer_attention_fused", test_transformer_attention_fused},
     {"transformer_causal", test_transformer_causal},
     {"transformer_xent_positions", test_transformer_xent_positions},
     {"transformer_bad_input", test_transformer_bad_input},

@@ -70,7 +70,7 @@ static void tr_ln_ref(double *y, double *mean, double *rstd, const double *x, co
 }
 
 /* y (B,T,C), att (B,NH,T,T) or NULL from qkv (B,T,3C). */
-static void tr_attn_ref(double *y, double *att, const double *qkv, int64_t B, int64_t T, int64_t C, int64_t NH) {
+static void tr_attn_ref_lse(double *y, double *att, double *lse, const double *qkv, int64_t B, int64_t T, int64_t C, int64_t NH) {
     int64_t HS = C / NH, b, h, t, j, d;
     double *s = dalloc(T), scale = 1 / sqrt((double)HS);
     for (b = 0; b < B; b++)
@@ -84,6 +84,7 @@ static void tr_attn_ref(double *y, double *att, const double *qkv, int64_t B, in
                     if (s[j] > mx) mx = s[j];
                 }
                 for (j = 0; j <= t; j++) { s[j] = exp(s[j] - mx); sum += s[j]; }
+                if (lse) lse[(b * NH + h) * T + t] = mx + log(sum);
                 for (j = 0; j < T; j++) if (att) att[((b * NH + h) * T + t) * T + j] = j <= t ? s[j] / sum : 0.0;
                 for (d = 0; d < HS; d++) {
                     double acc = 0;
@@ -92,6 +93,10 @@ static void tr_attn_ref(double *y, double *att, const double *qkv, int64_t B, in
                 }
             }
     free(s);
+}
+
+static void tr_attn_ref(double *y, double *att, const double *qkv, int64_t B, int64_t T, int64_t C, int64_t NH) {
+    tr_attn_ref_lse(y, att, NULL, qkv, B, T, C, NH);
 }
 
 /* Central differences of L = sum w * f(p) over every element of p (the
@@ -270,11 +275,56 @@ static void test_transformer_attention(void) {
         }
 }
 
+/* The fused path (no T x T matrix) against the same references: y, lse,
+   and dqkv against central differences; and against the simple path. */
+static void test_transformer_attention_fused(void) {
+    gpudl_ctx *c = cpu_ctx();
+    size_t s, k;
+    for (s = 0; s < sizeof tr_attn_cases / sizeof tr_attn_cases[0]; s++)
+        for (k = 0; k < 3; k++) {
+            gpudl_dtype dt = tr_dtypes[k];
+            int64_t B = tr_attn_cases[s][0], T = tr_attn_cases[s][1], C = tr_attn_cases[s][2], NH = tr_attn_cases[s][3];
+            int64_t sq[3], sy[3], sl[3], sa[4];
+            gpudl_tensor qkv32, qkv, y, y2, lse, att, dy32, dy, dqkv, dqkv2;
+            double *rq, *ry, *rl, *rdy, *fd, *d2;
+            tr_at_cl cl;
+            sq[0] = B; sq[1] = T; sq[2] = 3 * C; sy[0] = B; sy[1] = T; sy[2] = C; sl[0] = B; sl[1] = NH; sl[2] = T;
+            sa[0] = B; sa[1] = NH; sa[2] = T; sa[3] = T;
+            qkv32 = tr_rand(3, sq, -1.5f, 1.5f); dy32 = tr_rand(3, sy, -1, 1);
+            qkv = tr_cast(&qkv32, dt); dy = tr_cast(&dy32, dt);
+            y = mk(c, dt, 3, sy); y2 = mk(c, dt, 3, sy); dqkv = mk(c, dt, 3, sq); dqkv2 = mk(c, dt, 3, sq);
+            lse = mk(c, GPUDL_F32, 3, sl);
+            GPUDL_CHECK(gpudl_tensor_create_on(c, &att, GPUDL_DEVICE_CPU, dt, 4, sa));
+            rq = tr_dbl(&qkv); rdy = tr_dbl(&dy); ry = dalloc(B * T * C); rl = dalloc(B * NH * T); fd = dalloc(B * T * 3 * C);
+            CHECK_OK(gpudl_attention_fused_forward(c, &y, &lse, &qkv, NH));
+            tr_attn_ref_lse(ry, NULL, rl, rq, B, T, C, NH);
+            TR_CLOSE("fused attention y", &y, ry, B * T * C, tr_tol_fwd(dt));
+            TR_CLOSE("fused attention lse", &lse, rl, B * NH * T, 2e-6);
+            CHECK_OK(gpudl_attention_fused_backward(c, &dqkv, &dy, &qkv, &y, &lse, NH));
+            cl.qkv = rq; cl.B = B; cl.T = T; cl.C = C; cl.NH = NH;
+            tr_fd(fd, rq, B * T * 3 * C, rdy, B * T * C, tr_at_f, &cl);
+            TR_CLOSE("fused attention dqkv", &dqkv, fd, B * T * 3 * C, 2 * tr_tol_grad(dt));
+            /* the simple path gives the same */
+            CHECK_OK(gpudl_attention_forward(c, &y2, &att, &qkv, NH));
+            CHECK_OK(gpudl_attention_backward(c, &dqkv2, &dy, &qkv, &att, NH));
+            d2 = tr_dbl(&y2);
+            TR_CLOSE("fused vs simple attention y", &y, d2, B * T * C, tr_tol_fwd(dt));
+            free(d2);
+            d2 = tr_dbl(&dqkv2);
+            TR_CLOSE("fused vs simple attention dqkv", &dqkv, d2, B * T * 3 * C, 2 * tr_tol_grad(dt));
+            free(d2);
+            free(rq); free(ry); free(rl); free(rdy); free(fd);
+            gpudl_tensor_free(c, &qkv32); gpudl_tensor_free(c, &qkv); gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &y2);
+            gpudl_tensor_free(c, &lse); gpudl_tensor_free(c, &att); gpudl_tensor_free(c, &dy32); gpudl_tensor_free(c, &dy);
+            gpudl_tensor_free(c, &dqkv); gpudl_tensor_free(c, &dqkv2);
+        }
+}
+
 /* The causal mask, on the device ctx (the CPU, or the GPU): a change to
    position t0's q, k and v changes no output (y, att rows) before t0, bit
    for bit; a gradient at position t0 alone reaches no input after t0. */
-static void tr_causal_on(gpudl_ctx *d, gpudl_dtype dt) {
-    int64_t B = 2, T = 13, C = 20, NH = 4, t0 = 6, sq[3], sy[3], sa[4], i, t, leaks = 0, moved = 0;
+static void tr_causal_on(gpudl_ctx *d, gpudl_dtype dt, int fused) {
+    int64_t B = 2, T = 13, C = 20, NH = 4, t0 = 6, sq[3], sy[3], sa[4], i, t, leaks = 0, moved = 0, na;
     gpudl_tensor qkv32, dy32, hq, hdy, qkv, y, y2, att, att2, dy, dqkv, hy, hy2, ha, ha2, hd;
     gpudl_device dev = gpudl_ctx_device(d);
     double ymax = 0, tol;
@@ -283,9 +333,16 @@ static void tr_causal_on(gpudl_ctx *d, gpudl_dtype dt) {
     hq = tr_cast(&qkv32, dt); hdy = tr_cast(&dy32, dt);
     GPUDL_CHECK(gpudl_tensor_create_on(d, &qkv, dev, dt, 3, sq)); GPUDL_CHECK(gpudl_tensor_copy(d, &qkv, &hq));
     GPUDL_CHECK(gpudl_tensor_create_on(d, &y, dev, dt, 3, sy)); GPUDL_CHECK(gpudl_tensor_create_on(d, &y2, dev, dt, 3, sy));
-    GPUDL_CHECK(gpudl_tensor_create_on(d, &att, dev, dt, 4, sa)); GPUDL_CHECK(gpudl_tensor_create_on(d, &att2, dev, dt, 4, sa));
+    if (fused) {   /* att holds lse (B,NH,T) */
+        GPUDL_CHECK(gpudl_tensor_create_on(d, &att, dev, GPUDL_F32, 3, sa));
+        GPUDL_CHECK(gpudl_tensor_create_on(d, &att2, dev, GPUDL_F32, 3, sa));
+    } else {
+        GPUDL_CHECK(gpudl_tensor_create_on(d, &att, dev, dt, 4, sa));
+        GPUDL_CHECK(gpudl_tensor_create_on(d, &att2, dev, dt, 4, sa));
+    }
+    na = gpudl_tensor_numel(&att);
     GPUDL_CHECK(gpudl_tensor_create_on(d, &dqkv, dev, dt, 3, sq)); GPUDL_CHECK(gpudl_tensor_create_on(d, &dy, dev, dt, 3, sy));
-    CHECK_OK(gpudl_attention_forward(d, &y, &att, &qkv, NH));
+    CHECK_OK(fused ? gpudl_attention_fused_forward(d, &y, &att, &qkv, NH) : gpudl_attention_forward(d, &y, &att, &qkv, NH));
     for (i = 0; i < B; i++) {   /* position t0 of every batch entry: new q, k, v */
         int64_t j;
         for (j = 0; j < 3 * C; j++) {
@@ -295,7 +352,7 @@ static void tr_causal_on(gpudl_ctx *d, gpudl_dtype dt) {
         }
     }
     GPUDL_CHECK(gpudl_tensor_copy(d, &qkv, &hq));
-    CHECK_OK(gpudl_attention_forward(d, &y2, &att2, &qkv, NH));
+    CHECK_OK(fused ? gpudl_attention_fused_forward(d, &y2, &att2, &qkv, NH) : gpudl_attention_forward(d, &y2, &att2, &qkv, NH));
     hy = to_host(d, &y); hy2 = to_host(d, &y2); ha = to_host(d, &att); ha2 = to_host(d, &att2);
     /* The CPU repeats itself bit for bit. A GPU does too, but the emulator's
        CUEMU_MATH=perturb gives each expf call any value within NVIDIA's
@@ -308,11 +365,11 @@ static void tr_causal_on(gpudl_ctx *d, gpudl_dtype dt) {
         if (t < t0 && fabs(ld(&hy, i) - ld(&hy2, i)) > tol) leaks++;
         if (t >= t0 && ld(&hy, i) != ld(&hy2, i)) moved++;
     }
-    tol = dev == GPUDL_DEVICE_CUDA ? 4 * tr_tol_fwd(dt) : 0.0;
-    for (i = 0; i < B * NH * T * T; i++)
-        if ((i / T) % T < t0 && fabs(ld(&ha, i) - ld(&ha2, i)) > tol) leaks++;
-    CHECKF(leaks == 0, "attention (%s): a change at t = %lld changed %lld outputs before it", gpudl_dtype_name(dt), (long long)t0,
-           (long long)leaks);
+    tol = dev == GPUDL_DEVICE_CUDA ? 4 * tr_tol_fwd(fused ? GPUDL_F32 : dt) : 0.0;
+    for (i = 0; i < na; i++)   /* the rows of att (or lse) of queries before t0 */
+        if ((fused ? i : i / T) % T < t0 && fabs(ld(&ha, i) - ld(&ha2, i)) > tol * (fused ? fabs(ld(&ha, i)) + 1 : 1)) leaks++;
+    CHECKF(leaks == 0, "attention (%s%s): a change at t = %lld changed %lld outputs before it", gpudl_dtype_name(dt),
+           fused ? ", fused" : "", (long long)t0, (long long)leaks);
     CHECKF(moved > 0, "attention (%s): the change at t = %lld changed nothing at all", gpudl_dtype_name(dt), (long long)t0);
     /* dy nonzero at t0 only: no gradient reaches q, k, v after t0 */
     for (i = 0; i < B * T * C; i++)
@@ -321,7 +378,8 @@ static void tr_causal_on(gpudl_ctx *d, gpudl_dtype dt) {
             else ((uint16_t *)hdy.data)[i] = 0;
         }
     GPUDL_CHECK(gpudl_tensor_copy(d, &dy, &hdy));
-    CHECK_OK(gpudl_attention_backward(d, &dqkv, &dy, &qkv, &att2, NH));
+    CHECK_OK(fused ? gpudl_attention_fused_backward(d, &dqkv, &dy, &qkv, &y2, &att2, NH)
+                   : gpudl_attention_backward(d, &dqkv, &dy, &qkv, &att2, NH));
     hd = to_host(d, &dqkv);
     leaks = moved = 0;
     for (i = 0; i < B * T * 3 * C; i++) {
@@ -329,7 +387,8 @@ static void tr_causal_on(gpudl_ctx *d, gpudl_dtype dt) {
         if (t > t0 && ld(&hd, i) != 0.0) leaks++;
         if (t <= t0 && ld(&hd, i) != 0.0) moved++;
     }
-    CHECKF(leaks == 0, "attention backward (%s): %lld gradients after t = %lld", gpudl_dtype_name(dt), (long long)leaks, (long long)t0);
+    CHECKF(leaks == 0, "attention backward (%s%s): %lld gradients after t = %lld", gpudl_dtype_name(dt), fused ? ", fused" : "",
+           (long long)leaks, (long long)t0);
     CHECKF(moved > 0, "attention backward (%s): no gradient at all", gpudl_dtype_name(dt));
     gpudl_tensor_free(cpu_ctx(), &qkv32); gpudl_tensor_free(cpu_ctx(), &dy32); gpudl_tensor_free(cpu_ctx(), &hq);
     gpudl_tensor_free(cpu_ctx(), &hdy); gpudl_tensor_free(cpu_ctx(), &hy); gpudl_tensor_free(cpu_ctx(), &hy2);
@@ -340,7 +399,7 @@ static void tr_causal_on(gpudl_ctx *d, gpudl_dtype dt) {
 
 static void test_transformer_causal(void) {
     size_t k;
-    for (k = 0; k < 3; k++) tr_causal_on(cpu_ctx(), tr_dtypes[k]);
+    for (k = 0; k < 6; k++) tr_causal_on(cpu_ctx(), tr_dtypes[k % 3], k >= 3);
 }
 
 /* ---- cross-entropy over every position: the existing loss on (B*T, V) ---- */
@@ -396,6 +455,19 @@ static void test_transformer_bad_input(void) {
     CHECK_ST(gpudl_attention_backward(c, &y, &y, &qkv, &att, 4), GPUDL_ERR_SHAPE);   /* dqkv shaped like y */
     y16 = tr_cast(&y, GPUDL_F16);
     CHECK_ST(gpudl_attention_forward(c, &y16, &att, &qkv, 4), GPUDL_ERR_INVALID_ARG);
+    {   /* fused: lse (B,NH,T) f32, head size <= 256 */
+        int64_t sl[3] = {2, 4, 5}, sbig[3] = {1, 2, 3 * 257}, sybig[3] = {1, 2, 257}, slb[3] = {1, 1, 2};
+        gpudl_tensor lse = mk(c, GPUDL_F32, 3, sl), qb = tr_rand(3, sbig, -1, 1), yb = mk(c, GPUDL_F32, 3, sybig);
+        gpudl_tensor lb = mk(c, GPUDL_F32, 3, slb);
+        CHECK_OK(gpudl_attention_fused_forward(c, &y, &lse, &qkv, 4));
+        CHECK_ST(gpudl_attention_fused_forward(c, &y, &lse, &qkv, 2), GPUDL_ERR_SHAPE);
+        CHECK_ST(gpudl_attention_fused_forward(c, &y, &att, &qkv, 4), GPUDL_ERR_SHAPE);
+        CHECK_ST(gpudl_attention_fused_forward(c, &y, &lse, &qkv, 5), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_attention_fused_backward(c, &dq, &y, &qkv, &y16, &lse, 4), GPUDL_ERR_INVALID_ARG);
+        CHECK_ST(gpudl_attention_fused_forward(c, &yb, &lb, &qb, 1), GPUDL_ERR_UNSUPPORTED);
+        CHECK(strstr(gpudl_ctx_last_error(c), "head size 257") != NULL);
+        gpudl_tensor_free(c, &lse); gpudl_tensor_free(c, &qb); gpudl_tensor_free(c, &yb); gpudl_tensor_free(c, &lb);
+    }
     {
         gpudl_tensor att3 = mk(c, GPUDL_F32, 4, sa3);
         CHECK_ST(gpudl_attention_forward(c, &y, &att3, &qkv, 4), GPUDL_ERR_SHAPE);
@@ -512,6 +584,20 @@ static void test_gpu_transformer_ops(void) {
                 CHECK_OK(gpudl_attention_backward(c, &dq, &dy, &qkv, &att, NH));
                 CHECK_OK(gpudl_attention_backward(g, &G[8], &G[2], &G[3], &G[9], NH));
                 tr_gpu_vs_cpu(g, "attention dqkv", dt, &G[8], &dq, dt == GPUDL_F32 ? 1e-4 : 2 * tol);
+                {   /* the fused path, GPU against CPU */
+                    int64_t sl[3];
+                    gpudl_tensor lse, glse, gy2;
+                    sl[0] = B; sl[1] = NH; sl[2] = T;
+                    lse = mk(c, GPUDL_F32, 3, sl); glse = to_dev(g, &lse); gy2 = to_dev(g, &y);
+                    CHECK_OK(gpudl_attention_fused_forward(c, &y, &lse, &qkv, NH));
+                    CHECK_OK(gpudl_attention_fused_forward(g, &gy2, &glse, &G[3], NH));
+                    tr_gpu_vs_cpu(g, "fused attention y", dt, &gy2, &y, tol);
+                    tr_gpu_vs_cpu(g, "fused attention lse", dt, &glse, &lse, 1e-5);
+                    CHECK_OK(gpudl_attention_fused_backward(c, &dq, &dy, &qkv, &y, &lse, NH));
+                    CHECK_OK(gpudl_attention_fused_backward(g, &G[8], &G[2], &G[3], &gy2, &glse, NH));
+                    tr_gpu_vs_cpu(g, "fused attention dqkv", dt, &G[8], &dq, dt == GPUDL_F32 ? 1e-4 : 2 * tol);
+                    gpudl_tensor_free(c, &lse); gpudl_tensor_free(g, &glse); gpudl_tensor_free(g, &gy2);
+                }
                 {   /* masked probabilities exactly 0 on the GPU too */
                     gpudl_tensor ha = to_host(g, &G[9]);
                     int64_t i, bad = 0;
@@ -538,7 +624,7 @@ static void test_gpu_transformer_edges(void) {
     gpudl_ctx *c = cpu_ctx();
     size_t k;
     NEED_GPU(g);
-    for (k = 0; k < 3; k++) tr_causal_on(g, tr_dtypes[k]);
+    for (k = 0; k < 6; k++) tr_causal_on(g, tr_dtypes[k % 3], k >= 3);
     {
         static const int64_t shapes[][2] = {{3, 1600}, {300, 12}, {130, 33}};   /* uncached rows; 5 and 3 row chunks */
         size_t s;
@@ -588,7 +674,8 @@ static void test_gpu_transformer_edges(void) {
 
 /* Deterministic counts on the emulated device, after a warm-up call (the
    workspace is grown once): attention forward = 3 kernels + 2 batched GEMMs,
-   backward = 4 kernels + 4 batched GEMMs; layer norm 1 kernel forward, 2
+   backward = 4 kernels + 4 batched GEMMs; fused attention 1 kernel forward,
+   3 backward; layer norm 1 kernel forward, 2
    backward (one row chunk); embedding 1 and 2; no host wait and no
    allocation in any of them (a training step stays capturable). */
 #ifdef __CUEMU__
@@ -599,7 +686,8 @@ static void test_gpu_transformer_counts(void) {
     SKIP("counts need the emulated device (tests/emu)");
 #else
     int64_t B = 2, T = 9, C = 12, NH = 3, V = 7, R = B * T, sy[3], sq[3], sa[4], sw[2];
-    gpudl_tensor y, dy, qkv, dq, att, ids, wte, dwte, gam, bet, mean, rstd, dgam, dbet, hids;
+    gpudl_tensor y, dy, qkv, dq, att, ids, wte, dwte, gam, bet, mean, rstd, dgam, dbet, hids, lse;
+    int64_t sl[3];
     cuemu_counters n;
     int pass;
     NEED_GPU(g);
@@ -618,11 +706,16 @@ static void test_gpu_transformer_counts(void) {
     GPUDL_CHECK(gpudl_tensor_create_on(g, &dbet, GPUDL_DEVICE_CUDA, GPUDL_F32, 1, &C));
     GPUDL_CHECK(gpudl_tensor_create_on(g, &mean, GPUDL_DEVICE_CUDA, GPUDL_F32, 1, &R));
     GPUDL_CHECK(gpudl_tensor_create_on(g, &rstd, GPUDL_DEVICE_CUDA, GPUDL_F32, 1, &R));
+    sl[0] = B; sl[1] = NH; sl[2] = T;
+    GPUDL_CHECK(gpudl_tensor_create_on(g, &lse, GPUDL_DEVICE_CUDA, GPUDL_F32, 3, sl));
     GPUDL_CHECK(gpudl_tensor_uniform(g, &qkv, -1, 1));
     GPUDL_CHECK(gpudl_tensor_uniform(g, &dy, -1, 1));
     GPUDL_CHECK(gpudl_tensor_uniform(g, &wte, -1, 1));
     GPUDL_CHECK(gpudl_tensor_fill(g, &gam, 1.0f));
     GPUDL_CHECK(gpudl_tensor_fill(g, &bet, 0.0f));
+    GPUDL_CHECK(gpudl_tensor_fill(g, &dgam, 0.0f));   /* gradients accumulate: start them */
+    GPUDL_CHECK(gpudl_tensor_fill(g, &dbet, 0.0f));
+    GPUDL_CHECK(gpudl_tensor_fill(g, &dwte, 0.0f));
     hids = tr_ids(GPUDL_I32, B, T, V, 5);
     ids = to_dev(g, &hids);
     for (pass = 0; pass < 2; pass++) {   /* pass 0 grows the workspaces */
@@ -642,6 +735,14 @@ static void test_gpu_transformer_counts(void) {
                          (unsigned long long)n.kernel_launches, (unsigned long long)n.library_calls,
                          (unsigned long long)n.host_waits, (unsigned long long)n.mallocs);
         cuemu_counters_reset();
+        CHECK_OK(gpudl_attention_fused_forward(g, &y, &lse, &qkv, NH));
+        CHECK_OK(gpudl_attention_fused_backward(g, &dq, &dy, &qkv, &y, &lse, NH));
+        cuemu_counters_get(&n);
+        if (pass) CHECKF(n.kernel_launches == 1 + 3 && n.library_calls == 0 && n.host_waits == 0 && n.mallocs == 0,
+                         "fused attention: %llu kernels, %llu library calls, %llu waits, %llu mallocs; want 4, 0, 0, 0",
+                         (unsigned long long)n.kernel_launches, (unsigned long long)n.library_calls,
+                         (unsigned long long)n.host_waits, (unsigned long long)n.mallocs);
+        cuemu_counters_reset();
         CHECK_OK(gpudl_layernorm_forward(g, &y, &mean, &rstd, &dy, &gam, &bet, 0.0f));
         CHECK_OK(gpudl_layernorm_backward(g, &y, &dgam, &dbet, &dy, &dy, &gam, &mean, &rstd));
         CHECK_OK(gpudl_embedding_forward(g, &y, &ids, &wte, NULL));
@@ -657,6 +758,6 @@ static void test_gpu_transformer_counts(void) {
     gpudl_tensor_free(g, &y); gpudl_tensor_free(g, &dy); gpudl_tensor_free(g, &qkv); gpudl_tensor_free(g, &dq);
     gpudl_tensor_free(g, &att); gpudl_tensor_free(g, &ids); gpudl_tensor_free(g, &wte); gpudl_tensor_free(g, &dwte);
     gpudl_tensor_free(g, &gam); gpudl_tensor_free(g, &bet); gpudl_tensor_free(g, &mean); gpudl_tensor_free(g, &rstd);
-    gpudl_tensor_free(g, &dgam); gpudl_tensor_free(g, &dbet);
+    gpudl_tensor_free(g, &dgam); gpudl_tensor_free(g, &dbet); gpudl_tensor_free(g, &lse);
 #endif
 }
