@@ -637,6 +637,38 @@ __global__ void gpudl_channel_sum_partial_kernel(float *dst, int accumulate, con
     }
 }
 
+/* Both passes in one launch: the blocks' partials as above, and the last
+   block to finish (its ticket on done, taken after a fence, is the grid's
+   last) adds each channel's partials in chunk order (the same bits as the
+   two kernels) and puts done back to 0. */
+template <typename T>
+__global__ void gpudl_channel_sum_once_kernel(float *out, int overwrite, float *partial, const T *x, int64_t N, int64_t C,
+                                              int64_t inner, int64_t per, unsigned *done) {
+    __shared__ int last;
+    int64_t c = blockIdx.x, n0 = (int64_t)blockIdx.y * per, n1 = n0 + per < N ? n0 + per : N, M = (n1 - n0) * inner;
+    const T *base = x + (n0 * C + c) * inner;
+    float s = 0.0f;
+    for (int64_t k = threadIdx.x; k < M; k += blockDim.x) {
+        int64_t n = k / inner;
+        s += gpudl__to_f32(base[n * C * inner + (k - n * inner)]);
+    }
+    s = gpudl__block_reduce(GPUDL_K_SUM, s);
+    if (threadIdx.x == 0) {
+        partial[(int64_t)blockIdx.y * C + c] = s;
+        __threadfence();
+        last = atomicAdd(done, 1u) == gridDim.x * gridDim.y - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int64_t ch = threadIdx.x; ch < C; ch += blockDim.x) {
+        float t = 0.0f;
+        for (unsigned g = 0; g < gridDim.y; g++) t += ((volatile float *)partial)[g * C + ch];
+        out[ch] = overwrite ? t : out[ch] + t;
+    }
+    if (threadIdx.x == 0) *done = 0;
+}
+
 __global__ void gpudl_channel_sum_final_kernel(float *out, const float *partial, int64_t C, int G, int overwrite) {
     int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
@@ -672,7 +704,7 @@ static int64_t gpudl__chunks(int64_t N, int64_t inner, int64_t cap, int64_t *per
 }
 
 int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
-                        float *scratch, int overwrite) {
+                        float *scratch, int overwrite, unsigned *done) {
     overwrite = overwrite != 0;
     if (inner == 1) {
         dim3 block(32, 32);
@@ -680,6 +712,11 @@ int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int6
             out, (const T *)x, N, C, overwrite)));
     } else {
         int64_t per, G = gpudl__chunks(N, inner, GPUDL__REDUCE_BLOCKS / C, &per);   /* C * G partials fit the scratch */
+        if (G > 1 && done) {
+            GPUDL__DISPATCH(dtype, T, (gpudl_channel_sum_once_kernel<T><<<dim3((unsigned)C, (unsigned)G), GPUDL__THREADS, 0,
+                (cudaStream_t)stream>>>(out, overwrite, scratch, (const T *)x, N, C, inner, per, done)));
+            return (int)cudaGetLastError();
+        }
         GPUDL__DISPATCH(dtype, T, (gpudl_channel_sum_partial_kernel<T><<<dim3((unsigned)C, (unsigned)G), GPUDL__THREADS, 0,
             (cudaStream_t)stream>>>(G == 1 ? out : scratch, G == 1 ? 1 + overwrite : 0, (const T *)x, N, C, inner, per)));
         if (G > 1)
@@ -691,7 +728,7 @@ int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int6
 
 int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
                             float *scratch) {
-    return gpudl_k_channel_sum(stream, out, x, dtype, N, C, inner, scratch, 0);
+    return gpudl_k_channel_sum(stream, out, x, dtype, N, C, inner, scratch, 0, NULL);
 }
 
 } /* extern "C" */
@@ -1636,7 +1673,51 @@ __global__ void gpudl_count_correct_kernel(float *count, const int32_t *pred, co
     if (threadIdx.x == 0) *count += c;
 }
 
+/* A ReLU, then max or average pooling with windows that do not overlap,
+   backward in one pass (the model's): the pool's backward as
+   gpudl_pool_bwd_cells_kernel computes it (the pool section), rounded to T
+   as the pool's dx would be, times ReLU's derivative at the ReLU's output x
+   (the pool's input), as the ReLU's backward would: one kernel, the pool's
+   dx never stored. dx is the ReLU's input gradient. */
+template <typename T>
+__global__ void gpudl_pool_relu_bwd_kernel(int kind, T *dx, const void *dy, const void *x, int dt, int64_t NC, int64_t H,
+                                           int64_t W, int64_t Ho, int64_t Wo, int64_t Hc, int64_t Wc, int64_t kh, int64_t kw,
+                                           int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
+    GPUDL__GRID_STRIDE(i, NC * Hc * Wc) {
+        int64_t p = i / (Hc * Wc), oh = (i / Wc) % Hc, ow = i % Wc, arg = -1, h, w;
+        bool win = oh < Ho && ow < Wo;
+        float g = 0.0f;
+        if (win) {
+            g = gpudl__elem_get(dy, dt, p * Ho * Wo + oh * Wo + ow);
+            if (kind == GPUDL_POOL_MAX) gpudl__pool_window(kind, x, dt, p * H * W, H, W, oh, ow, kh, kw, sh, sw, ph, pw, &arg);
+            else g /= (float)(kh * kw);
+        }
+        for (h = oh * sh - ph; h < (oh + 1) * sh - ph; h++) {
+            if (h < 0 || h >= H) continue;
+            for (w = ow * sw - pw; w < (ow + 1) * sw - pw; w++) {
+                float v = 0.0f;
+                bool in = win && h - (oh * sh - ph) < kh && w - (ow * sw - pw) < kw;
+                if (w < 0 || w >= W) continue;
+                if (in && (kind == GPUDL_POOL_AVG || h * W + w == arg)) v += g;
+                v = gpudl__to_f32(gpudl__from_f32<T>(v)) * gpudl__relu_df(gpudl__elem_get(x, dt, p * H * W + h * W + w));
+                dx[p * H * W + h * W + w] = gpudl__from_f32<T>(v);
+            }
+        }
+    }
+}
+
 extern "C" {
+
+int gpudl_k_pool_relu_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
+                          int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+                          int64_t pw) {
+    int64_t Hc = (H - 1 + ph) / sh + 1, Wc = (W - 1 + pw) / sw + 1;   /* the cells that cover the plane */
+    if (sh < kh || sw < kw) return (int)cudaErrorInvalidValue;       /* overlapping windows: not here */
+    GPUDL__DISPATCH(dtype, T, (gpudl_pool_relu_bwd_kernel<T><<<GPUDL__GRID(NC * Hc * Wc)>>>(kind, (T *)dx, dy, x, dtype, NC, H,
+                                                                                           W, Ho, Wo, Hc, Wc, kh, kw, sh, sw,
+                                                                                           ph, pw)));
+    return (int)cudaGetLastError();
+}
 
 int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n) {
     gpudl_count_correct_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(count, pred, labels, label_dtype, n);
