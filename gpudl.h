@@ -743,9 +743,10 @@ int gpudl_k_bias_act(void *stream, int act, float alpha, void *pre, void *post, 
 /* scratch: gpudl_k_reduce_scratch() floats */
 int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
                             float *scratch);
-/* as gpudl_k_channel_sum_acc; overwrite: out = the sums (the step's first write of a gradient) */
+/* as gpudl_k_channel_sum_acc; overwrite: out = the sums (the step's first write of a gradient);
+   done: NULL, or a device counter at 0 (left at 0): one launch instead of two */
 int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
-                        float *scratch, int overwrite);
+                        float *scratch, int overwrite, unsigned *done);
 
 /* >>loss ------------------------------------------------------------------ */
 /* Softmax + cross-entropy, fused and stable (log-sum-exp).
@@ -1249,6 +1250,11 @@ GPUDL_API gpudl_status gpudl_model_profile(gpudl_model *m, int on);
 GPUDL_API const char *gpudl_model_profile_report(const gpudl_model *m, char *buf, size_t size);
 
 int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n);
+/* ReLU then pooling whose windows do not overlap (sh >= kh, sw >= kw), backward in one pass:
+   dx = the pool's backward of dy, times ReLU's derivative at x (the ReLU's output, the pool's input) */
+int gpudl_k_pool_relu_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
+                          int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+                          int64_t pw);
 
 /* >>optim ----------------------------------------------------------------- */
 typedef enum gpudl_optim_kind { GPUDL_OPTIM_SGD = 0, GPUDL_OPTIM_ADAM = 1, GPUDL_OPTIM_ADAMW = 2 } gpudl_optim_kind;
@@ -1429,7 +1435,7 @@ int gpudl_k_nonfinite(void *stream, const float *g, int64_t n, gpudl_scaler_stat
 /* st->found_inf = 0, first_bad = none (after a step that failed after its check) */
 int gpudl_k_scaler_clear(void *stream, gpudl_scaler_state *st);
 int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_desc d);
-/* (>>optim's kernel ABI, here for the scaler's types) */
+/* (the optim section's kernel ABI, here for the scaler's types) */
 /* gpudl_model_step's update: as gpudl_k_optim, and with st (the scaler's state, or NULL) the
    update is skipped when st->found_inf, the gradients are unscaled as read (never in place),
    and the last block runs gpudl_scaler_update(st, d): the one launch of a step that changes state */
@@ -2027,6 +2033,8 @@ struct gpudl_ctx {
     void           *workspace;       /* cuBLAS workspace (device) */
     size_t          workspace_bytes;
     float          *scratch;         /* reduction partials + per-row values (device) */
+    unsigned       *tickets;         /* (16) device counters, 0 between launches: the one-launch reductions' "last
+                                        block" tickets (kernels on the context's stream, one after another) */
     int32_t        *report;          /* (2) pinned, written by kernels: [0] a row whose label was out of range
                                         (INT32_MAX: none), [1] the class count; read after each wait */
     size_t          scratch_floats;
@@ -2412,6 +2420,8 @@ static gpudl_status gpudl__cuda_init(gpudl_ctx *ctx, const gpudl_ctx_desc *d) {
     GPUDL__CUBLAS(ctx, cublasSetWorkspace(ctx->cublas, ctx->workspace, ctx->workspace_bytes));
     ctx->scratch_floats = (size_t)gpudl_k_reduce_scratch();
     GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->scratch, ctx->scratch_floats * sizeof(float)));
+    GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->tickets, 16 * sizeof(unsigned)));
+    GPUDL__CUDA(ctx, cudaMemset(ctx->tickets, 0, 16 * sizeof(unsigned)));
     GPUDL__CUDA(ctx, cudaHostAlloc((void **)&ctx->report, 2 * sizeof(int32_t), cudaHostAllocMapped));
     ctx->report[0] = INT32_MAX;
     ctx->report[1] = 0;
@@ -2429,6 +2439,7 @@ static void gpudl__cuda_release(gpudl_ctx *ctx) {
     if (ctx->cublas) cublasDestroy(ctx->cublas);
     if (ctx->workspace) cudaFree(ctx->workspace);
     if (ctx->scratch) cudaFree(ctx->scratch);
+    if (ctx->tickets) cudaFree(ctx->tickets);
     if (ctx->report) cudaFreeHost(ctx->report);
     if (ctx->dev_ws) cudaFree(ctx->dev_ws);
     gpudl__conv_cache_free(ctx);
@@ -2447,7 +2458,7 @@ static gpudl_ctx_desc gpudl__ctx_desc_defaults(const gpudl_ctx_desc *desc) {
     if (!d.seed) d.seed = 0x5EEDu;
     if (d.num_threads < 0) d.num_threads = 0;
     if (!d.workspace_bytes) d.workspace_bytes = (size_t)32 << 20;
-    if (d.cublaslt != -1) d.cublaslt = 1;   /* on by default: see >>linear for why */
+    if (d.cublaslt != -1) d.cublaslt = 1;   /* on by default: the linear section says why */
     if (!d.log) d.log = gpudl__log_default;
     return d;
 }
@@ -4700,7 +4711,7 @@ static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
     (void)ctx;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_channel_sum_acc(ctx->stream, o, x->data, (int)x->dtype, N, C, inner, ctx->scratch));
+        GPUDL__LAUNCH(ctx, gpudl_k_channel_sum(ctx->stream, o, x->data, (int)x->dtype, N, C, inner, ctx->scratch, 0, ctx->tickets));
         return GPUDL_OK;
     }
 #endif
@@ -4850,7 +4861,7 @@ static gpudl_status gpudl__linear_bwd_gpu(gpudl_ctx *ctx, gpudl_tensor *dx, gpud
     }
     if (dw) GPUDL__TRY(gpudl_matmul(ctx, dw, dy, x, 1, 0, 1.0f, overwrite ? 0.0f : 1.0f));   /* dw (+)= dy^T @ x */
     if (db) GPUDL__LAUNCH(ctx, gpudl_k_channel_sum(ctx->stream, (float *)db->data, dy->data, (int)dy->dtype, N, O, 1,
-                                                   ctx->scratch, overwrite));
+                                                   ctx->scratch, overwrite, ctx->tickets));
     return GPUDL_OK;
 }
 #endif
@@ -5245,6 +5256,9 @@ typedef struct gpudl__cudnn_conv {
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv[3];
+    cudnnTensorDescriptor_t bias;        /* (1, O, 1, 1) y's dtype, and a ReLU: made on first use by ... */
+    cudnnActivationDescriptor_t relu;    /* ... cudnnConvolutionBiasActivationForward (the model's conv + ReLU) */
+    int fused_refused;                   /* that call said NOT_SUPPORTED for this shape: the two-op path */
 } gpudl__cudnn_conv;
 
 typedef struct gpudl__conv_algo {
@@ -5263,6 +5277,8 @@ static void gpudl__cudnn_conv_free(gpudl__cudnn_conv *d) {
     if (d->w) cudnnDestroyFilterDescriptor(d->w);
     for (i = 0; i < 3; i++)
         if (d->conv[i]) cudnnDestroyConvolutionDescriptor(d->conv[i]);
+    if (d->bias) cudnnDestroyTensorDescriptor(d->bias);
+    if (d->relu) cudnnDestroyActivationDescriptor(d->relu);
     memset(d, 0, sizeof *d);
 }
 
@@ -5398,6 +5414,46 @@ static gpudl_status gpudl__conv_algos(gpudl_ctx *ctx, const gpudl__convg *g, gpu
 }
 #endif
 
+#ifndef GPUDL_NO_CUDA
+/* y = ReLU(conv(x, w) + b) in one cuDNN call (the model's conv + ReLU on
+   the GPU: the pre-activation is not stored; ReLU's backward reads y).
+   *done = 0 when cuDNN does not support it for this shape (nothing was
+   written: the caller takes the convolution, then gpudl's bias+ReLU kernel). */
+static gpudl_status gpudl__conv_bias_relu(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, const gpudl_tensor *w,
+                                          const gpudl_tensor *b, const gpudl_conv2d_desc *desc, int *done) {
+    gpudl__convg g;
+    gpudl__conv_algo *a;
+    void *ws = NULL;
+    float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t cs;
+    *done = 0;
+    GPUDL__TRY(gpudl__conv_check(ctx, y, x, w, b, desc, &g));
+    if (GPUDL__OVR(ctx, x, conv2d_forward)) return GPUDL_OK;
+    GPUDL__TRY(gpudl__conv_algos(ctx, &g, &a));
+    if (a->d.fused_refused) return GPUDL_OK;
+    if (!a->d.bias) {
+        GPUDL__CUDNN(ctx, cudnnCreateTensorDescriptor(&a->d.bias));
+        GPUDL__CUDNN(ctx, cudnnSetTensor4dDescriptor(a->d.bias, CUDNN_TENSOR_NCHW,
+                                                     y->dtype == GPUDL_F16 ? CUDNN_DATA_HALF : y->dtype == GPUDL_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT,
+                                                     1, (int)g.O, 1, 1));
+        GPUDL__CUDNN(ctx, cudnnCreateActivationDescriptor(&a->d.relu));
+        GPUDL__CUDNN(ctx, cudnnSetActivationDescriptor(a->d.relu, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+    }
+    if (a->ws_fwd) GPUDL__TRY(gpudl__dev_ws(ctx, a->ws_fwd, &ws));
+    cs = GPUDL__FAULT(2) ? CUDNN_STATUS_EXECUTION_FAILED :
+         cudnnConvolutionBiasActivationForward(ctx->cudnn, &one, a->d.x, x->data, a->d.w, w->data, a->d.conv[GPUDL__FWD], a->fwd,
+                                               ws, a->ws_fwd, &zero, a->d.y, y->data, a->d.bias, b->data, a->d.relu, a->d.y,
+                                               y->data);
+    if (cs == CUDNN_STATUS_NOT_SUPPORTED) { a->d.fused_refused = 1; return GPUDL_OK; }
+    if (cs != CUDNN_STATUS_SUCCESS)
+        return gpudl__lib_fail(ctx, GPUDL_ERR_CUDNN, "cudnnConvolutionBiasActivationForward", cudnnGetErrorString(cs), __FILE__,
+                               __LINE__);
+    if (ctx->sync_debug) GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    *done = 1;
+    return GPUDL_OK;
+}
+#endif
+
 GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *x, const gpudl_tensor *w,
                                              const gpudl_tensor *b, const gpudl_conv2d_desc *desc) {
     gpudl__convg g;
@@ -5518,7 +5574,7 @@ static gpudl_status gpudl__conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpu
 #ifndef GPUDL_NO_CUDA
     if (db && overwrite && GPUDL__ON_GPU(dy))
         GPUDL__LAUNCH(ctx, gpudl_k_channel_sum(ctx->stream, (float *)db->data, dy->data, (int)dy->dtype, g.N, g.O, P,
-                                               ctx->scratch, 1));
+                                               ctx->scratch, 1, ctx->tickets));
     else
 #endif
     if (db) GPUDL__TRY(gpudl__channel_sum_acc(ctx, db, dy, g.N, g.O, P));
@@ -7502,6 +7558,12 @@ static gpudl_status gpudl__forward_fused(gpudl__pass *p, int *done) {
         GPUDL__TRY(gpudl__lt_linear(ctx, &post, &p->x, &p->p[0], &p->p[1], 1, l->saved.data, done));
         if (*done) { m->layers[p->i].mask_ok = l->saved.data != NULL; return GPUDL_OK; }
     }
+    if (!linear && a->u.act.fn == GPUDL_ACT_RELU && ctx->use_lt) {
+        /* cuDNN's convolution, bias and ReLU in one call (with the cuBLASLt
+           setting: the fused library paths on or off together) */
+        GPUDL__TRY(gpudl__conv_bias_relu(ctx, &post, &p->x, &p->p[0], &p->p[1], &l->u.conv, done));
+        if (*done) return GPUDL_OK;
+    }
     if (linear) GPUDL__TRY(gpudl_linear_forward(ctx, &p->y, &p->x, &p->p[0], NULL));
     else GPUDL__TRY(gpudl_conv2d_forward(ctx, &p->y, &p->x, &p->p[0], NULL, &l->u.conv));
     GPUDL__LAUNCH(ctx, gpudl_k_bias_act(ctx->stream, (int)a->u.act.fn, a->u.act.alpha, p->y.data, post.data, p->p[1].data,
@@ -7613,6 +7675,30 @@ GPUDL__DEF gpudl_status gpudl_model_loss_value(gpudl_model *m, float *loss) {
 static gpudl_status gpudl__dist_grads(gpudl_model *m, int i, int last, int64_t *hi);
 static gpudl_status gpudl__dist_step(gpudl_model *m);
 
+#ifndef GPUDL_NO_CUDA
+/* A ReLU, then pooling whose windows do not overlap (LeNet's 2 x 2 / 2),
+   backward in one kernel on the GPU: the ReLU's input gradient straight
+   from the pool's output gradient (*done: the ReLU's backward is done too). */
+static gpudl_status gpudl__pool_relu_bwd(gpudl_model *m, int i, gpudl__pass *p, int *done) {
+    const gpudl__layer *l = &m->layers[i], *a = &m->layers[i - 1];
+    gpudl__poolg g;
+    gpudl_tensor dx;
+    int first_param;
+    *done = 0;
+    for (first_param = 0; first_param < m->nlayers && m->layers[first_param].np == 0; first_param++) {}
+    if (a->kind != &gpudl__kind_act || a->u.act.fn != GPUDL_ACT_RELU || m->ctx->any_ops[1] || !GPUDL__ON_GPU(&p->x) ||
+        !(i - 1 > first_param || m->want_dinput))   /* the ReLU's input gradient is wanted */
+        return GPUDL_OK;
+    GPUDL__TRY(gpudl__pool_check(m->ctx, &p->y, &p->x, &l->u.pool, &g));
+    if (g.sh < g.kh || g.sw < g.kw) return GPUDL_OK;
+    dx = gpudl__view(&m->layers[i - 2].dout, 0, m->batch, a->in_ndim, a->in_shape);
+    GPUDL__LAUNCH(m->ctx, gpudl_k_pool_relu_bwd(m->ctx->stream, g.kind, dx.data, p->dy.data, p->x.data, (int)p->x.dtype, g.NC,
+                                                g.H, g.W, g.Ho, g.Wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw));
+    *done = 1;
+    return GPUDL_OK;
+}
+#endif
+
 static gpudl_status gpudl__model_backward(gpudl_model *m) {
     int i, j, first_param;
     int64_t unreduced;
@@ -7654,6 +7740,10 @@ static gpudl_status gpudl__model_backward(gpudl_model *m) {
         if (l->kind->flags & GPUDL__KIND_VIEW) {   /* dx is dy's memory, except for a first layer's */
             if (i == 0 && p.dx) GPUDL__TRY(gpudl__copy_same(m->ctx, p.dx, &p.dy));
         } else if (l->kind->backward) {
+#ifndef GPUDL_NO_CUDA
+            if (l->kind == &gpudl__kind_pool2d && p.dx && i >= 2) GPUDL__TRY(gpudl__pool_relu_bwd(m, i, &p, &relu_done));
+            if (relu_done) { gpudl__prof_add(m, m->nlayers + i, t0); continue; }
+#endif
             GPUDL__TRY(l->kind->backward(&p));
             relu_done = p.masked;
         }
