@@ -1129,14 +1129,22 @@ __global__ void gpudl_bn_bwd_final_kernel(float *means, float *dgamma, float *db
     means[2 * c + 1] = (float)(sdyx / (double)Mtot);
 }
 
+/* dx from dy, x and the channel's sums: 3 * sizeof(T) bytes per element,
+   16-byte accesses, 32-bit channel arithmetic. */
+struct gpudl__bn_bwd_apply_op {
+    const float *gamma, *save_mean, *save_invstd, *means;
+    int64_t C, inner;
+    template <typename I> __device__ float operator()(I i, float dy, float x, float) const {
+        I c = (i / (I)inner) % (I)C;
+        return gpudl__bn_backward_elem(dy, x, save_mean[c], save_invstd[c], gamma[c], means[2 * c], means[2 * c + 1]);
+    }
+};
+
 template <typename T>
 __global__ void gpudl_bn_bwd_apply_kernel(T *dx, const T *dy, const T *x, const float *gamma, const float *save_mean,
                                           const float *save_invstd, const float *means, int64_t n, int64_t C, int64_t inner) {
-    GPUDL__GRID_STRIDE(i, n) {
-        int64_t c = (i / inner) % C;
-        dx[i] = gpudl__from_f32<T>(gpudl__bn_backward_elem(gpudl__to_f32(dy[i]), gpudl__to_f32(x[i]), save_mean[c], save_invstd[c], gamma[c],
-                                                    means[2 * c], means[2 * c + 1]));
-    }
+    gpudl__bn_bwd_apply_op f = {gamma, save_mean, save_invstd, means, C, inner};
+    gpudl__map<2>(f, dx, dy, x, (const T *)0, n);
 }
 #undef GPUDL__BN_CHUNK
 #undef GPUDL__BN_AT
@@ -1174,7 +1182,8 @@ int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const vo
     gpudl_bn_bwd_final_kernel<<<(unsigned)((C + 127) / 128), 128, 0, (cudaStream_t)stream>>>(means, dgamma, dbeta, scratch, C,
                                                                                              (int)G, N * inner);
     if (dx)
-        GPUDL__DISPATCH(dtype, T, (gpudl_bn_bwd_apply_kernel<T><<<GPUDL__GRID(n)>>>((T *)dx, (const T *)dy, (const T *)x, gamma,
+        GPUDL__DISPATCH(dtype, T, (gpudl_bn_bwd_apply_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0,
+            (cudaStream_t)stream>>>((T *)dx, (const T *)dy, (const T *)x, gamma,
             save_mean, save_invstd, means, n, C, inner)));
     return (int)cudaGetLastError();
 }
