@@ -54,7 +54,7 @@ start=$(date +%s)
 # The kernels whose element-wise loops run on 16-byte vectors (gpudl_kernels.cu:
 # the aligned paths of gpudl__vmap and friends). Extended regular expressions
 # on the demangled name without its arguments.
-VECTOR_KERNELS='^gpudl_(fill|cast|random|binary|axpby|act_fwd|act_bwd|dropout|acc_f32|reduce_partial|bn_apply|gather)_kernel'
+VECTOR_KERNELS='^gpudl_(fill|cast|random|binary|axpby|act_fwd|act_bwd|dropout|acc_f32|reduce_partial|reduce_once|bn_apply|bn_bwd_apply|gather)_kernel'
 
 # 1. one cubin per architecture, two compilations at a time
 pids=""
