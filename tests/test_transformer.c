@@ -761,3 +761,159 @@ static void test_gpu_transformer_counts(void) {
     gpudl_tensor_free(g, &dgam); gpudl_tensor_free(g, &dbet); gpudl_tensor_free(g, &lse);
 #endif
 }
+
+/* ---- the ops composed into a GPT attention block, as a model wires them ----
+   y = x + c_proj(attention(c_attn(layernorm(x)))), linear layers per
+   position on (B*T, features) views, the residual by gpudl_add (forward
+   and backward: no op of its own is needed). The chained backward against
+   central differences of a float64 block, on the CPU; the same chain on the
+   GPU against the CPU (cuBLAS / cuBLASLt linears included). */
+
+typedef struct {
+    double *x, *g, *b, *wa, *ba, *wp, *bp;
+    int64_t B, T, C, NH;
+} tr_block_cl;
+
+static void tr_block_f(void *cl, double *y) {
+    tr_block_cl *k = (tr_block_cl *)cl;
+    int64_t N = k->B * k->T, C = k->C, n, o, i;
+    double *h = dalloc(N * C), *qkv = dalloc(N * 3 * C), *a = dalloc(N * C);
+    tr_ln_ref(h, NULL, NULL, k->x, k->g, k->b, N, C, 1e-5);
+    for (n = 0; n < N; n++)
+        for (o = 0; o < 3 * C; o++) {
+            double s = k->ba[o];
+            for (i = 0; i < C; i++) s += h[n * C + i] * k->wa[o * C + i];
+            qkv[n * 3 * C + o] = s;
+        }
+    tr_attn_ref(a, NULL, qkv, k->B, k->T, C, k->NH);
+    for (n = 0; n < N; n++)
+        for (o = 0; o < C; o++) {
+            double s = k->bp[o];
+            for (i = 0; i < C; i++) s += a[n * C + i] * k->wp[o * C + i];
+            y[n * C + o] = k->x[n * C + o] + s;
+        }
+    free(h); free(qkv); free(a);
+}
+
+/* The block's tensors on one device (F32). */
+typedef struct {
+    gpudl_tensor x, g, b, wa, ba, wp, bp;                 /* inputs and parameters */
+    gpudl_tensor mean, rstd, h, qkv, att, a, y;           /* forward */
+    gpudl_tensor dy, da, dqkv, dh, dxl, dx, dg, db, dwa, dba, dwp, dbp;   /* backward */
+} tr_block;
+
+static void tr_block_alloc(gpudl_ctx *d, tr_block *k, int64_t B, int64_t T, int64_t C, int64_t NH) {
+    gpudl_device dev = gpudl_ctx_device(d);
+    int64_t s3[3] = {B, T, C}, q3[3] = {B, T, 3 * C}, a4[4] = {B, NH, T, T}, wa[2] = {3 * C, C}, wp[2] = {C, C}, R = B * T, c3 = 3 * C;
+#define TR_T(t, nd, sh) GPUDL_CHECK(gpudl_tensor_create_on(d, &k->t, dev, GPUDL_F32, nd, sh))
+    TR_T(x, 3, s3); TR_T(g, 1, &C); TR_T(b, 1, &C); TR_T(wa, 2, wa); TR_T(ba, 1, &c3); TR_T(wp, 2, wp); TR_T(bp, 1, &C);
+    TR_T(mean, 1, &R); TR_T(rstd, 1, &R); TR_T(h, 3, s3); TR_T(qkv, 3, q3); TR_T(att, 4, a4); TR_T(a, 3, s3); TR_T(y, 3, s3);
+    TR_T(dy, 3, s3); TR_T(da, 3, s3); TR_T(dqkv, 3, q3); TR_T(dh, 3, s3); TR_T(dxl, 3, s3); TR_T(dx, 3, s3);
+    TR_T(dg, 1, &C); TR_T(db, 1, &C); TR_T(dwa, 2, wa); TR_T(dba, 1, &c3); TR_T(dwp, 2, wp); TR_T(dbp, 1, &C);
+#undef TR_T
+}
+
+/* Every tensor of the block, in one order. */
+static int tr_block_list(tr_block *k, gpudl_tensor **o) {
+    gpudl_tensor *all[26];
+    int i;
+    all[0] = &k->x; all[1] = &k->g; all[2] = &k->b; all[3] = &k->wa; all[4] = &k->ba; all[5] = &k->wp; all[6] = &k->bp;
+    all[7] = &k->mean; all[8] = &k->rstd; all[9] = &k->h; all[10] = &k->qkv; all[11] = &k->att; all[12] = &k->a;
+    all[13] = &k->y; all[14] = &k->dy; all[15] = &k->da; all[16] = &k->dqkv; all[17] = &k->dh; all[18] = &k->dxl;
+    all[19] = &k->dx; all[20] = &k->dg; all[21] = &k->db; all[22] = &k->dwa; all[23] = &k->dba; all[24] = &k->dwp;
+    all[25] = &k->dbp;
+    for (i = 0; i < 26; i++) o[i] = all[i];
+    return 26;
+}
+
+static void tr_block_free(gpudl_ctx *d, tr_block *k) {
+    gpudl_tensor *t[26];
+    int i, n = tr_block_list(k, t);
+    for (i = 0; i < n; i++) gpudl_tensor_free(d, t[i]);
+}
+
+/* Forward and backward of the block (gradients of the parameters zeroed first). */
+static void tr_block_run(gpudl_ctx *d, tr_block *k, int64_t NH) {
+    int64_t N = k->x.shape[0] * k->x.shape[1], C = k->x.shape[2], f2[2], q2[2];
+    gpudl_tensor h2, qkv2, a2, y2, dy2, da2, dqkv2, dh2;
+    f2[0] = N; f2[1] = C; q2[0] = N; q2[1] = 3 * C;
+    GPUDL_CHECK(gpudl_tensor_reshape(&h2, &k->h, 2, f2)); GPUDL_CHECK(gpudl_tensor_reshape(&qkv2, &k->qkv, 2, q2));
+    GPUDL_CHECK(gpudl_tensor_reshape(&a2, &k->a, 2, f2)); GPUDL_CHECK(gpudl_tensor_reshape(&y2, &k->y, 2, f2));
+    GPUDL_CHECK(gpudl_tensor_reshape(&dy2, &k->dy, 2, f2)); GPUDL_CHECK(gpudl_tensor_reshape(&da2, &k->da, 2, f2));
+    GPUDL_CHECK(gpudl_tensor_reshape(&dqkv2, &k->dqkv, 2, q2)); GPUDL_CHECK(gpudl_tensor_reshape(&dh2, &k->dh, 2, f2));
+    GPUDL_CHECK(gpudl_tensor_fill(d, &k->dg, 0)); GPUDL_CHECK(gpudl_tensor_fill(d, &k->db, 0));
+    GPUDL_CHECK(gpudl_tensor_fill(d, &k->dwa, 0)); GPUDL_CHECK(gpudl_tensor_fill(d, &k->dba, 0));
+    GPUDL_CHECK(gpudl_tensor_fill(d, &k->dwp, 0)); GPUDL_CHECK(gpudl_tensor_fill(d, &k->dbp, 0));
+    CHECK_OK(gpudl_layernorm_forward(d, &k->h, &k->mean, &k->rstd, &k->x, &k->g, &k->b, 0.0f));
+    CHECK_OK(gpudl_linear_forward(d, &qkv2, &h2, &k->wa, &k->ba));
+    CHECK_OK(gpudl_attention_forward(d, &k->a, &k->att, &k->qkv, NH));
+    CHECK_OK(gpudl_linear_forward(d, &y2, &a2, &k->wp, &k->bp));
+    CHECK_OK(gpudl_add(d, &k->y, &k->y, &k->x));                               /* the residual */
+    CHECK_OK(gpudl_linear_backward(d, &da2, &k->dwp, &k->dbp, &dy2, &a2, &k->wp));
+    CHECK_OK(gpudl_attention_backward(d, &k->dqkv, &k->da, &k->qkv, &k->att, NH));
+    CHECK_OK(gpudl_linear_backward(d, &dh2, &k->dwa, &k->dba, &dqkv2, &h2, &k->wa));
+    CHECK_OK(gpudl_layernorm_backward(d, &k->dxl, &k->dg, &k->db, &k->dh, &k->x, &k->g, &k->mean, &k->rstd));
+    CHECK_OK(gpudl_add(d, &k->dx, &k->dxl, &k->dy));                           /* the residual's gradient */
+}
+
+static void tr_block_init(tr_block *k) {   /* CPU tensors: random inputs, parameters and dy */
+    gpudl_ctx *c = cpu_ctx();
+    GPUDL_CHECK(gpudl_tensor_uniform(c, &k->x, -2, 2)); GPUDL_CHECK(gpudl_tensor_uniform(c, &k->g, 0.5f, 1.5f));
+    GPUDL_CHECK(gpudl_tensor_uniform(c, &k->b, -0.5f, 0.5f)); GPUDL_CHECK(gpudl_tensor_uniform(c, &k->wa, -0.4f, 0.4f));
+    GPUDL_CHECK(gpudl_tensor_uniform(c, &k->ba, -0.2f, 0.2f)); GPUDL_CHECK(gpudl_tensor_uniform(c, &k->wp, -0.4f, 0.4f));
+    GPUDL_CHECK(gpudl_tensor_uniform(c, &k->bp, -0.2f, 0.2f)); GPUDL_CHECK(gpudl_tensor_uniform(c, &k->dy, -1, 1));
+}
+
+static void test_transformer_block(void) {
+    int64_t B = 2, T = 7, C = 12, NH = 4, N = B * T;
+    gpudl_ctx *c = cpu_ctx();
+    tr_block k;
+    tr_block_cl cl;
+    double *w, *fd;
+    tr_block_alloc(c, &k, B, T, C, NH);
+    tr_block_init(&k);
+    tr_block_run(c, &k, NH);
+    cl.x = tr_dbl(&k.x); cl.g = tr_dbl(&k.g); cl.b = tr_dbl(&k.b); cl.wa = tr_dbl(&k.wa); cl.ba = tr_dbl(&k.ba);
+    cl.wp = tr_dbl(&k.wp); cl.bp = tr_dbl(&k.bp); cl.B = B; cl.T = T; cl.C = C; cl.NH = NH;
+    w = tr_dbl(&k.dy); fd = dalloc(3 * C * C);
+    tr_block_f(&cl, fd);
+    TR_CLOSE("block forward", &k.y, fd, N * C, 2e-6);
+    tr_fd(fd, cl.x, N * C, w, N * C, tr_block_f, &cl);
+    TR_CLOSE("block dx", &k.dx, fd, N * C, 5e-5);
+    tr_fd(fd, cl.g, C, w, N * C, tr_block_f, &cl);
+    TR_CLOSE("block d ln gamma", &k.dg, fd, C, 5e-5);
+    tr_fd(fd, cl.wa, 3 * C * C, w, N * C, tr_block_f, &cl);
+    TR_CLOSE("block d c_attn weight", &k.dwa, fd, 3 * C * C, 5e-5);
+    tr_fd(fd, cl.ba, 3 * C, w, N * C, tr_block_f, &cl);
+    TR_CLOSE("block d c_attn bias", &k.dba, fd, 3 * C, 5e-5);
+    tr_fd(fd, cl.wp, C * C, w, N * C, tr_block_f, &cl);
+    TR_CLOSE("block d c_proj weight", &k.dwp, fd, C * C, 5e-5);
+    free(cl.x); free(cl.g); free(cl.b); free(cl.wa); free(cl.ba); free(cl.wp); free(cl.bp); free(w); free(fd);
+    tr_block_free(c, &k);
+}
+
+static void test_gpu_transformer_block(void) {
+    int64_t B = 2, T = 13, C = 20, NH = 4;
+    gpudl_ctx *c = cpu_ctx();
+    tr_block k, gk;
+    gpudl_tensor *t[26], *u[26];
+    int i, n;
+    NEED_GPU(g);
+    tr_block_alloc(c, &k, B, T, C, NH);
+    tr_block_alloc(g, &gk, B, T, C, NH);
+    tr_block_init(&k);
+    n = tr_block_list(&k, t);
+    tr_block_list(&gk, u);
+    for (i = 0; i < 7; i++) GPUDL_CHECK(gpudl_tensor_copy(g, u[i], t[i]));   /* inputs and parameters */
+    GPUDL_CHECK(gpudl_tensor_copy(g, &gk.dy, &k.dy));
+    (void)n;
+    tr_block_run(c, &k, NH);
+    tr_block_run(g, &gk, NH);
+    tr_gpu_vs_cpu(g, "block y", GPUDL_F32, &gk.y, &k.y, 2e-5);
+    tr_gpu_vs_cpu(g, "block dx", GPUDL_F32, &gk.dx, &k.dx, 1e-4);
+    tr_gpu_vs_cpu(g, "block d ln gamma", GPUDL_F32, &gk.dg, &k.dg, 1e-4);
+    tr_gpu_vs_cpu(g, "block d c_attn weight", GPUDL_F32, &gk.dwa, &k.dwa, 1e-4);
+    tr_gpu_vs_cpu(g, "block d c_proj bias", GPUDL_F32, &gk.dbp, &k.dbp, 1e-4);
+    tr_block_free(c, &k);
+    tr_block_free(g, &gk);
+}
