@@ -29,7 +29,7 @@ endif
 $(call lazy,HAVE_NCCL,$(if $(HAVE_NVCC),printf '\043include <nccl.h>\n' | $(NVCC) $$(CUDA_FLAGS) -x cu -E - >/dev/null 2>&1 && echo yes))
 $(call lazy,HAVE_OPENBLAS,printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: all help demo doctor data matmul-demo grade plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention clean
+.PHONY: all help demo doctor data matmul-demo grade grade-class plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention clean
 EXAMPLES = build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck build/doctor
 all: $(EXAMPLES)
 
@@ -55,6 +55,8 @@ help:
 	@echo "make data          find or fetch Fashion-MNIST into build/data"
 	@echo "make grade A=relu_xent|sgemm|maxpool [SRC=file] [GRADE_ARGS=--no-train]"
 	@echo "                   grade an assignment (assignments/README.md): default SRC is its starter file"
+	@echo "make grade-class A=... DIR=folder [OUT=grades.csv] [GRADE_ARGS=--no-train]"
+	@echo "                   grade a class: every file of the folder, in parallel, sandboxed; a CSV row and a feedback file each"
 	@echo "make clean         remove build/, the benchmark CSVs and the emulator's cache"
 
 # Examples run on the GPU when there is one (nvcc build), else on the CPU.
@@ -82,51 +84,38 @@ demo: build/cnn_fashion data
 data:
 	@sh data/prepare.sh
 
-# Teaching (assignments/README.md): make grade A=<assignment> [SRC=<file>]
-# builds assignments/grade.c with the student's file (default: the
-# assignment's starter, which the student edits in place) and runs it. The
-# CUDA assignments build with nvcc where nvidia-smi sees a GPU, otherwise
-# with the emulated device's nvcc-emu (the GPU path, really run, slowly);
-# maxpool is plain C on the CPU. gpudl_kernels.cu and grade.c change less
-# often than the student's file: their objects are kept in build/grade.
-GRADE_CUDA_ASSIGNMENTS = relu_xent sgemm
-GRADE_C_ASSIGNMENTS = maxpool
+# Teaching (assignments/README.md). build/grade/grade is the grader
+# (assignments/grade.c built by cc, no student code in it): per submission
+# it compiles the student's file in a fresh folder, checks what it calls and
+# includes, links it with the runner (grade.c -DGRADE_RUNNER; built once,
+# kept in build/grade/cache with its hash) and runs it in sandboxed child
+# processes. The CUDA assignments build with nvcc where nvidia-smi sees a
+# GPU, otherwise with the emulated device's nvcc-emu; maxpool is plain C.
+#   make grade A=<assignment> [SRC=<file>] [GRADE_ARGS=--no-train]      one file: its table, score: X/Y
+#   make grade-class A=<assignment> DIR=<folder> [OUT=grades.csv] [GRADE_ARGS=...]   a class, in parallel
+GRADE_ASSIGNMENTS = relu_xent sgemm maxpool
 GRADE_ARGS ?=
-GRADE_EMU = tests/emu/nvcc-emu
-build/grade/kernels_emu.o: gpudl_kernels.cu gpudl.h
+OUT ?= grades.csv
+GRADE_KIT ?= .
+build/grade/grade: assignments/grade.c gpudl.h
 	@mkdir -p build/grade
-	$(GRADE_EMU) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -c gpudl_kernels.cu -o $@
-build/grade/grade_emu.o: assignments/grade.c gpudl.h
-	@mkdir -p build/grade
-	$(GRADE_EMU) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -I. -c assignments/grade.c -o $@
-build/grade/kernels_nvcc.o: gpudl_kernels.cu gpudl.h
-	@mkdir -p build/grade
-	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp $(CUDA_FLAGS) -c gpudl_kernels.cu -o $@
-build/grade/grade_nvcc.o: assignments/grade.c gpudl.h
-	@mkdir -p build/grade
-	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp $(CUDA_FLAGS) -I. -c assignments/grade.c -o $@
-build/grade/grade_cpu.o: assignments/grade.c gpudl.h
-	@mkdir -p build/grade
-	$(CC) -O2 -fopenmp -DGPUDL_NO_CUDA -I. -c assignments/grade.c -o $@
-grade: build/test/data/.stamp
-	@set -e; a="$(A)"; \
-	case " $(GRADE_CUDA_ASSIGNMENTS) $(GRADE_C_ASSIGNMENTS) " in *" $$a "*) [ -n "$$a" ] ;; *) false ;; esac || { \
-	    echo "usage: make grade A=<$$(echo $(GRADE_CUDA_ASSIGNMENTS) $(GRADE_C_ASSIGNMENTS) | tr ' ' '|')> [SRC=file] [GRADE_ARGS=--no-train]"; exit 2; }; \
-	case " $(GRADE_C_ASSIGNMENTS) " in *" $$a "*) \
-	    src="$(or $(SRC),assignments/$(A)/starter.c)"; \
-	    $(MAKE) --no-print-directory build/grade/grade_cpu.o; \
-	    echo "building the grader with $$src (cc, CPU)"; \
-	    $(CC) -O2 -fopenmp -DGPUDL_NO_CUDA -I. -o build/grade/grade_$$a build/grade/grade_cpu.o "$$src" -lm ;; \
-	*) src="$(or $(SRC),assignments/$(A)/starter.cu)"; \
-	    if [ -n "$(HAVE_NVCC)" ] && nvidia-smi -L >/dev/null 2>&1; then kind=nvcc; cc="$(NVCC)"; libs="$(CUDA_LIBS)"; \
-	    else kind=emu; cc="$(GRADE_EMU)"; libs="-lcublas -lcublasLt -lcudnn"; \
-	        echo "no GPU here: building for the emulated device (tests/emu), which runs kernels slowly"; fi; \
-	    $(MAKE) --no-print-directory build/grade/kernels_$$kind.o build/grade/grade_$$kind.o; \
-	    echo "building the grader with $$src ($$kind)"; \
-	    $$cc -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -I. -o build/grade/grade_$$a build/grade/grade_$$kind.o "$$src" \
-	        build/grade/kernels_$$kind.o $$libs -lgomp ;; \
-	esac; \
-	$(CUDA_RUN) ./build/grade/grade_$$a $$a --data build/test/data $(GRADE_ARGS)
+	$(CC) -O2 -I. -o $@ assignments/grade.c
+# The grader's command line for assignment $$a (shell): the toolchain this machine has.
+GRADE_CMD = if [ -n "$(HAVE_NVCC)" ] && nvidia-smi -L >/dev/null 2>&1; then nvcc="$(NVCC)"; flags="$(CUDA_FLAGS)"; \
+	    else nvcc=tests/emu/nvcc-emu; flags=; fi; \
+	    $(CUDA_RUN) ./build/grade/grade "$$a" --kit "$(GRADE_KIT)" --cc "$(CC)" --nvcc "$$nvcc" --cuda-flags "$$flags" \
+	        --cache build/grade/cache --data build/test/data
+GRADE_CHECK_A = case " $(GRADE_ASSIGNMENTS) " in *" $$a "*) [ -n "$$a" ] ;; *) false ;; esac
+grade: build/grade/grade build/test/data/.stamp
+	@a="$(A)"; $(GRADE_CHECK_A) || { \
+	    echo "usage: make grade A=<$$(echo $(GRADE_ASSIGNMENTS) | tr ' ' '|')> [SRC=file] [GRADE_ARGS=--no-train]"; exit 2; }; \
+	ext=cu; [ "$$a" = maxpool ] && ext=c; \
+	src="$(or $(SRC),assignments/$(A)/starter.$$ext)"; \
+	$(GRADE_CMD) "$$src" $(GRADE_ARGS)
+grade-class: build/grade/grade build/test/data/.stamp
+	@a="$(A)"; { $(GRADE_CHECK_A) && [ -n "$(DIR)" ]; } || { \
+	    echo "usage: make grade-class A=<$$(echo $(GRADE_ASSIGNMENTS) | tr ' ' '|')> DIR=<folder> [OUT=grades.csv] [GRADE_ARGS=--no-train]"; exit 2; }; \
+	$(GRADE_CMD) "$(DIR)" --out "$(OUT)" $(GRADE_ARGS)
 
 # The matmul experiment: CPU vs GPU in FP32, TF32 and FP16.
 matmul-demo: build/cpu_vs_gpu

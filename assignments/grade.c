@@ -1,33 +1,34 @@
 /* grade.c - the autograder for the gpudl assignments (assignments/README.md).
 
-   Linked with a student's file, which defines student_ops(gpudl_ops *):
-     make grade A=sgemm [SRC=my_sgemm.cu]
-   or by hand (CUDA assignments; the CPU one needs only the first two files):
-     nvcc -O2 -o grade grade.c sgemm/starter.cu gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
-     cc -O2 -fopenmp -DGPUDL_NO_CUDA -o grade grade.c maxpool/starter.c -lm
-   Run:  ./grade <relu_xent|sgemm|maxpool> [--no-train] [--verbose] [--data DIR] [--epochs N] [--timeout S]
+   One file, two programs:
+   - the grader (this file built with a plain C compiler, no student code):
+       cc -O2 -o grade grade.c
+       ./grade sgemm my_sgemm.cu                      one submission: its table and score
+       ./grade sgemm submissions/ --out grades.csv    a class: a CSV row and a feedback file each
+     It builds, per submission, in a fresh folder holding only gpudl.h and
+     the student's file, checks what the object calls and includes, links
+     it with the runner (below) and runs the runner in child processes
+     under a sandbox; it never runs a line of student code itself.
+   - the runner (this file built with -DGRADE_RUNNER, linked with the
+     student's file, which defines student_ops(gpudl_ops *)): in each child
+     it installs the student's functions as gpudl's overrides and runs
+     gpudl_check_op (gpudl.h, section >>override), sending each case's
+     result to the grader on a private channel (fd 3, not stdout); or it
+     trains a small network with them.
+   The grader decides the score from those records, a group of cases at a
+   time: a crash, a timeout or a CUDA fault costs the group of the case it
+   happened in, and the grading goes on with the next group in a fresh
+   child (and a fresh device). */
 
-   For each op of the assignment it installs the student's function as
-   gpudl's override and runs gpudl_check_op: a battery of cases in groups
-   ("basic", "odd sizes", ...), compared with a float64 reference. A group
-   is worth a few points, earned when every case of the group passes. Then
-   (unless --no-train) a short training run with the student's ops in
-   place, through gpudl_model, on Fashion-MNIST; it earns no points, it
-   shows the code at work. The last line printed is always "score: X/Y".
-
-   Each op is checked, and the network trained, in a child process (POSIX)
-   under a time limit: a kernel that faults leaves CUDA's context unusable
-   for the rest of the process, and a segfault or an endless loop in
-   student code would end the grading; in a child it costs that op's points
-   only. The parent never touches CUDA, so each child starts clean. */
-#define GPUDL_IMPLEMENTATION
-#include "gpudl.h"
-#if !defined(_WIN32)
-#  include <signal.h>
-#  include <sys/wait.h>
-#  include <unistd.h>
-#  define GRADE_FORK 1
+#if defined(GRADE_RUNNER)
+#  define GPUDL_IMPLEMENTATION
+#elif !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE   /* the grader: O_PATH, strsignal, wait4 */
 #endif
+#include "gpudl.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 void student_ops(gpudl_ops *ops);   /* in the student's file */
 
@@ -134,23 +135,285 @@ static int grade_nrules(const grade_check *c) {
     return n;
 }
 
+
+/* ---- the channel: what a runner child tells the grader -------------------- */
+/* Fixed-size records on fd 3 (a pipe; each record is written whole, in one
+   write of less than PIPE_BUF bytes). The grader reads nothing else from a
+   child: what the child prints goes to the student's feedback only. */
+#define GRADE_MAGIC 0x67726431   /* "grd1" */
+#define GRADE_FD 3
+typedef enum grade_msg_kind {
+    GRADE_MSG_PROBE = 1,   /* student_ops ran: a = the gpudl_ops fields it set (bit op), b = guards (GRADE_GUARD_*) */
+    GRADE_MSG_START,       /* a case begins: index, kase.group, kase.shape */
+    GRADE_MSG_CASE,        /* a case ended: index, kase, status (the student's), first (details below) */
+    GRADE_MSG_FAULT,       /* a sticky CUDA fault in the case index: text = the error's name */
+    GRADE_MSG_END          /* the check ended: status (gpudl_check_op's), a = calls, b = GPUDL_ERR_UNSUPPORTED answers */
+} grade_msg_kind;
+#define GRADE_NOT_CALLED 1000   /* status of a case that never called the student's function */
+#define GRADE_GUARD_SECCOMP 1
+typedef struct grade_msg {
+    int32_t magic, kind, index, status, first, pad;
+    int64_t a, b;
+    gpudl_check_case kase;
+    double  expected, got;
+    int64_t elem;                /* the failing element (-1: the call failed) */
+    char    where[96];
+    char    inputs[160];
+    char    text[256];           /* the status message, or a reason */
+} grade_msg;
+
+#if defined(GRADE_RUNNER)
+/* ======================================================================== */
+/* The runner: linked with the student's file, run only in the grader's     */
+/* sandboxed children (--child ...).                                        */
+/* ======================================================================== */
+#include <unistd.h>
+#if defined(__linux__) && defined(__x86_64__)
+#  include <stddef.h>
+#  include <linux/audit.h>
+#  include <linux/filter.h>
+#  include <linux/seccomp.h>
+#  include <sys/prctl.h>
+#  include <sys/syscall.h>
+#  include <sched.h>
+#  include <errno.h>
+#  define GRADE_SECCOMP 1
+/* System calls made directly, not through libc: a student's object that
+   defined write() or prctl() would otherwise see (or stop) them. */
+static long grade_raw(long n, long a, long b, long c, long d, long e) {
+    long r;
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
+    return r;
+}
+#endif
+
+/* The seccomp filter, installed before any constructor of the student's
+   file runs (.preinit_array comes first, and the grader refuses an object
+   with its own .preinit_array or GNU ifuncs): no new programs (execve),
+   no processes (fork, clone without CLONE_THREAD: threads stay allowed,
+   OpenMP and the emulator need them), no tracing or writing other
+   processes' memory, no io_uring (it bypasses seccomp), no namespaces,
+   signals only to this process, no raising of resource limits. A call
+   the filter kills for ends the child with SIGSYS, which the grader
+   reports as "refused". */
+static int grade_seccomp(void) {
+#if defined(GRADE_SECCOMP)
+    static const int kill_nrs[] = {
+        SYS_execve, SYS_execveat, SYS_fork, SYS_vfork, SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev,
+        SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_unshare, SYS_setns, SYS_mount, SYS_umount2,
+        SYS_pivot_root, SYS_chroot, SYS_bpf, SYS_perf_event_open, SYS_userfaultfd, SYS_kexec_load, SYS_init_module,
+        SYS_finit_module, SYS_delete_module, SYS_keyctl, SYS_add_key, SYS_request_key, SYS_open_by_handle_at,
+        SYS_name_to_handle_at, SYS_setrlimit, SYS_personality, SYS_seccomp};
+    struct sock_filter f[128];
+    struct sock_fprog prog;
+    unsigned n = 0, i, pid = (unsigned)grade_raw(SYS_getpid, 0, 0, 0, 0, 0);
+#define GRADE_BPF(c, kk, t, e) do { f[n].code = (unsigned short)(c); f[n].jt = (unsigned char)(t); \
+                                    f[n].jf = (unsigned char)(e); f[n].k = (unsigned)(kk); n++; } while (0)
+#define GRADE_ARG(i, hi) (unsigned)(offsetof(struct seccomp_data, args) + 8 * (i) + 4 * (hi))
+    GRADE_BPF(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch), 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS, 0, 0);
+    GRADE_BPF(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr), 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);   /* the x32 ABI */
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS, 0, 0);
+    for (i = 0; i < sizeof kill_nrs / sizeof kill_nrs[0]; i++) {
+        GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, kill_nrs[i], 0, 1);
+        GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS, 0, 0);
+    }
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 1);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES, 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, SYS_tkill, 0, 1);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM, 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1);   /* glibc falls back to clone, which the filter can read */
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS, 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4);
+    GRADE_BPF(BPF_LD | BPF_W | BPF_ABS, GRADE_ARG(0, 0), 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JSET | BPF_K, 0x00010000u /* CLONE_THREAD */, 0, 1);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ALLOW, 0, 0);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS, 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, SYS_kill, 0, 6);     /* kill: this process or its group only */
+    GRADE_BPF(BPF_LD | BPF_W | BPF_ABS, GRADE_ARG(0, 0), 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, pid, 3, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, 0u - pid, 1, 0);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM, 0, 0);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ALLOW, 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, SYS_tgkill, 0, 4);   /* tgkill (raise, abort, pthread_kill): this process */
+    GRADE_BPF(BPF_LD | BPF_W | BPF_ABS, GRADE_ARG(0, 0), 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, pid, 1, 0);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM, 0, 0);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ALLOW, 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, SYS_prlimit64, 0, 6);   /* reading a limit: yes; setting one: no */
+    GRADE_BPF(BPF_LD | BPF_W | BPF_ABS, GRADE_ARG(2, 0), 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3);
+    GRADE_BPF(BPF_LD | BPF_W | BPF_ABS, GRADE_ARG(2, 1), 0, 0);
+    GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ALLOW, 0, 0);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM, 0, 0);
+    GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ALLOW, 0, 0);
+#undef GRADE_BPF
+#undef GRADE_ARG
+    prog.len = (unsigned short)n;
+    prog.filter = f;
+    if (grade_raw(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return 0;
+    return grade_raw(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog, 0, 0) == 0;
+#else
+    return 0;
+#endif
+}
+
+static int grade_guards;   /* GRADE_GUARD_* in place */
+
+static int grade_streq(const char *a, const char *b) {   /* no libc: a student's strcmp must not decide */
+    while (*a && *a == *b) { a++; b++; }
+    return *a == *b;
+}
+
+static void grade_preinit(int argc, char **argv, char **envp) {
+    (void)envp;
+    if (argc > 1 && grade_streq(argv[1], "--child") && grade_seccomp()) grade_guards |= GRADE_GUARD_SECCOMP;
+}
+#if defined(__linux__)
+__attribute__((section(".preinit_array"), used)) static void (*const grade_preinit_entry)(int, char **, char **) = grade_preinit;
+#endif
+
+/* One record to the grader, written whole. */
+static void grade_send(grade_msg *m) {
+    const char *p = (const char *)m;
+    size_t left = sizeof *m;
+    m->magic = GRADE_MAGIC;
+    while (left > 0) {
+#if defined(GRADE_SECCOMP)
+        long w = grade_raw(SYS_write, GRADE_FD, (long)p, (long)left, 0, 0);
+#else
+        long w = (long)write(GRADE_FD, p, left);
+#endif
+        if (w <= 0) break;
+        p += w; left -= (size_t)w;
+    }
+}
+
+static void grade_leave(int code) {
+    fflush(stdout); fflush(stderr);
+#if defined(GRADE_SECCOMP)
+    grade_raw(SYS_exit_group, code, 0, 0, 0, 0);
+#endif
+    _exit(code);
+}
+
+void student_ops(gpudl_ops *ops);   /* in the student's file */
+
 /* ---- the spy: the student's functions, called through counting wrappers --- */
-/* The grader installs these wrappers, not the student's functions: it can
+/* The runner installs these wrappers, not the student's functions: it can
    then tell that the student's code really ran (a field left NULL, or a
    function that only returns GPUDL_ERR_UNSUPPORTED, would have gpudl's own
    code checked, and pass). While checking, GPUDL_ERR_UNSUPPORTED from the
    op under test becomes an error, so such a case fails instead of falling
-   back to gpudl. */
+   back to gpudl. The wrappers also follow the check's cases (the report's
+   case in flight), send each finished case to the grader, skip the cases
+   the grader has decided already, and catch a sticky CUDA fault at the
+   case that caused it. */
 #define GRADE_NOPS 16
 static struct {
     gpudl_ops student;
     int       checking;                  /* the op under check (0: training) */
     int64_t   calls[GRADE_NOPS];         /* per gpudl_op */
     int64_t   unsupported[GRADE_NOPS];
+    gpudl_check_report *report;          /* the check's report, being filled */
+    int       from;                      /* cases before this index: decided already, skipped */
+    const char *skip;                    /* groups decided already: "|g1|g2|" */
+    int       sent, started;             /* cases sent to the grader; the case in flight (-1) */
+    int       skipped[GPUDL_CHECK_MAX_CASES];
+    int       status[GPUDL_CHECK_MAX_CASES];
 } spy;
 
+static int grade_skipped(int idx, const char *group) {
+    char key[32];
+    if (idx < spy.from) return 1;
+    snprintf(key, sizeof key, "|%s|", group);
+    return spy.skip && strstr(spy.skip, key) != NULL;
+}
+
+/* Sends the cases that the check has closed since the last call. */
+static void grade_flush_cases(void) {
+    gpudl_check_report *r = spy.report;
+    grade_msg m;
+    while (r && spy.sent < r->ncases && spy.sent < GPUDL_CHECK_MAX_CASES) {
+        int j = spy.sent++;
+        memset(&m, 0, sizeof m);
+        m.kind = GRADE_MSG_CASE;
+        m.index = j;
+        m.kase = r->cases[j];
+        m.status = spy.status[j];
+        if (r->first_case == j && spy.skipped[j]) {   /* a skipped case's failure is no failure: let the next one record */
+            r->first_case = -1;
+            r->status_msg[0] = 0;
+        }
+        if (spy.skipped[j]) continue;
+        if (r->first_case == j) {
+            m.first = 1;
+            m.elem = r->index;
+            m.expected = r->expected;
+            m.got = r->got;
+            memcpy(m.where, r->where, sizeof m.where);
+            memcpy(m.inputs, r->inputs, sizeof m.inputs);
+            snprintf(m.text, sizeof m.text, "%s", r->status_msg);
+        }
+        grade_send(&m);
+    }
+}
+
+/* Before a call of the op under check: which case, and whether to run it. */
+static int grade_case_begin(gpudl_op op) {
+    gpudl_check_report *r = spy.report;
+    int idx;
+    grade_msg m;
+    if (spy.checking != (int)op || !r) return 1;
+    grade_flush_cases();
+    idx = r->ncases;
+    if (idx >= GPUDL_CHECK_MAX_CASES) return 1;
+    if (idx != spy.started) {
+        spy.started = idx;
+        spy.status[idx] = GRADE_NOT_CALLED;
+        spy.skipped[idx] = grade_skipped(idx, r->cases[idx].group);
+        if (!spy.skipped[idx]) {
+            memset(&m, 0, sizeof m);
+            m.kind = GRADE_MSG_START;
+            m.index = idx;
+            m.kase = r->cases[idx];
+            grade_send(&m);
+        }
+    }
+    return !spy.skipped[idx];
+}
+
 static gpudl_status spy_result(gpudl_op op, gpudl_status s) {
+    gpudl_check_report *r = spy.report;
     spy.calls[op]++;
+    if (spy.checking == (int)op && r && r->ncases < GPUDL_CHECK_MAX_CASES) {
+        int idx = r->ncases;
+        spy.status[idx] = s;
+#if !defined(GPUDL_NO_CUDA)
+        {   /* a fault in the kernel: sticky, every later case would fail too. Name it, and leave. */
+            cudaError_t e = cudaDeviceSynchronize();
+            if (e != cudaSuccess) {
+                (void)cudaGetLastError();
+                if (cudaDeviceSynchronize() != cudaSuccess) {
+                    grade_msg m;
+                    memset(&m, 0, sizeof m);
+                    m.kind = GRADE_MSG_FAULT;
+                    m.index = idx;
+                    m.kase = r->cases[idx];
+                    snprintf(m.text, sizeof m.text, "%s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+                    grade_send(&m);
+                    grade_leave(3);
+                }
+            }
+        }
+#endif
+    }
     if (s == GPUDL_ERR_UNSUPPORTED) {
         spy.unsupported[op]++;
         if (spy.checking == (int)op) return GPUDL_ERR_INVALID_ARG;
@@ -158,41 +421,50 @@ static gpudl_status spy_result(gpudl_op op, gpudl_status s) {
     return s;
 }
 
+#define GRADE_SKIP(op) do { if (!grade_case_begin(op)) return GPUDL_ERR_INVALID_ARG; } while (0)
 static gpudl_status spy_gemm(void *user, void *stream, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                              float alpha, const float *A, const float *B, float beta, float *C) {
     (void)user;
+    GRADE_SKIP(GPUDL_OP_GEMM);
     return spy_result(GPUDL_OP_GEMM, spy.student.gemm(spy.student.user, stream, trans_a, trans_b, M, N, K, alpha, A, B, beta, C));
 }
 static gpudl_status spy_act_forward(void *user, void *stream, gpudl_act act, float alpha, float *y, const float *x, int64_t n) {
     (void)user;
+    GRADE_SKIP(GPUDL_OP_ACT_FORWARD);
     return spy_result(GPUDL_OP_ACT_FORWARD, spy.student.act_forward(spy.student.user, stream, act, alpha, y, x, n));
 }
 static gpudl_status spy_act_backward(void *user, void *stream, gpudl_act act, float alpha, float *dx, const float *dy,
                                      const float *x, const float *y, int64_t n) {
     (void)user;
+    GRADE_SKIP(GPUDL_OP_ACT_BACKWARD);
     return spy_result(GPUDL_OP_ACT_BACKWARD, spy.student.act_backward(spy.student.user, stream, act, alpha, dx, dy, x, y, n));
 }
 static gpudl_status spy_xent_forward(void *user, void *stream, float *loss, float *probs, const float *logits,
                                      const int32_t *labels, int64_t N, int64_t K) {
     (void)user;
+    GRADE_SKIP(GPUDL_OP_XENT_FORWARD);
     return spy_result(GPUDL_OP_XENT_FORWARD,
                       spy.student.softmax_xent_forward(spy.student.user, stream, loss, probs, logits, labels, N, K));
 }
 static gpudl_status spy_xent_backward(void *user, void *stream, float *dlogits, const float *probs, const int32_t *labels,
                                       int64_t N, int64_t K, float scale) {
     (void)user;
+    GRADE_SKIP(GPUDL_OP_XENT_BACKWARD);
     return spy_result(GPUDL_OP_XENT_BACKWARD,
                       spy.student.softmax_xent_backward(spy.student.user, stream, dlogits, probs, labels, N, K, scale));
 }
 static gpudl_status spy_maxpool_forward(void *user, void *stream, float *y, const float *x, const gpudl_pool_shape *s) {
     (void)user;
+    GRADE_SKIP(GPUDL_OP_MAXPOOL_FORWARD);
     return spy_result(GPUDL_OP_MAXPOOL_FORWARD, spy.student.maxpool_forward(spy.student.user, stream, y, x, s));
 }
 static gpudl_status spy_maxpool_backward(void *user, void *stream, float *dx, const float *dy, const float *x,
                                          const gpudl_pool_shape *s) {
     (void)user;
+    GRADE_SKIP(GPUDL_OP_MAXPOOL_BACKWARD);
     return spy_result(GPUDL_OP_MAXPOOL_BACKWARD, spy.student.maxpool_backward(spy.student.user, stream, dx, dy, x, s));
 }
+#undef GRADE_SKIP
 
 /* The ops to install: a wrapper for each op the student set; the fields
    no assignment grades (conv2d, the optimizers) go in as they are. */
@@ -208,27 +480,14 @@ static gpudl_ops spy_ops(void) {
     return o;
 }
 
-static int spy_has(gpudl_op op) {
-    switch (op) {
-    case GPUDL_OP_GEMM:             return spy.student.gemm != NULL;
-    case GPUDL_OP_ACT_FORWARD:      return spy.student.act_forward != NULL;
-    case GPUDL_OP_ACT_BACKWARD:     return spy.student.act_backward != NULL;
-    case GPUDL_OP_XENT_FORWARD:     return spy.student.softmax_xent_forward != NULL;
-    case GPUDL_OP_XENT_BACKWARD:    return spy.student.softmax_xent_backward != NULL;
-    case GPUDL_OP_MAXPOOL_FORWARD:  return spy.student.maxpool_forward != NULL;
-    case GPUDL_OP_MAXPOOL_BACKWARD: return spy.student.maxpool_backward != NULL;
-    default:                        return 0;
-    }
+/* The gpudl_ops fields the student set, one bit per gpudl_op. */
+static int64_t spy_fields(void) {
+    const gpudl_ops *o = &spy.student;
+    return (int64_t)(!!o->gemm << GPUDL_OP_GEMM | !!o->act_forward << GPUDL_OP_ACT_FORWARD |
+                     !!o->act_backward << GPUDL_OP_ACT_BACKWARD | !!o->softmax_xent_forward << GPUDL_OP_XENT_FORWARD |
+                     !!o->softmax_xent_backward << GPUDL_OP_XENT_BACKWARD | !!o->maxpool_forward << GPUDL_OP_MAXPOOL_FORWARD |
+                     !!o->maxpool_backward << GPUDL_OP_MAXPOOL_BACKWARD);
 }
-
-/* ---- running one op's check -------------------------------------------- */
-typedef struct grade_result {
-    int          ran;                    /* the check ran to the end */
-    gpudl_status status;                 /* gpudl_check_op's */
-    char         why[256];               /* why it did not run, or the context's last error */
-    int64_t      calls, unsupported;     /* the student's function: calls, GPUDL_ERR_UNSUPPORTED answers */
-    gpudl_check_report report;
-} grade_result;
 
 static gpudl_status grade_ctx(gpudl_device device, gpudl_ctx **ctx) {
     gpudl_ctx_desc d;
@@ -244,182 +503,37 @@ static gpudl_status grade_ctx(gpudl_device device, gpudl_ctx **ctx) {
     return s;
 }
 
-static void grade_check_here(const grade_assignment *a, const grade_check *c, grade_result *res) {
+/* Checks one op, sending each case as it closes, then the end. */
+static void grade_check_child(const grade_assignment *a, const grade_check *c) {
+    static gpudl_check_report report;
     gpudl_ctx *ctx = NULL;
+    grade_msg m;
     gpudl_status s = grade_ctx(a->device, &ctx);
+    memset(&m, 0, sizeof m);
+    m.kind = GRADE_MSG_END;
     if (s != GPUDL_OK) {
-        snprintf(res->why, sizeof res->why, "no %s context: %s%s", a->device == GPUDL_DEVICE_CUDA ? "CUDA" : "CPU",
+        m.status = s;
+        snprintf(m.text, sizeof m.text, "no %s context: %s%s", a->device == GPUDL_DEVICE_CUDA ? "CUDA" : "CPU",
                  gpudl_status_string(s), a->device == GPUDL_DEVICE_CUDA ? " (this assignment needs a GPU, or the "
-                 "emulated one: make grade builds with tests/emu/nvcc-emu when there is no GPU)" : "");
-        res->status = s;
+                 "emulated one: the grader's --nvcc tests/emu/nvcc-emu)" : "");
+        grade_send(&m);
         return;
     }
-    memset(spy.calls, 0, sizeof spy.calls);
-    memset(spy.unsupported, 0, sizeof spy.unsupported);
+    spy.report = &report;
+    spy.started = -1;
     spy.checking = (int)c->op;
-    res->status = gpudl_check_op(ctx, c->op, c->act, &res->report);
+    s = gpudl_check_op(ctx, c->op, c->act, &report);
+    grade_flush_cases();
     spy.checking = 0;
-    res->ran = res->status == GPUDL_OK;
-    if (!res->ran) snprintf(res->why, sizeof res->why, "gpudl_check_op: %s: %.200s", gpudl_status_string(res->status),
-                            gpudl_ctx_last_error(ctx));
-    res->calls = spy.calls[c->op];
-    res->unsupported = spy.unsupported[c->op];
+    m.status = s;
+    if (s != GPUDL_OK) snprintf(m.text, sizeof m.text, "gpudl_check_op: %s: %.200s", gpudl_status_string(s), gpudl_ctx_last_error(ctx));
+    m.index = report.ncases;
+    m.a = spy.calls[c->op];
+    m.b = spy.unsupported[c->op];
+    grade_send(&m);
     gpudl_ctx_destroy(ctx);
 }
 
-/* Runs fn(arg) in a child process (POSIX; elsewhere here) that sends back
-   the size bytes at out, under a time limit. Returns 1 when they came;
-   else 0 with why it failed in why. */
-static int grade_isolated(void (*fn)(void *), void *arg, void *out, size_t size, int timeout_s, char *why, size_t why_size) {
-#ifdef GRADE_FORK
-    int fd[2], st = 0;
-    size_t got = 0;
-    pid_t pid;
-    fflush(stdout); fflush(stderr);
-    if (pipe(fd) != 0) { fn(arg); return 1; }
-    if ((pid = fork()) < 0) { close(fd[0]); close(fd[1]); fn(arg); return 1; }
-    if (pid == 0) {   /* the child: run, send the result, leave without running atexit handlers */
-        const char *p = (const char *)out;
-        size_t left = size;
-        close(fd[0]);
-        alarm((unsigned)timeout_s);
-        fn(arg);
-        fflush(stdout);
-        while (left > 0) {
-            ssize_t w = write(fd[1], p, left);
-            if (w <= 0) _exit(1);
-            p += w; left -= (size_t)w;
-        }
-        _exit(0);
-    }
-    close(fd[1]);
-    while (got < size) {
-        ssize_t r = read(fd[0], (char *)out + got, size - got);
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    close(fd[0]);
-    waitpid(pid, &st, 0);
-    if (got == size && WIFEXITED(st) && WEXITSTATUS(st) == 0) return 1;
-    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
-        snprintf(why, why_size, "took longer than %d s (an endless loop? a grid that never ends?)", timeout_s);
-    else if (WIFSIGNALED(st))
-        snprintf(why, why_size, "crashed with signal %d (%s): an out-of-bounds access?", WTERMSIG(st),
-                 WTERMSIG(st) == SIGSEGV ? "segmentation fault" : WTERMSIG(st) == SIGFPE ? "arithmetic fault" : "see above");
-    else
-        snprintf(why, why_size, "the process exited with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    return 0;
-#else
-    (void)timeout_s; (void)out; (void)size; (void)why; (void)why_size;
-    fn(arg);
-    return 1;
-#endif
-}
-
-typedef struct grade_job {
-    const grade_assignment *a;
-    const grade_check *c;
-    grade_result *res;
-    const char *dir;
-    int epochs;
-} grade_job;
-
-static void grade_check_job(void *p) { grade_job *j = (grade_job *)p; grade_check_here(j->a, j->c, j->res); }
-
-static void grade_check_isolated(const grade_assignment *a, const grade_check *c, int timeout_s, grade_result *res) {
-    grade_job j;
-    char why[sizeof res->why];
-    j.a = a; j.c = c; j.res = res;
-    if (grade_isolated(grade_check_job, &j, res, sizeof *res, timeout_s, why, sizeof why)) return;
-    memset(res, 0, sizeof *res);
-    res->status = GPUDL_ERR_INVALID_ARG;
-    res->report.first_case = -1;
-    memcpy(res->why, why, sizeof why);
-}
-
-/* ---- scoring and the table ----------------------------------------------- */
-/* Whether every case of group g passed; -1: the report has no such group. */
-static int grade_group_passed(const gpudl_check_report *r, const char *g) {
-    int i, seen = 0, ok = 1;
-    for (i = 0; i < r->ncases && i < GPUDL_CHECK_MAX_CASES; i++)
-        if (!strcmp(r->cases[i].group, g)) { seen = 1; ok &= r->cases[i].passed != 0; }
-    return seen ? ok : -1;
-}
-
-static const grade_rule *grade_rule_for(const grade_check *c, const char *g) {
-    int i;
-    for (i = 0; i < grade_nrules(c); i++)
-        if (!strcmp(c->rules[i].group, g)) return &c->rules[i];
-    return NULL;
-}
-
-static void grade_row(const char *op, const char *group, int got, int of, const char *hint) {
-    char name[64];
-    snprintf(name, sizeof name, "%s: %s", op, group);
-    if (got == of) printf("%-38s %2d/%-2d  pass\n", name, got, of);
-    else printf("%-38s %2d/%-2d  FAIL  %s\n", name, got, of, hint);
-}
-
-/* The first failure of an op, under its row: where, expected, got, inputs. */
-static void grade_detail(const gpudl_check_report *r) {
-    const gpudl_check_case *c = &r->cases[r->first_case];
-    printf("       first failure: %s, %s\n", c->group, c->shape);
-    if (r->where[0]) printf("         at %s: expected %.9g, got %.9g\n", r->where, r->expected, r->got);
-    if (r->inputs[0]) printf("         inputs: %s\n", r->inputs);
-    if (r->status_msg[0]) printf("         your function said: %s\n", r->status_msg);
-}
-
-/* Prints the rows of one check; adds its points to *got and *of. */
-static void grade_score(const grade_check *c, const grade_result *res, int verbose, int *got, int *of) {
-    const gpudl_check_report *r = &res->report;
-    int i, j, detail = 0;
-    const char *whole = NULL;   /* a reason every group of the op fails */
-    char buf[320];
-    if (!spy_has(c->op)) {
-        snprintf(buf, sizeof buf, "not implemented: student_ops leaves ops->%s NULL", c->field);
-        whole = buf;
-    } else if (!res->ran) {
-        whole = res->why;
-    } else if (res->calls == 0) {
-        whole = "your function was never called";
-    } else if (res->unsupported > 0) {   /* the cases it refused failed; the others count */
-        printf("       note (%s): your function answered GPUDL_ERR_UNSUPPORTED %lld time(s): it must do each case itself\n",
-               c->name, (long long)res->unsupported);
-    }
-    for (i = 0; i < grade_nrules(c); i++) {
-        const grade_rule *g = &c->rules[i];
-        int pass = whole ? 0 : grade_group_passed(r, g->group);
-        *of += g->points;
-        if (pass < 0) {
-            grade_row(c->name, g->group, 0, g->points, "this gpudl's check has no such group: update grade.c's table");
-            continue;
-        }
-        *got += pass ? g->points : 0;
-        grade_row(c->name, g->group, pass ? g->points : 0, g->points, whole ? (i ? "(as above)" : whole) : g->hint);
-        if (!whole && !pass && !detail && r->first_case >= 0 && !strcmp(r->cases[r->first_case].group, g->group)) {
-            grade_detail(r);
-            detail = 1;
-        }
-    }
-    if (whole) return;
-    for (i = 0; i < r->ncases && i < GPUDL_CHECK_MAX_CASES; i++) {   /* groups the table does not know: 1 point each */
-        const char *g = r->cases[i].group;
-        int pass;
-        if (grade_rule_for(c, g)) continue;
-        for (j = 0; j < i; j++)
-            if (!strcmp(r->cases[j].group, g)) break;
-        if (j < i) continue;   /* seen */
-        pass = grade_group_passed(r, g);
-        *of += 1;
-        *got += pass ? 1 : 0;
-        grade_row(c->name, g, pass ? 1 : 0, 1, "a group new to this grader: --verbose shows its cases");
-        if (!pass && !detail && r->first_case >= 0 && !strcmp(r->cases[r->first_case].group, g)) { grade_detail(r); detail = 1; }
-    }
-    if (verbose && !r->passed) {
-        static char explain[8192];
-        printf("%s\n", gpudl_check_explain(r, explain, sizeof explain));
-    }
-}
 
 /* ---- the training run ----------------------------------------------------- */
 /* The first n samples of a host tensor (N, ...): a view. */
@@ -545,58 +659,1551 @@ done:
 #undef GRADE_TRY
 }
 
-static void grade_train_job(void *p) { grade_job *j = (grade_job *)p; grade_train_run(j->a, j->dir, j->epochs); }
+/* ---- the runner's main: one job per child -------------------------------- */
+/* --child probe|check|train --assignment A [--op I] [--from K] [--skip |g|...|] [--data DIR] [--epochs N] */
+int main(int argc, char **argv) {
+    const grade_assignment *a = NULL;
+    const char *mode = "", *dir = NULL;
+    int i, op = -1, epochs = 3;
+    grade_msg m;
+    for (i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--child")) mode = argv[i + 1];
+        else if (!strcmp(argv[i], "--assignment")) {
+            int j;
+            for (j = 0; j < GRADE_NASSIGN; j++)
+                if (!strcmp(argv[i + 1], grade_assignments[j].name)) a = &grade_assignments[j];
+        } else if (!strcmp(argv[i], "--op")) op = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--from")) spy.from = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--skip")) spy.skip = argv[i + 1];
+        else if (!strcmp(argv[i], "--data")) dir = argv[i + 1];
+        else if (!strcmp(argv[i], "--epochs")) epochs = atoi(argv[i + 1]);
+    }
+    (void)grade_nrules;
+    if (!a) {
+        fprintf(stderr, "this is the grader's runner: the grader (grade.c built without -DGRADE_RUNNER) starts it\n");
+        return 2;
+    }
+    student_ops(&spy.student);
+    if (!strcmp(mode, "probe")) {
+        memset(&m, 0, sizeof m);
+        m.kind = GRADE_MSG_PROBE;
+        m.a = spy_fields();
+        m.b = grade_guards;
+        grade_send(&m);
+    } else if (!strcmp(mode, "check") && op >= 0 && op < grade_nchecks(a)) {
+        grade_check_child(a, &a->checks[op]);
+    } else if (!strcmp(mode, "train")) {
+        grade_train_run(a, dir, epochs < 1 ? 1 : epochs);
+        memset(&m, 0, sizeof m);
+        m.kind = GRADE_MSG_END;
+        grade_send(&m);
+    }
+    grade_leave(0);
+    return 0;
+}
+#endif /* GRADE_RUNNER */
 
-/* ---- main ---------------------------------------------------------------- */
+#if !defined(GRADE_RUNNER)
+/* ======================================================================== */
+/* The grader: builds, checks and runs submissions; no student code runs   */
+/* in this process.                                                         */
+/* ======================================================================== */
+#if defined(_WIN32)
+int main(void) {
+    fprintf(stderr, "grade: the grader needs a POSIX system (Linux for its sandbox); on Windows, use WSL\n");
+    return 2;
+}
+#else
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__linux__)
+#  include <sys/prctl.h>
+#  include <sys/syscall.h>
+#  include <linux/landlock.h>
+#endif
+
+extern char **environ;
+
+static double grade_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- growing strings ------------------------------------------------------ */
+typedef struct grade_buf { char *p; size_t n, cap, limit; int cut; } grade_buf;
+
+static void grade_addn(grade_buf *b, const char *s, size_t n) {
+    if (b->limit && b->n + n > b->limit) {
+        if (!b->cut) { b->cut = 1; grade_addn(b, "\n[... cut: the feedback is capped]\n", 36); }
+        if (b->n >= b->limit) return;
+        n = b->limit - b->n;
+    }
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        char *p;
+        while (cap < b->n + n + 1) cap *= 2;
+        if (!(p = (char *)realloc(b->p, cap))) return;
+        b->p = p; b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+static void grade_printf(grade_buf *b, const char *fmt, ...) {
+    char tmp[4096];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0) grade_addn(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+static const char *grade_str(const grade_buf *b) { return b->p ? b->p : ""; }
+
+/* Text from a child, each line behind "| " (so that nothing it prints can
+   pass for the grader's own lines), at most max bytes. */
+static void grade_quote(grade_buf *b, const char *s, size_t n, size_t max) {
+    size_t i, start = 0;
+    if (n > max) n = max;
+    for (i = 0; i <= n; i++)
+        if (i == n || s[i] == '\n') {
+            if (i > start || i < n) {
+                size_t j;
+                grade_addn(b, "    | ", 6);
+                for (j = start; j < i && j < start + 200; j++) {   /* 200 characters a line; control characters as '?' */
+                    char ch = s[j];
+                    grade_addn(b, (ch >= 32 && ch < 127) || (unsigned char)ch >= 128 || ch == '\t' ? &ch : "?", 1);
+                }
+                grade_addn(b, "\n", 1);
+            }
+            start = i + 1;
+        }
+}
+
+/* ---- files ---------------------------------------------------------------- */
+static int grade_read_file(const char *path, grade_buf *b, size_t max) {
+    FILE *f = fopen(path, "rb");
+    char tmp[65536];
+    size_t n;
+    if (!f) return 0;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
+        grade_addn(b, tmp, n);
+        if (max && b->n > max) break;
+    }
+    fclose(f);
+    return 1;
+}
+static int grade_write_file(const char *path, const char *s, size_t n) {
+    FILE *f = fopen(path, "wb");
+    int ok;
+    if (!f) return 0;
+    ok = fwrite(s, 1, n, f) == n;
+    return fclose(f) == 0 && ok;
+}
+static int grade_copy(const char *from, const char *to) {
+    grade_buf b = {0};
+    int ok = grade_read_file(from, &b, 0) && grade_write_file(to, grade_str(&b), b.n);
+    free(b.p);
+    return ok;
+}
+static uint64_t grade_hash(const char *s, size_t n, uint64_t h) {   /* FNV-1a */
+    size_t i;
+    if (!h) h = 1469598103934665603ull;
+    for (i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 1099511628211ull; }
+    return h;
+}
+static uint64_t grade_hash_file(const char *path) {
+    grade_buf b = {0};
+    uint64_t h = grade_read_file(path, &b, 0) ? grade_hash(grade_str(&b), b.n, 0) : 0;
+    free(b.p);
+    return h;
+}
+static int grade_exists(const char *path) { struct stat st; return stat(path, &st) == 0; }
+static int grade_is_dir(const char *path) { struct stat st; return stat(path, &st) == 0 && S_ISDIR(st.st_mode); }
+static const char *grade_base(const char *path) { const char *s = strrchr(path, '/'); return s ? s + 1 : path; }
+static void grade_rm_rf(const char *path) {
+    DIR *d = opendir(path);
+    struct dirent *e;
+    if (d) {
+        while ((e = readdir(d)) != NULL) {
+            char p[4096];
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+            chmod(p, 0700);
+            if (grade_is_dir(p)) grade_rm_rf(p); else unlink(p);
+        }
+        closedir(d);
+        rmdir(path);
+    } else unlink(path);
+}
+static char *grade_abs(const char *path) {   /* an absolute path (the file need not exist) */
+    char cwd[4096], *r = realpath(path, NULL), *out;
+    if (r) return r;
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) return strdup(path);
+    out = (char *)malloc(strlen(cwd) + strlen(path) + 2);
+    sprintf(out, "%s/%s", cwd, path);
+    return out;
+}
+
+/* ---- children ------------------------------------------------------------- */
+/* A child's limits and what came back from it. */
+typedef struct grade_limits {
+    int    cpu_s;               /* RLIMIT_CPU: SIGKILL past it */
+    double wall_s;              /* then SIGKILL to its process group */
+    size_t data_bytes;          /* RLIMIT_DATA (0: none) */
+    size_t fsize_bytes;         /* RLIMIT_FSIZE */
+    size_t out_keep, out_kill;  /* output kept for the feedback; past out_kill bytes the child is killed */
+    int    sandbox;             /* runner child: Landlock, no inherited environment, fd 3 the channel */
+    const char *cwd;
+} grade_limits;
+
+typedef struct grade_child {
+    int      started, exited, code, sig;   /* exited: normally, with code; sig: killed by it */
+    int      timed_out, flooded;
+    double   wall_s, cpu_s;
+    grade_buf out;                          /* its stdout + stderr, the first out_keep bytes */
+    size_t   out_total;
+    grade_msg *msgs;                        /* its records */
+    int      nmsgs, cap;
+} grade_child;
+
+static void grade_child_free(grade_child *c) { free(c->out.p); free(c->msgs); memset(c, 0, sizeof *c); }
+
+/* The sandbox (Landlock): what a runner child may touch. Filled once. */
+typedef struct grade_env {
+    int   landlock_abi;         /* 0: not available */
+    char  landlock_why[160];
+    const char *ro[32];         /* read (and execute) */
+    int   nro;
+    char **envp;                /* the runner's environment */
+} grade_env;
+static grade_env genv;
+
+#if defined(__linux__)
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#  define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#  define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+typedef struct grade_ll_attr { uint64_t fs, net, scoped; } grade_ll_attr;   /* landlock_ruleset_attr, ABI 6 */
+typedef struct grade_ll_path { uint64_t allowed; int32_t fd; } __attribute__((packed)) grade_ll_path;
+
+static uint64_t grade_ll_fs_all(int abi) {
+    uint64_t r = (1ULL << 13) - 1;
+    if (abi >= 2) r |= 1ULL << 13;                        /* REFER */
+    if (abi >= 3) r |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    if (abi >= 5) r |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+    return r;
+}
+static void grade_ll_rule(int rs, const char *path, uint64_t allowed) {
+    grade_ll_path pb;
+    struct stat st;
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) return;
+    if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))   /* a file takes file rights only */
+        allowed &= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |
+                   LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV;
+    pb.allowed = allowed;
+    pb.fd = fd;
+    (void)syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+    close(fd);
+}
+/* In the forked child, before exec: the runner may read and execute the
+   system's files, read the data, and use only its own folder; no TCP, no
+   signals to processes outside its sandbox (ABI 6). Returns 0 on success. */
+static int grade_landlock(const char *sandbox, const char *data) {
+    grade_ll_attr at;
+    int abi = genv.landlock_abi, rs, i;
+    uint64_t ro = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+    uint64_t dev = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | (abi >= 5 ? LANDLOCK_ACCESS_FS_IOCTL_DEV : 0);
+    static const char *devs[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/shm",
+                                 "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-caps",
+                                 "/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3", "/dev/nvidia4",
+                                 "/dev/nvidia5", "/dev/nvidia6", "/dev/nvidia7", "/dev/dri"};
+    if (abi < 1) return -1;
+    memset(&at, 0, sizeof at);
+    at.fs = grade_ll_fs_all(abi);
+    if (abi >= 4) at.net = 3;      /* LANDLOCK_ACCESS_NET_BIND_TCP | CONNECT_TCP */
+    if (abi >= 6) at.scoped = 3;   /* LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | SIGNAL */
+    rs = (int)syscall(SYS_landlock_create_ruleset, &at, abi >= 6 ? sizeof at : abi >= 4 ? 16 : 8, 0);
+    if (rs < 0) return -1;
+    for (i = 0; i < genv.nro; i++) grade_ll_rule(rs, genv.ro[i], ro);
+    for (i = 0; i < (int)(sizeof devs / sizeof devs[0]); i++) grade_ll_rule(rs, devs[i], dev);
+    if (data) grade_ll_rule(rs, data, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR);
+    grade_ll_rule(rs, sandbox, grade_ll_fs_all(abi));
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+    i = (int)syscall(SYS_landlock_restrict_self, rs, 0);
+    close(rs);
+    return i;
+}
+#endif
+
+static void grade_env_setup(void) {
+    static const char *sys_ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys"};
+    static char *envp[16];
+    static char ld[4096];
+    int i, n = 0;
+    const char *v;
+    for (i = 0; i < (int)(sizeof sys_ro / sizeof sys_ro[0]); i++)
+        if (grade_exists(sys_ro[i])) genv.ro[genv.nro++] = sys_ro[i];
+    envp[n++] = (char *)"PATH=/usr/bin:/bin";
+    envp[n++] = (char *)"OMP_NUM_THREADS=1";   /* the class runs in parallel over the cores already */
+    envp[n++] = (char *)"CUEMU_THREADS=1";
+    envp[n++] = (char *)"LC_ALL=C";
+    if ((v = getenv("LD_LIBRARY_PATH")) != NULL && *v) {   /* CUDA's libraries outside the system's paths */
+        char *tmp = strdup(v), *tok, *save = NULL;
+        snprintf(ld, sizeof ld, "LD_LIBRARY_PATH=%s", v);
+        envp[n++] = ld;
+        for (tok = strtok_r(tmp, ":", &save); tok && genv.nro < 30; tok = strtok_r(NULL, ":", &save))
+            if (tok[0] == '/') genv.ro[genv.nro++] = strdup(tok);
+    }
+    if ((v = getenv("CUDA_VISIBLE_DEVICES")) != NULL) {
+        static char cvd[256];
+        snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%s", v);
+        envp[n++] = cvd;
+    }
+    envp[n] = NULL;
+    genv.envp = envp;
+#if defined(__linux__)
+    {
+        long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+        if (abi > 0) genv.landlock_abi = (int)abi;
+        else snprintf(genv.landlock_why, sizeof genv.landlock_why, "Landlock is not available here (%s)", strerror(errno));
+    }
+#else
+    snprintf(genv.landlock_why, sizeof genv.landlock_why, "Landlock is Linux only");
+#endif
+}
+
+static void grade_env_add(char **envp, const char *kv) {   /* envp has room: grade_env_setup leaves some */
+    int n = 0;
+    while (envp[n]) n++;
+    if (n < 15) { envp[n] = (char *)kv; envp[n + 1] = NULL; }
+}
+
+static void grade_child_msg(grade_child *c, const grade_msg *m) {
+    if (m->magic != GRADE_MAGIC) return;
+    if (c->nmsgs == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        grade_msg *p = (grade_msg *)realloc(c->msgs, sizeof *p * (size_t)cap);
+        if (!p) return;
+        c->msgs = p; c->cap = cap;
+    }
+    c->msgs[c->nmsgs++] = *m;
+}
+
+/* Runs argv in a child: its own process group, the limits, output through
+   a pipe (kept up to out_keep bytes, killed past out_kill), a wall
+   timeout that kills the whole group with SIGKILL (which no handler
+   catches). A runner child (L->sandbox) also gets Landlock, a clean
+   environment and the channel on fd 3. */
+static void grade_spawn(char *const argv[], const grade_limits *L, const char *sandbox, const char *data,
+                        grade_child *c) {
+    int out[2], ch[2] = {-1, -1}, st = 0, open_fds;
+    pid_t pid;
+    double t0 = grade_now();
+    grade_buf msgbuf = {0};
+    struct rusage ru;
+    memset(c, 0, sizeof *c);
+    if (pipe(out) != 0) return;
+    if (L->sandbox && pipe(ch) != 0) { close(out[0]); close(out[1]); return; }
+    fflush(stdout); fflush(stderr);
+    pid = fork();
+    if (pid < 0) { close(out[0]); close(out[1]); if (ch[0] >= 0) { close(ch[0]); close(ch[1]); } return; }
+    if (pid == 0) {
+        struct rlimit r;
+        int fd, nul = open("/dev/null", O_RDONLY);
+        setpgid(0, 0);
+        r.rlim_cur = r.rlim_max = (rlim_t)L->cpu_s; setrlimit(RLIMIT_CPU, &r);
+        r.rlim_cur = r.rlim_max = 0; setrlimit(RLIMIT_CORE, &r);
+        if (L->fsize_bytes) { r.rlim_cur = r.rlim_max = (rlim_t)L->fsize_bytes; setrlimit(RLIMIT_FSIZE, &r); }
+        if (L->data_bytes) { r.rlim_cur = r.rlim_max = (rlim_t)L->data_bytes; setrlimit(RLIMIT_DATA, &r); }
+        if (L->sandbox) { r.rlim_cur = r.rlim_max = 256; setrlimit(RLIMIT_NOFILE, &r); }
+        if (L->cwd && chdir(L->cwd) != 0) _exit(126);
+        dup2(nul, 0);
+        dup2(out[1], 1);
+        dup2(out[1], 2);
+        if (L->sandbox) dup2(ch[1], GRADE_FD);
+        for (fd = L->sandbox ? GRADE_FD + 1 : 3; fd < 1024; fd++) close(fd);
+#if defined(__linux__)
+        if (L->sandbox && genv.landlock_abi > 0 && grade_landlock(sandbox, data) != 0) {
+            fprintf(stderr, "grade: the sandbox (Landlock) could not be set up: %s\n", strerror(errno));
+            _exit(125);
+        }
+        if (L->sandbox) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+#endif
+        if (L->sandbox) execve(argv[0], argv, genv.envp);
+        else execvp(argv[0], argv);
+        fprintf(stderr, "grade: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    c->started = 1;
+    close(out[1]);
+    if (ch[1] >= 0) close(ch[1]);
+    open_fds = 1 + (ch[0] >= 0);
+    while (open_fds > 0) {
+        struct pollfd p[2];
+        int np = 0, i, left_ms = (int)((L->wall_s - (grade_now() - t0)) * 1000);
+        if (left_ms <= 0) { c->timed_out = 1; break; }
+        if (out[0] >= 0) { p[np].fd = out[0]; p[np].events = POLLIN; np++; }
+        if (ch[0] >= 0) { p[np].fd = ch[0]; p[np].events = POLLIN; np++; }
+        if (poll(p, (nfds_t)np, left_ms < 200 ? left_ms : 200) < 0 && errno != EINTR) break;
+        for (i = 0; i < np; i++) {
+            char tmp[8192];
+            ssize_t r;
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            r = read(p[i].fd, tmp, sizeof tmp);
+            if (r <= 0) {
+                if (p[i].fd == out[0]) { close(out[0]); out[0] = -1; } else { close(ch[0]); ch[0] = -1; }
+                open_fds--;
+                continue;
+            }
+            if (p[i].fd == out[0]) {
+                if (c->out.n < L->out_keep) grade_addn(&c->out, tmp, (size_t)r);
+                c->out_total += (size_t)r;
+                if (L->out_kill && c->out_total > L->out_kill) { c->flooded = 1; open_fds = 0; break; }
+            } else {
+                grade_addn(&msgbuf, tmp, (size_t)r);
+                while (msgbuf.n >= sizeof(grade_msg)) {
+                    grade_msg m;
+                    memcpy(&m, msgbuf.p, sizeof m);
+                    grade_child_msg(c, &m);
+                    memmove(msgbuf.p, msgbuf.p + sizeof m, msgbuf.n - sizeof m);
+                    msgbuf.n -= sizeof m;
+                }
+                if (c->nmsgs > 4096) { c->flooded = 1; open_fds = 0; break; }
+            }
+        }
+    }
+    if (c->timed_out || c->flooded) kill(-pid, SIGKILL);
+    /* the pipes are closed (or we gave up on them): wait for the exit, still under the wall limit */
+    memset(&ru, 0, sizeof ru);
+    while (wait4(pid, &st, WNOHANG, &ru) == 0) {
+        if (grade_now() - t0 > L->wall_s) { c->timed_out = 1; kill(-pid, SIGKILL); wait4(pid, &st, 0, &ru); break; }
+        usleep(2000);
+    }
+    kill(-pid, SIGKILL);   /* whatever is left of its group */
+    if (out[0] >= 0) close(out[0]);
+    if (ch[0] >= 0) close(ch[0]);
+    free(msgbuf.p);
+    c->wall_s = grade_now() - t0;
+    c->cpu_s = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+               1e-6 * (double)ru.ru_stime.tv_usec;
+    if (WIFEXITED(st)) { c->exited = 1; c->code = WEXITSTATUS(st); }
+    else if (WIFSIGNALED(st)) c->sig = WTERMSIG(st);
+    if ((c->sig == SIGKILL || c->sig == SIGXCPU) && !c->timed_out && !c->flooded && c->cpu_s >= (double)L->cpu_s - 0.5)
+        c->timed_out = 2;   /* RLIMIT_CPU */
+}
+
+/* Why a child ended badly, in a student's words; "" if it did not. */
+static const char *grade_child_why(const grade_child *c, const grade_limits *L, char *buf, size_t size) {
+    buf[0] = 0;
+    if (!c->started) snprintf(buf, size, "the grader could not start a process");
+    else if (c->flooded) snprintf(buf, size, "printed more than %zu MB (an output flood): stopped", L->out_kill >> 20);
+    else if (c->timed_out == 2) snprintf(buf, size, "used up its CPU time limit of %d s (an endless loop? a grid that never ends?)", L->cpu_s);
+    else if (c->timed_out) snprintf(buf, size, "took longer than %.0f s (an endless loop? waiting forever?)", L->wall_s);
+    else if (c->sig == SIGSYS) snprintf(buf, size, "REFUSED: made a system call the sandbox forbids (starting a program, "
+                                        "forking, tracing, or io_uring)");
+    else if (c->sig) snprintf(buf, size, "crashed with signal %d (%s)", c->sig,
+                              c->sig == SIGSEGV ? "segmentation fault: an out-of-bounds access or a NULL pointer?" :
+                              c->sig == SIGBUS ? "bus error: a misaligned or unmapped access?" :
+                              c->sig == SIGFPE ? "arithmetic fault: an integer division by zero?" :
+                              c->sig == SIGABRT ? "abort: an assert, or the C++ runtime gave up" :
+                              c->sig == SIGKILL ? "killed: out of memory?" : strsignal(c->sig));
+    else if (c->exited && c->code == 125) snprintf(buf, size, "the sandbox could not be set up");
+    return buf;
+}
+
+/* ---- what a student's object may call, define and include ----------------- */
+/* Link time: the object's undefined symbols against these lists (a refusal
+   first, then what is allowed; anything else is refused as unknown). */
+#include <regex.h>
+typedef struct grade_rx { const char *re, *why; } grade_rx;
+static grade_rx grade_refuse[] = {
+    {"^(cublas|cudnn|cufft|curand|cusparse|cusolver|nccl|cutlass)", "calls %s, a library that does the work you are asked to write"},
+    {"gpudl_", "calls gpudl's own %s: the op you are asked to write (or gpudl's kernels) must not do the work"},
+    {"^(dlopen|dlmopen|dlsym|dlvsym|dladdr|dladdr1|dlinfo|__libc_dlopen_mode|__libc_dlsym)$", "loads code at run time (%s)"},
+    {"^(cuGetProcAddress.*|cudaGetDriverEntryPoint.*|cudaLibraryLoad.*|cuModuleLoad.*|cuLibraryLoad.*)$", "loads code at run time through CUDA (%s)"},
+    {"^(system|popen|pclose|execl|execle|execlp|execv|execve|execvp|execvpe|fexecve|fork|vfork|_Fork|posix_spawnp?|clone3?|daemon|"
+     "wait|waitpid|wait3|wait4|waitid)$", "starts programs or processes (%s)"},
+    {"^(signal|sigaction|sigset|bsd_signal|sysv_signal|sigprocmask|pthread_sigmask|sigsuspend|sigwait|sigaltstack|alarm|ualarm|setitimer|"
+     "timer_create|kill|killpg|raise|pthread_kill|tgkill|setjmp|_setjmp|__sigsetjmp|sigsetjmp|longjmp|_longjmp|siglongjmp|"
+     "__longjmp_chk|setcontext|swapcontext|makecontext|getcontext)$", "handles signals or jumps out of functions (%s): the grader's "
+     "time limits are not yours to handle"},
+    {"^(open|open64|openat|openat64|__open_2|__open64_2|__openat_2|__openat64_2|fopen|fopen64|freopen|freopen64|fdopen|fopencookie|"
+     "creat|creat64|opendir|fdopendir|scandir|tmpfile|tmpfile64|mkstemp|mkstemps|mkostemp|mkdtemp|tmpnam|access|faccessat|stat|stat64|"
+     "lstat|lstat64|fstatat|__xstat|__lxstat|statx|readlink|readlinkat|realpath|chdir|fchdir|getcwd|unlink|unlinkat|remove|rename|"
+     "renameat|mkdir|rmdir|truncate|ftruncate|chmod|fchmod|chown|link|symlink|mount|memfd_create|shm_open|inotify_init|"
+     "fanotify_init|__(read|pread|pread64|readlink|readlinkat|getcwd|realpath)_chk)$", "opens, reads or changes files (%s): your "
+     "functions get their data as arguments"},
+    {"^(write|writev|pwrite|pwrite64|pwritev|read|readv|pread|pread64|preadv|send|sendto|sendmsg|recv|recvfrom|recvmsg|socket|"
+     "socketpair|connect|bind|listen|accept|accept4|dup|dup2|dup3|close|close_range|closefrom|fcntl|fcntl64|ioctl|pipe|pipe2|poll|"
+     "ppoll|select|pselect|epoll_create|epoll_create1|mmap|mmap64|mremap|mprotect|munmap|madvise|syscall|ptrace|prctl|setrlimit|"
+     "setrlimit64|prlimit|prlimit64|process_vm_readv|process_vm_writev|personality|unshare|setns|setsid|setpgid|splice|tee|"
+     "vmsplice|sendfile|copy_file_range|__(recv|recvfrom|poll|ppoll|fdelt)_chk)$", "makes low-level system calls (%s), which a "
+     "submission does not need"},
+    {"^(pthread_create|thrd_create)$|_ZNSt6thread", "starts threads (%s): use OpenMP or the GPU"},
+    {"fstream|filebuf|filesystem|__basic_file", "opens files through the C++ library (%s)"},
+    {"^cu[A-Z]", "calls the CUDA driver API (%s): use the runtime's cuda* functions"},
+};
+static grade_rx grade_allow[] = {
+    {"^(__)?(a?sinh?|a?cosh?|a?tanh?|atan2|exp|exp2|exp10|expm1|log|log2|log10|log1p|logb|ilogb|pow|pow10|sqrt|rsqrt|cbrt|hypot|"
+     "fabs|fmax|fmin|fma|fmod|fdim|floor|ceil|round|lround|llround|trunc|rint|lrint|llrint|nearbyint|erf|erfc|tgamma|lgamma|"
+     "lgamma_r|copysign|frexp|ldexp|modf|remainder|remquo|scalbn|scalbln|nan|nextafter|nexttoward|sincos|isnan|isinf|finite|"
+     "isfinite|signbit|fpclassify)[fl]?(_finite)?$", NULL},
+    {"^(malloc|calloc|realloc|reallocarray|free|aligned_alloc|posix_memalign|memalign|memset|memcpy|memmove|memcmp|memchr|bzero|"
+     "strlen|strnlen|strcmp|strncmp|strcpy|strncpy|strcat|strncat|strchr|strrchr|strstr|strdup|strndup|strtok|strtok_r|strspn|"
+     "strcspn|strtol|strtoul|strtoll|strtoull|strtod|strtof|strtold|atoi|atol|atoll|atof|abs|labs|llabs|div|ldiv|qsort|bsearch|"
+     "printf|fprintf|vprintf|vfprintf|puts|fputs|putchar|fputc|putc|fwrite|fflush|fclose|fread|fgets|fgetc|getc|feof|ferror|"
+     "setvbuf|setbuf|snprintf|sprintf|vsnprintf|vsprintf|perror|"
+     "strerror|getenv|secure_getenv|rand|srand|rand_r|random|srandom|drand48|srand48|clock|time|gettimeofday|clock_gettime|"
+     "nanosleep|usleep|sleep|sched_yield|exit|_exit|_Exit|abort|quick_exit|atexit|__cxa_atexit|__cxa_finalize|__assert_fail|"
+     "__assert|__stack_chk_fail|__errno_location|isalpha|isdigit|isspace|isupper|islower|toupper|tolower|__ctype_b_loc|"
+     "__ctype_tolower_loc|__ctype_toupper_loc|stdout|stderr|_GLOBAL_OFFSET_TABLE_|__dso_handle|_DYNAMIC|__[a-z0-9_]+_chk)$", NULL},
+    {"^(_Znw|_Zna|_Zdl|_Zda|__cxa_|__gxx_personality_v0$|_Unwind_|_ZSt|_ZNSt|_ZNKSt|_ZTV|_ZTI|_ZTS|_ZN9__gnu_cxx|__dynamic_cast$|_ZNSo|_ZNSi)", NULL},
+    {"^(cuda[A-Z]|__cuda|_Z[0-9]+cuda)", NULL},                          /* the CUDA runtime, nvcc's registration */
+    {"^(threadIdx|blockIdx|blockDim|gridDim|warpSize)$", NULL},          /* the emulated device's built-ins */
+    {"^(_ZN5cuemu|_ZNK5cuemu|_ZN[0-9]+cuemu|cuemu_|__tsan_|__ubsan_|__asan_|__sanitizer_|__lsan_)", NULL},   /* the emulator */
+    {"^(omp_|GOMP_)", NULL},                                             /* OpenMP */
+};
+#define GRADE_COUNT(a) ((int)(sizeof a / sizeof a[0]))
+static regex_t grade_refuse_rx[GRADE_COUNT(grade_refuse)], grade_allow_rx[GRADE_COUNT(grade_allow)];
+
+static void grade_rx_init(void) {
+    int i;
+    for (i = 0; i < GRADE_COUNT(grade_refuse); i++) regcomp(&grade_refuse_rx[i], grade_refuse[i].re, REG_EXTENDED | REG_NOSUB);
+    for (i = 0; i < GRADE_COUNT(grade_allow); i++) regcomp(&grade_allow_rx[i], grade_allow[i].re, REG_EXTENDED | REG_NOSUB);
+}
+
+/* Why the student's object may not call name; NULL: it may. */
+static const char *grade_call_refused(const char *name, char *buf, size_t size) {
+    int i;
+    for (i = 0; i < GRADE_COUNT(grade_refuse); i++)
+        if (!regexec(&grade_refuse_rx[i], name, 0, NULL, 0)) { snprintf(buf, size, grade_refuse[i].why, name); return buf; }
+    for (i = 0; i < GRADE_COUNT(grade_allow); i++)
+        if (!regexec(&grade_allow_rx[i], name, 0, NULL, 0)) return NULL;
+    snprintf(buf, size, "calls %s, which is not on the grader's list of what a submission may call (the C library's math, "
+             "memory, string and printf functions, the CUDA runtime, OpenMP: assignments/README.md)", name);
+    return buf;
+}
+
+/* The C library's own names (libc, libm, libgomp): a submission that
+   defines one would replace it for gpudl's reference code too (a fabs
+   that returns 0 passes every comparison). Sorted, for bsearch. */
+static char **grade_libc_names;
+static size_t grade_nlibc;
+static int grade_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Runs a command (argv), its output into out; returns its exit status or -1. */
+static int grade_run_capture(char *const argv[], grade_buf *out, int cpu_s, const char *cwd) {
+    grade_limits L;
+    grade_child c;
+    int code;
+    memset(&L, 0, sizeof L);
+    L.cpu_s = cpu_s; L.wall_s = 3.0 * cpu_s + 30; L.out_keep = 64u << 20; L.out_kill = 256u << 20; L.fsize_bytes = 1ull << 30;
+    L.cwd = cwd;
+    grade_spawn(argv, &L, NULL, NULL, &c);
+    if (out) grade_addn(out, grade_str(&c.out), c.out.n);
+    code = c.exited ? c.code : -1;
+    grade_child_free(&c);
+    return code;
+}
+
+static void grade_libc_setup(const char *cc) {
+    static const char *libs[] = {"libc.so.6", "libm.so.6", "libgomp.so.1"};
+    size_t cap = 0, i;
+    for (i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+        grade_buf path = {0}, syms = {0};
+        char arg[64], *line, *save = NULL;
+        char *argv1[] = {(char *)"/bin/sh", (char *)"-c", NULL, NULL};
+        char cmd[512];
+        snprintf(arg, sizeof arg, "-print-file-name=%s", libs[i]);
+        snprintf(cmd, sizeof cmd, "nm -D --defined-only \"$(%s %s)\" 2>/dev/null", cc, arg);
+        argv1[2] = cmd;
+        grade_run_capture(argv1, &syms, 60, NULL);
+        for (line = strtok_r(syms.p, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            char *name = strrchr(line, ' '), *at;
+            if (!name || strlen(line) < 3) continue;
+            name++;
+            if ((at = strchr(name, '@')) != NULL) *at = 0;
+            if (!*name) continue;
+            if (grade_nlibc == cap) { cap = cap ? 2 * cap : 4096; grade_libc_names = (char **)realloc(grade_libc_names, cap * sizeof(char *)); }
+            grade_libc_names[grade_nlibc++] = strdup(name);
+        }
+        free(path.p); free(syms.p);
+    }
+    if (grade_nlibc) qsort(grade_libc_names, grade_nlibc, sizeof(char *), grade_cmp_str);
+}
+static int grade_is_libc(const char *name) {
+    return grade_nlibc && bsearch(&name, grade_libc_names, grade_nlibc, sizeof(char *), grade_cmp_str) != NULL;
+}
+
+/* The source, outside comments and literals: no inline assembly (it could
+   make system calls that no link-time check sees), no #embed. */
+static const char *grade_scan_source(const char *s, size_t n, char *why, size_t size) {
+    size_t i = 0;
+    int line = 1;
+    while (i < n) {
+        char ch = s[i];
+        if (ch == '\n') { line++; i++; }
+        else if (ch == '/' && i + 1 < n && s[i + 1] == '/') { while (i < n && s[i] != '\n') i++; }
+        else if (ch == '/' && i + 1 < n && s[i + 1] == '*') {
+            i += 2;
+            while (i + 1 < n && !(s[i] == '*' && s[i + 1] == '/')) { if (s[i] == '\n') line++; i++; }
+            i += 2;
+        } else if (ch == '"' || ch == '\'') {
+            i++;
+            while (i < n && s[i] != ch && s[i] != '\n') { if (s[i] == '\\') i++; i++; }
+            i++;
+        } else if (ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) {
+            size_t j = i;
+            char word[32];
+            while (j < n && (s[j] == '_' || (s[j] >= 'a' && s[j] <= 'z') || (s[j] >= 'A' && s[j] <= 'Z') || (s[j] >= '0' && s[j] <= '9'))) j++;
+            snprintf(word, sizeof word, "%.*s", (int)(j - i < 31 ? j - i : 31), s + i);
+            if (!strcmp(word, "asm") || !strcmp(word, "__asm") || !strcmp(word, "__asm__") || !strcmp(word, "embed") ||
+                !strcmp(word, "__has_embed") || !strcmp(word, "incbin")) {
+                snprintf(why, size, "line %d uses '%s' (inline assembly or embedded files): not allowed in a submission", line, word);
+                return why;
+            }
+            i = j;
+        } else i++;
+    }
+    return NULL;
+}
+
+/* ---- the toolchain and the shared objects ----------------------------------- */
+typedef struct grade_opts {
+    const grade_assignment *a;
+    const char *kit, *grade_c, *kernels_cu, *header;   /* the handed-out files */
+    const char *cc, *nvcc, *cache, *data, *out_csv, *feedback_dir, *work;
+    char cuda_flags[1024];
+    int emulated, jobs, train, verbose, timeout_s, epochs, keep, single;
+    char emu_include[4096], cuda_root[4096];
+    char emu_device[64];
+    size_t data_limit;
+} grade_opts;
+static grade_opts O;
+
+typedef struct grade_shared { char path[4096]; uint64_t hash; } grade_shared;
+static grade_shared grade_runner_o, grade_kernels_o;
+
+/* argv of a compile or link: words of fmt-free pieces; cuda flags split on spaces. */
+typedef struct grade_argv { char *v[96]; int n; } grade_argv;
+static void grade_arg(grade_argv *a, const char *s) { if (a->n < 94) a->v[a->n++] = strdup(s); a->v[a->n] = NULL; }
+static void grade_args_words(grade_argv *a, const char *s) {
+    char *tmp = strdup(s), *tok, *save = NULL;
+    for (tok = strtok_r(tmp, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) grade_arg(a, tok);
+    free(tmp);
+}
+static void grade_argv_free(grade_argv *a) { int i; for (i = 0; i < a->n; i++) free(a->v[i]); a->n = 0; }
+static const char *grade_arch = "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]";
+
+static void grade_argv_compiler(grade_argv *a) {
+    if (O.a->device == GPUDL_DEVICE_CUDA) {
+        grade_args_words(a, O.nvcc);
+        grade_arg(a, "-O2");
+        grade_args_words(a, grade_arch);
+    } else {
+        grade_args_words(a, O.cc);
+        grade_arg(a, "-O2");
+    }
+}
+
+/* Builds (or takes from the cache, when its recorded hash still matches)
+   one shared object, and copies it into the run's folder, read-only. */
+static int grade_shared_build(grade_shared *sh, const char *name, const char *src, int runner, char *err, size_t errsize) {
+    char key_s[64], cached[4096], sum[4096], line[64];
+    grade_argv a = {{0}, 0};
+    grade_buf log = {0}, text = {0};
+    uint64_t key = 0, h;
+    int i;
+    grade_argv_compiler(&a);
+    grade_arg(&a, "-c");
+    if (O.a->device == GPUDL_DEVICE_CUDA) { grade_arg(&a, "-Xcompiler"); grade_arg(&a, "-fopenmp"); grade_args_words(&a, O.cuda_flags); }
+    else { grade_arg(&a, "-fopenmp"); grade_arg(&a, "-DGPUDL_NO_CUDA"); }
+    if (runner) grade_arg(&a, "-DGRADE_RUNNER");
+    { char inc[4200]; snprintf(inc, sizeof inc, "-I%s", O.kit); grade_arg(&a, inc); }
+    grade_arg(&a, src);
+    grade_arg(&a, "-o");
+    for (i = 0; i < a.n; i++) key = grade_hash(a.v[i], strlen(a.v[i]) + 1, key);
+    grade_read_file(src, &text, 0);
+    grade_read_file(O.header, &text, 0);
+    key = grade_hash(grade_str(&text), text.n, key);
+    free(text.p);
+    snprintf(key_s, sizeof key_s, "%016llx", (unsigned long long)key);
+    snprintf(cached, sizeof cached, "%s/%s-%s.o", O.cache, name, key_s);
+    snprintf(sum, sizeof sum, "%s.sum", cached);
+    h = 0;
+    if (grade_exists(cached)) {
+        grade_buf s = {0};
+        if (grade_read_file(sum, &s, 0)) h = strtoull(grade_str(&s), NULL, 16);
+        free(s.p);
+        if (h && grade_hash_file(cached) != h) {
+            fprintf(stderr, "grade: %s does not match the hash recorded when it was built: rebuilding it\n", cached);
+            h = 0;
+        }
+    }
+    if (!h) {
+        fprintf(stderr, "grade: building %s (once; kept in %s)\n", name, O.cache);
+        grade_arg(&a, cached);
+        if (grade_run_capture(a.v, &log, 900, NULL) != 0) {
+            snprintf(err, errsize, "building %s failed:\n%.3000s", name, grade_str(&log));
+            free(log.p); grade_argv_free(&a);
+            return 0;
+        }
+        h = grade_hash_file(cached);
+        snprintf(line, sizeof line, "%016llx\n", (unsigned long long)h);
+        grade_write_file(sum, line, strlen(line));
+    }
+    free(log.p); grade_argv_free(&a);
+    snprintf(sh->path, sizeof sh->path, "%s/shared/%s.o", O.work, name);
+    if (!grade_copy(cached, sh->path)) { snprintf(err, errsize, "cannot copy %s", cached); return 0; }
+    chmod(sh->path, 0444);
+    sh->hash = grade_hash_file(sh->path);
+    if (sh->hash != h) { snprintf(err, errsize, "%s changed while it was copied", cached); return 0; }
+    return 1;
+}
+
+/* ---- grading one submission ------------------------------------------------ */
+typedef enum grade_status { GRADE_OK, GRADE_CRASH, GRADE_TIMEOUT, GRADE_COMPILE, GRADE_REFUSED, GRADE_ERROR } grade_status;
+static const char *grade_status_names[] = {"ok", "crash", "timeout", "compile error", "refused", "grader error"};
+
+typedef struct grade_group_lost { char group[24], shape[64], why[320]; } grade_group_lost;
+typedef struct grade_op_res {
+    int      implemented;
+    char     whole[400];                 /* a reason every group of the op fails */
+    int      have[GPUDL_CHECK_MAX_CASES];
+    grade_msg cases[GPUDL_CHECK_MAX_CASES];
+    int      ncases;
+    grade_group_lost lost[GRADE_MAX_RULES * 2];
+    int      nlost;
+    int64_t  calls, unsupported;
+    int      ended, starts;                /* END records; cases begun (the student's function about to run) */
+} grade_op_res;
+
+typedef struct grade_sub {
+    const char *path;
+    char     name[256];
+    grade_status status;
+    char     reason[512];
+    int      got, of;
+    int      group_pts[GRADE_MAX_CHECKS][GRADE_MAX_RULES];
+    char     train_acc[32];
+    double   seconds;
+    grade_buf fb;                        /* the feedback */
+} grade_sub;
+
+static void grade_set_status(grade_sub *s, grade_status st, const char *why) {
+    static const int rank[] = {0, 1, 2, 3, 4, 5};
+    if (rank[st] > rank[s->status]) {
+        s->status = st;
+        if (why && !s->reason[0]) snprintf(s->reason, sizeof s->reason, "%s", why);
+    }
+}
+
+static grade_limits grade_runner_limits(const char *sandbox, double wall_s) {
+    grade_limits L;
+    memset(&L, 0, sizeof L);
+    L.cpu_s = O.timeout_s;
+    L.wall_s = wall_s;
+    L.data_bytes = O.data_limit;
+    L.fsize_bytes = 16u << 20;
+    L.out_keep = 8192;
+    L.out_kill = 8u << 20;
+    L.sandbox = 1;
+    L.cwd = sandbox;
+    return L;
+}
+
+/* The status a child's end gives the submission. */
+static void grade_child_status(grade_sub *s, const grade_child *c, const char *why) {
+    if (!why[0]) return;
+    if (c->sig == SIGSYS) grade_set_status(s, GRADE_REFUSED, why);
+    else if (c->timed_out) grade_set_status(s, GRADE_TIMEOUT, why);
+    else grade_set_status(s, GRADE_CRASH, why);
+}
+
+static void grade_child_output(grade_buf *fb, const char *what, const grade_child *c) {
+    if (c->out.n == 0) return;
+    grade_printf(fb, "  %s printed%s:\n", what, c->out_total > c->out.n ? " (the start of it)" : "");
+    grade_quote(fb, grade_str(&c->out), c->out.n, 4096);
+}
+
+/* Checks op i: a child per run of groups; after a crash, a timeout or a
+   sticky fault, the group of the case in flight is lost and a fresh child
+   goes on with the next case. */
+static void grade_check_op_children(grade_sub *s, const char *sandbox, const char *runner, int i, grade_op_res *r,
+                                    double *budget_s, grade_buf *printed) {
+    const grade_check *c = &O.a->checks[i];
+    char skip[1024] = "|", from_s[16], op_s[16], why[400];
+    int from = 0, attempt;
+    for (attempt = 0; attempt < 2 * GPUDL_CHECK_MAX_CASES; attempt++) {
+        char *argv[16];
+        grade_limits L = grade_runner_limits(sandbox, 3.0 * O.timeout_s + 10);
+        grade_child ch;
+        int k, inflight = -1, fault = -1;
+        char fault_text[256] = "";
+        if (*budget_s <= 0) {
+            snprintf(r->whole, sizeof r->whole, "not checked: the submission used up its time budget (%d x --timeout)", 10);
+            return;
+        }
+        snprintf(op_s, sizeof op_s, "%d", i);
+        snprintf(from_s, sizeof from_s, "%d", from);
+        k = 0;
+        argv[k++] = (char *)runner; argv[k++] = (char *)"--child"; argv[k++] = (char *)"check";
+        argv[k++] = (char *)"--assignment"; argv[k++] = (char *)O.a->name; argv[k++] = (char *)"--op"; argv[k++] = op_s;
+        argv[k++] = (char *)"--from"; argv[k++] = from_s; argv[k++] = (char *)"--skip"; argv[k++] = skip; argv[k] = NULL;
+        grade_spawn(argv, &L, sandbox, NULL, &ch);
+        *budget_s -= ch.wall_s;
+        for (k = 0; k < ch.nmsgs; k++) {
+            const grade_msg *m = &ch.msgs[k];
+            int idx = m->index;
+            if (m->kind == GRADE_MSG_START && idx >= 0 && idx < GPUDL_CHECK_MAX_CASES) { inflight = idx; r->starts++; }
+            else if (m->kind == GRADE_MSG_CASE && idx >= 0 && idx < GPUDL_CHECK_MAX_CASES) {
+                r->cases[idx] = *m;
+                r->have[idx] = 1;
+                if (idx + 1 > r->ncases) r->ncases = idx + 1;
+                if (inflight == idx) inflight = -1;
+            } else if (m->kind == GRADE_MSG_FAULT && idx >= 0 && idx < GPUDL_CHECK_MAX_CASES) {
+                fault = idx; inflight = idx;
+                snprintf(fault_text, sizeof fault_text, "%s", m->text);
+            } else if (m->kind == GRADE_MSG_END) {
+                r->ended = 1;
+                r->calls += m->a;
+                r->unsupported += m->b;
+                if (m->status != GPUDL_OK) snprintf(r->whole, sizeof r->whole, "%s", m->text);
+            }
+        }
+        if (ch.out.n && printed->n < 4096) grade_quote(printed, grade_str(&ch.out), ch.out.n, 4096 - printed->n);
+        grade_child_why(&ch, &L, why, sizeof why);
+        if (fault >= 0) {
+            snprintf(why, sizeof why, "your kernel faulted: %s; a fault is sticky (every later CUDA call fails), so the "
+                     "grader went on in a fresh process", fault_text);
+            grade_set_status(s, GRADE_CRASH, why);
+        } else if (!why[0] && !(r->ended && ch.exited && ch.code == 0))
+            snprintf(why, sizeof why, "the process ended (exit status %d) in the middle of the check: exit() in your code?",
+                     ch.exited ? ch.code : -1);
+        grade_child_status(s, &ch, why);
+        if (r->ended && !why[0]) { grade_child_free(&ch); return; }
+        if (!why[0]) snprintf(why, sizeof why, "the check did not finish");
+        if (fault < 0) grade_child_status(s, &ch, why);
+        if (inflight < 0) {   /* no case in flight: before the first one, or after the last */
+            if (!r->ended) snprintf(r->whole, sizeof r->whole, "%s", why);
+            grade_child_free(&ch);
+            return;
+        }
+        if (r->nlost < (int)(sizeof r->lost / sizeof r->lost[0])) {
+            grade_group_lost *g = &r->lost[r->nlost++];
+            const grade_msg *m = NULL;
+            for (k = 0; k < ch.nmsgs; k++)
+                if (ch.msgs[k].index == inflight && (ch.msgs[k].kind == GRADE_MSG_START || ch.msgs[k].kind == GRADE_MSG_FAULT)) m = &ch.msgs[k];
+            snprintf(g->group, sizeof g->group, "%s", m ? m->kase.group : "?");
+            snprintf(g->shape, sizeof g->shape, "%s", m ? m->kase.shape : "?");
+            snprintf(g->why, sizeof g->why, "%s", why);
+            if (strlen(skip) + strlen(g->group) + 2 < sizeof skip) { strcat(skip, g->group); strcat(skip, "|"); }
+        }
+        from = inflight + 1;
+        grade_child_free(&ch);
+    }
+    (void)c;
+}
+
+static const grade_rule *grade_rule_for(const grade_check *c, const char *g) {
+    int i;
+    for (i = 0; i < grade_nrules(c); i++)
+        if (!strcmp(c->rules[i].group, g)) return &c->rules[i];
+    return NULL;
+}
+
+static void grade_row(grade_buf *fb, const char *op, const char *group, int got, int of, const char *hint) {
+    char name[64];
+    snprintf(name, sizeof name, "%s: %s", op, group);
+    if (got == of) grade_printf(fb, "%-38s %2d/%-2d  pass\n", name, got, of);
+    else grade_printf(fb, "%-38s %2d/%-2d  FAIL  %s\n", name, got, of, hint);
+}
+
+/* Scores op i's groups from the records: a group passes when every one of
+   its cases passed. The hint of a group is shown only when a case of it
+   computed wrong values (the evidence the hint is about); a call that
+   failed shows its message, a crash or a timeout its reason. */
+static void grade_score_op(grade_sub *s, int i, const grade_op_res *r) {
+    const grade_check *c = &O.a->checks[i];
+    grade_buf *fb = &s->fb;
+    char buf[480];
+    const char *whole = NULL;
+    int g, k, detail = 0;
+    if (!r->implemented) { snprintf(buf, sizeof buf, "not implemented: student_ops leaves ops->%s NULL", c->field); whole = buf; }
+    else if (r->whole[0]) whole = r->whole;
+    else if (r->calls == 0 && r->starts == 0) whole = "your function was never called";
+    else if (r->unsupported > 0)
+        grade_printf(fb, "       note (%s): your function answered GPUDL_ERR_UNSUPPORTED %lld time(s): it must do each case itself\n",
+                     c->name, (long long)r->unsupported);
+    for (g = 0; g < grade_nrules(c); g++) {
+        const grade_rule *rule = &c->rules[g];
+        int seen = 0, pass = 1, values = 0, status_fail = -1, lost = -1;
+        const char *hint;
+        s->of += rule->points;
+        if (whole) {
+            grade_row(fb, c->name, rule->group, 0, rule->points, g ? "(as above)" : whole);
+            continue;
+        }
+        for (k = 0; k < r->nlost; k++)
+            if (!strcmp(r->lost[k].group, rule->group)) lost = k;
+        for (k = 0; k < r->ncases; k++) {
+            const grade_msg *m = &r->cases[k];
+            if (!r->have[k] || strcmp(m->kase.group, rule->group)) continue;
+            seen = 1;
+            if (!m->kase.passed) {
+                pass = 0;
+                if (m->status == GPUDL_OK) values = 1;
+                else if (status_fail < 0) status_fail = k;
+            }
+        }
+        if (lost >= 0) {
+            snprintf(buf, sizeof buf, "%s (case %s)", r->lost[lost].why, r->lost[lost].shape);
+            grade_row(fb, c->name, rule->group, 0, rule->points, buf);
+            continue;
+        }
+        if (!seen) {
+            grade_row(fb, c->name, rule->group, 0, rule->points, "this gpudl's check has no such group: update grade.c's table");
+            continue;
+        }
+        if (pass) { s->got += rule->points; s->group_pts[i][g] = rule->points; }
+        if (values) hint = rule->hint;
+        else if (status_fail >= 0) {
+            const grade_msg *m = &r->cases[status_fail];
+            snprintf(buf, sizeof buf, "your function returned an error (status %d)%s%.300s", m->status,
+                     m->first && m->text[0] ? ": " : "", m->first ? m->text : "");
+            hint = buf;
+        } else hint = "";
+        grade_row(fb, c->name, rule->group, pass ? rule->points : 0, rule->points, hint);
+        if (!pass && values && !detail)
+            for (k = 0; k < r->ncases; k++) {
+                const grade_msg *m = &r->cases[k];
+                if (!r->have[k] || !m->first || strcmp(m->kase.group, rule->group)) continue;
+                grade_printf(fb, "       first failure: %s, %s\n", m->kase.group, m->kase.shape);
+                if (m->where[0]) grade_printf(fb, "         at %s: expected %.9g, got %.9g\n", m->where, m->expected, m->got);
+                if (m->inputs[0]) grade_printf(fb, "         inputs: %s\n", m->inputs);
+                detail = 1;
+            }
+    }
+    if (whole) return;
+    for (k = 0; k < r->ncases; k++) {   /* groups the table does not know: 1 point each */
+        const char *gname = r->cases[k].kase.group;
+        int j, pass = 1;
+        if (!r->have[k] || grade_rule_for(c, gname)) continue;
+        for (j = 0; j < k; j++)
+            if (r->have[j] && !strcmp(r->cases[j].kase.group, gname)) break;
+        if (j < k) continue;
+        for (j = k; j < r->ncases; j++)
+            if (r->have[j] && !strcmp(r->cases[j].kase.group, gname) && !r->cases[j].kase.passed) pass = 0;
+        s->of += 1;
+        s->got += pass;
+        grade_row(fb, c->name, gname, pass, 1, "a group new to this grader: compare with gpudl_ops in gpudl.h");
+    }
+}
+
+/* The dependency file (-MD): every header the compile read must be in
+   the submission's folder or the system's and the toolchain's. */
+static const char *grade_check_deps(const char *sandbox, const char *dfile, char *why, size_t size) {
+    grade_buf d = {0};
+    char *p, *tok, *save = NULL, real_sb[4096];
+    const char *ok_dirs[6];
+    int nok = 0, first = 1;
+    if (!realpath(sandbox, real_sb)) snprintf(real_sb, sizeof real_sb, "%s", sandbox);
+    ok_dirs[nok++] = real_sb;
+    ok_dirs[nok++] = "/usr/";
+    ok_dirs[nok++] = "/lib/";
+    if (O.emu_include[0]) ok_dirs[nok++] = O.emu_include;
+    if (O.cuda_root[0]) ok_dirs[nok++] = O.cuda_root;
+    if (!grade_read_file(dfile, &d, 0)) { free(d.p); return NULL; }   /* no dependency file: the compile said why */
+    for (p = d.p; *p; p++) if (*p == '\\' && (p[1] == '\n' || p[1] == '\r')) { p[0] = ' '; }
+    for (tok = strtok_r(d.p, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
+        char full[8192], real[4096];
+        int j, ok = 0;
+        size_t len = strlen(tok);
+        if (first || (len && tok[len - 1] == ':')) { first = 0; continue; }
+        if (tok[0] == '/') snprintf(full, sizeof full, "%s", tok); else snprintf(full, sizeof full, "%s/%s", sandbox, tok);
+        if (!realpath(full, real)) snprintf(real, sizeof real, "%s", full);
+        for (j = 0; j < nok; j++) {
+            size_t l = strlen(ok_dirs[j]);
+            if (!strncmp(real, ok_dirs[j], l) && (ok_dirs[j][l - 1] == '/' || real[l] == '/' || real[l] == 0)) ok = 1;
+        }
+        if (!ok) {
+            snprintf(why, size, "includes %s, which is not among the files a student is given (only gpudl.h and the "
+                     "system's headers)", tok);
+            free(d.p);
+            return why;
+        }
+    }
+    free(d.p);
+    return NULL;
+}
+
+/* The object's symbols: what it calls, what it defines, its sections.
+   nm runs twice in the symbol table's order (-p), mangled and demangled
+   (-C), so that a C++ name is judged by its own name, not by the types
+   of its parameters (relu(gpudl_act, ...) defines no gpudl function). */
+static int grade_nm_line(char *line, char *type, const char **name) {
+    if (strlen(line) > 19 && line[16] == ' ' && line[18] == ' ') { *type = line[17]; *name = line + 19; return 1; }
+    if (strlen(line) > 19 && line[0] == ' ') { char *t = line; while (*t == ' ') t++; *type = t[0]; *name = t + 2; return 1; }
+    return 0;
+}
+static const char *grade_check_object(const char *sandbox, char *why, size_t size) {
+    grade_buf nm = {0}, nmc = {0}, sec = {0};
+    char *line, *linec, *save = NULL, *savec = NULL;
+    char *nm_argv[] = {(char *)"nm", (char *)"-p", (char *)"student.o", NULL};
+    char *nmc_argv[] = {(char *)"nm", (char *)"-p", (char *)"-C", (char *)"student.o", NULL};
+    char *re_argv[] = {(char *)"readelf", (char *)"-SW", (char *)"student.o", NULL};
+    const char *bad = NULL;
+    if (grade_run_capture(nm_argv, &nm, 60, sandbox) != 0 || grade_run_capture(nmc_argv, &nmc, 60, sandbox) != 0) {
+        snprintf(why, size, "nm could not read the object");
+        free(nm.p); free(nmc.p);
+        return why;
+    }
+    if (grade_run_capture(re_argv, &sec, 60, sandbox) == 0 && strstr(grade_str(&sec), ".preinit_array")) {
+        snprintf(why, size, "has a .preinit_array section (code that would run before the grader's sandbox)");
+        bad = why;
+    }
+    for (line = strtok_r(nm.p, "\n", &save), linec = strtok_r(nmc.p, "\n", &savec); line && !bad;
+         line = strtok_r(NULL, "\n", &save), linec = linec ? strtok_r(NULL, "\n", &savec) : NULL) {
+        char type, typec, name[1024], own[1024];
+        const char *sym, *symc;
+        if (!grade_nm_line(line, &type, &sym)) continue;
+        snprintf(name, sizeof name, "%s", sym);
+        snprintf(own, sizeof own, "%s", linec && grade_nm_line(linec, &typec, &symc) ? symc : sym);
+        own[strcspn(own, "(<")] = 0;   /* the function's own (qualified) name, without parameters */
+        if (type == 'U') {
+            char buf[600];
+            const char *r = strstr(own, "gpudl_") ? grade_call_refused(own, buf, sizeof buf) : grade_call_refused(name, buf, sizeof buf);
+            if (r) { snprintf(why, size, "%s", r); bad = why; }
+        } else if (type == 'i') {
+            snprintf(why, size, "defines %s as a GNU ifunc (code that runs while the program loads)", own); bad = why;
+        } else if (strstr(own, "gpudl_")) {
+            snprintf(why, size, "defines gpudl's own %s (GPUDL_IMPLEMENTATION, or a copy of gpudl's code): write the op "
+                     "yourself", own); bad = why;
+        } else if ((type == 'T' || type == 'D' || type == 'B' || type == 'R' || type == 'C' || type == 'W' || type == 'V') &&
+                   grade_is_libc(name)) {
+            snprintf(why, size, "defines %s, a function of the C library: it would replace the library's own for the "
+                     "grader's reference too (make it static, or rename it)", name); bad = why;
+        } else if (type == 'T' && !strcmp(name, "main")) {
+            snprintf(why, size, "defines main: the grader has its own"); bad = why;
+        }
+    }
+    free(nm.p); free(nmc.p); free(sec.p);
+    return bad;
+}
+
+static int grade_shared_ok(void) {
+    return grade_hash_file(grade_runner_o.path) == grade_runner_o.hash &&
+           (!grade_kernels_o.path[0] || grade_hash_file(grade_kernels_o.path) == grade_kernels_o.hash);
+}
+
+/* Grades one submission into s (feedback, score, status). idx: its number in the class. */
+static void grade_submission(grade_sub *s, int idx) {
+    const grade_assignment *a = O.a;
+    int cuda = a->device == GPUDL_DEVICE_CUDA, i;
+    char sandbox[4096], src[4200], dst[4200], runner[4200], why[700];
+    const char *ext = cuda ? "cu" : "c", *sext = strrchr(s->path, '.');
+    grade_buf text = {0}, log = {0};
+    grade_argv av = {{0}, 0};
+    grade_op_res *res = (grade_op_res *)calloc(GRADE_MAX_CHECKS, sizeof *res);
+    int64_t fields = 0;
+    double t0 = grade_now(), budget = 10.0 * O.timeout_s + 20;
+    grade_buf printed = {0};
+    grade_buf *fb = &s->fb;
+    fb->limit = 64u << 10;
+
+    grade_printf(fb, "grading %s: %s, on the %s\n\n", a->name, s->name, !cuda ? "CPU" : O.emulated ? "emulated GPU (tests/emu)" : "GPU");
+    snprintf(sandbox, sizeof sandbox, "%s/s%03d", O.work, idx);
+    snprintf(src, sizeof src, "%s/student.%s", sandbox, ext);
+    snprintf(runner, sizeof runner, "%s/runner", sandbox);
+    if (mkdir(sandbox, 0700) != 0) { grade_set_status(s, GRADE_ERROR, "cannot make the submission's folder"); goto report; }
+    snprintf(dst, sizeof dst, "%s/gpudl.h", sandbox);
+    if (!grade_read_file(s->path, &text, 4u << 20)) {
+        grade_set_status(s, GRADE_ERROR, "cannot read the file");
+        goto report;
+    }
+    if (!sext || strcmp(sext + 1, ext)) grade_printf(fb, "note: a %s assignment takes a .%s file; %s is compiled as one\n", a->name, ext, s->name);
+    if (!grade_copy(O.header, dst) || !grade_write_file(src, grade_str(&text), text.n)) {
+        grade_set_status(s, GRADE_ERROR, "cannot copy the files into the submission's folder");
+        goto report;
+    }
+    if (grade_scan_source(grade_str(&text), text.n, why, sizeof why)) { grade_set_status(s, GRADE_REFUSED, why); goto report; }
+
+    /* compile: -Wall, the headers it reads listed (-MD) */
+    grade_argv_compiler(&av);
+    if (cuda) { grade_arg(&av, "-Xcompiler"); grade_arg(&av, "-Wall"); grade_args_words(&av, O.cuda_flags); }
+    else { grade_arg(&av, "-Wall"); grade_arg(&av, "-fopenmp"); grade_arg(&av, "-DGPUDL_NO_CUDA"); }
+    grade_arg(&av, "-I."); grade_arg(&av, "-MD"); grade_arg(&av, "-MF"); grade_arg(&av, "student.d");
+    grade_arg(&av, "-c"); grade_arg(&av, grade_base(src)); grade_arg(&av, "-o"); grade_arg(&av, "student.o");
+    i = grade_run_capture(av.v, &log, 300, sandbox);
+    grade_argv_free(&av);
+    if (log.n) {
+        grade_printf(fb, "the compiler says:\n");
+        grade_quote(fb, grade_str(&log), log.n, 8192);
+        grade_printf(fb, "\n");
+    }
+    if (i != 0) { grade_set_status(s, GRADE_COMPILE, "the file does not compile (the compiler's messages are above)"); goto report; }
+    snprintf(dst, sizeof dst, "%s/student.d", sandbox);
+    if (grade_check_deps(sandbox, dst, why, sizeof why)) {
+        grade_set_status(s, GRADE_REFUSED, why);
+        goto report;
+    }
+    if (grade_check_object(sandbox, why, sizeof why)) { grade_set_status(s, GRADE_REFUSED, why); goto report; }
+
+    /* link with the shared objects, after checking that they are the ones the run built */
+    if (!grade_shared_ok()) {
+        grade_set_status(s, GRADE_ERROR, "the grader's shared objects changed during the run (a submission wrote them?): "
+                         "grading stopped");
+        goto report;
+    }
+    grade_argv_compiler(&av);
+    if (cuda) { grade_arg(&av, "-Xcompiler"); grade_arg(&av, "-fopenmp"); }
+    else grade_arg(&av, "-fopenmp");
+    grade_arg(&av, "-o"); grade_arg(&av, "runner");
+    grade_arg(&av, grade_runner_o.path);
+    grade_arg(&av, "student.o");
+    if (cuda) {
+        grade_arg(&av, grade_kernels_o.path);
+        grade_args_words(&av, O.cuda_flags);
+        grade_args_words(&av, "-lcublas -lcublasLt -lcudnn -lgomp");
+    } else grade_arg(&av, "-lm");
+    log.n = 0;
+    i = grade_run_capture(av.v, &log, 300, sandbox);
+    grade_argv_free(&av);
+    if (i != 0) {
+        grade_printf(fb, "the linker says:\n");
+        grade_quote(fb, grade_str(&log), log.n, 4096);
+        grade_set_status(s, GRADE_COMPILE, "the file does not link with the grader (does it define student_ops, with extern \"C\" in a .cu?)");
+        goto report;
+    }
+
+    {   /* registration: student_ops (and the file's constructors) in a child of their own */
+        char *argv[] = {runner, (char *)"--child", (char *)"probe", (char *)"--assignment", (char *)a->name, NULL};
+        grade_limits L = grade_runner_limits(sandbox, 2.0 * O.timeout_s + 10);
+        grade_child ch;
+        int k, got = 0;
+        grade_spawn(argv, &L, sandbox, NULL, &ch);
+        budget -= ch.wall_s;
+        for (k = 0; k < ch.nmsgs; k++)
+            if (ch.msgs[k].kind == GRADE_MSG_PROBE) { fields = ch.msgs[k].a; got = 1; if (!(ch.msgs[k].b & GRADE_GUARD_SECCOMP)) grade_printf(fb, "note: the seccomp filter is not in place on this machine\n"); }
+        grade_child_why(&ch, &L, why, sizeof why);
+        if (!got && !why[0]) snprintf(why, sizeof why, "ended the process (exit status %d) before the grader could start: exit() in student_ops?", ch.exited ? ch.code : -1);
+        if (!got || why[0]) {
+            char msg[800];
+            snprintf(msg, sizeof msg, "student_ops (or a static constructor of your file) %s", why);
+            grade_child_status(s, &ch, msg);
+            if (s->status == GRADE_OK) grade_set_status(s, GRADE_CRASH, msg);
+            for (k = 0; k < grade_nchecks(a); k++) { res[k].implemented = 1; snprintf(res[k].whole, sizeof res[k].whole, "%s", msg); }
+            fields = -1;
+        }
+        grade_child_output(fb, "student_ops", &ch);
+        grade_child_free(&ch);
+    }
+    grade_printf(fb, "%-38s %-6s  %-4s  %s\n", "check", "points", "", "hint");
+    for (i = 0; i < grade_nchecks(a); i++) {
+        if (fields != -1) {
+            res[i].implemented = (int)((fields >> a->checks[i].op) & 1);
+            if (res[i].implemented) grade_check_op_children(s, sandbox, runner, i, &res[i], &budget, &printed);
+        }
+        grade_score_op(s, i, &res[i]);
+    }
+    grade_printf(fb, "\nchecks: %.1f s\n", grade_now() - t0);
+    if (printed.n) { grade_printf(fb, "your code printed (during the checks):\n%s", grade_str(&printed)); }
+    if (O.train && fields != -1) {
+        char ep[16];
+        char *argv[12];
+        grade_limits L = grade_runner_limits(sandbox, 6.0 * O.timeout_s + 10);
+        grade_child ch;
+        const char *acc;
+        int k = 0;
+        snprintf(ep, sizeof ep, "%d", O.epochs);
+        argv[k++] = runner; argv[k++] = (char *)"--child"; argv[k++] = (char *)"train"; argv[k++] = (char *)"--assignment";
+        argv[k++] = (char *)a->name; argv[k++] = (char *)"--epochs"; argv[k++] = ep;
+        if (O.data) { argv[k++] = (char *)"--data"; argv[k++] = (char *)O.data; }
+        argv[k] = NULL;
+        L.cpu_s = 4 * O.timeout_s;
+        grade_spawn(argv, &L, sandbox, O.data, &ch);
+        grade_printf(fb, "\nthe training run (no points; what it prints comes from the process that runs your code):\n");
+        grade_quote(fb, grade_str(&ch.out), ch.out.n, 8192);
+        grade_child_why(&ch, &L, why, sizeof why);
+        if (why[0]) grade_printf(fb, "training: FAILED: %s\n", why);
+        if ((acc = strstr(grade_str(&ch.out), "test accuracy ")) != NULL) sscanf(acc + 14, "%31[0-9.]", s->train_acc);
+        grade_child_free(&ch);
+    }
+report:
+    if (s->of == 0) {
+        for (i = 0; i < grade_nchecks(a); i++) {   /* nothing ran: every group 0 */
+            int g;
+            for (g = 0; g < grade_nrules(&a->checks[i]); g++) s->of += a->checks[i].rules[g].points;
+        }
+        s->got = 0;
+    }
+    if (s->status == GRADE_REFUSED || s->status == GRADE_COMPILE || s->status == GRADE_ERROR) {
+        s->got = 0;
+        grade_printf(fb, "%s: %s\n", s->status == GRADE_REFUSED ? "REFUSED" : s->status == GRADE_COMPILE ? "NOT GRADED" : "ERROR", s->reason);
+    }
+    s->seconds = grade_now() - t0;
+    fb->limit = 0;   /* the last line always comes */
+    grade_printf(fb, "score: %d/%d\n", s->got, s->of);
+    free(text.p); free(log.p); free(printed.p); free(res);
+    if (!O.keep) grade_rm_rf(sandbox);
+}
+
+/* ---- the class: workers, the CSV, the summary --------------------------------- */
+static void grade_csv_field(FILE *f, const char *s) {
+    if (strpbrk(s, ",\"\n")) {
+        fputc('"', f);
+        for (; *s; s++) { if (*s == '"') fputc('"', f); fputc(*s == '\n' ? ' ' : *s, f); }
+        fputc('"', f);
+    } else fputs(s, f);
+}
+
+static void grade_safe_name(const char *in, char *out, size_t size) {
+    size_t i;
+    for (i = 0; in[i] && i + 1 < size; i++) {
+        char ch = in[i];
+        out[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_' ? ch : '_';
+    }
+    out[i] = 0;
+}
+
+/* A worker's result, for the parent: a line of numbers, the reason, the groups' points. */
+static void grade_save(const grade_sub *s, const char *path) {
+    FILE *f = fopen(path, "w");
+    int i, g;
+    if (!f) return;
+    fprintf(f, "%d %d %d %.3f %s\n%s\n", (int)s->status, s->got, s->of, s->seconds, s->train_acc[0] ? s->train_acc : "-", s->reason);
+    for (i = 0; i < GRADE_MAX_CHECKS; i++)
+        for (g = 0; g < GRADE_MAX_RULES; g++) fprintf(f, "%d ", s->group_pts[i][g]);
+    fprintf(f, "\n");
+    fclose(f);
+}
+static int grade_load(grade_sub *s, const char *path) {
+    FILE *f = fopen(path, "r");
+    int st = 0, i, g;
+    char line[1024];
+    if (!f) return 0;
+    if (fscanf(f, "%d %d %d %lf %31s", &st, &s->got, &s->of, &s->seconds, s->train_acc) != 5) { fclose(f); return 0; }
+    if (!strcmp(s->train_acc, "-")) s->train_acc[0] = 0;
+    s->status = (grade_status)st;
+    if (fgets(line, sizeof line, f) && fgets(s->reason, sizeof s->reason, f)) s->reason[strcspn(s->reason, "\n")] = 0;
+    for (i = 0; i < GRADE_MAX_CHECKS; i++)
+        for (g = 0; g < GRADE_MAX_RULES; g++) if (fscanf(f, "%d", &s->group_pts[i][g]) != 1) s->group_pts[i][g] = 0;
+    fclose(f);
+    return 1;
+}
+
 static int grade_usage(const char *argv0) {
     int i;
-    fprintf(stderr, "usage: %s <assignment> [--no-train] [--verbose] [--data DIR] [--epochs N] [--timeout S]\n"
-                    "  assignments:", argv0);
+    fprintf(stderr,
+        "usage: %s <assignment> FILE|FOLDER... [options]\n"
+        "  one FILE: its table and score (the last line: score: X/Y)\n"
+        "  a FOLDER or several files: a class; --out grades.csv writes a row each, feedback files beside it\n"
+        "options:\n"
+        "  --out CSV        the class's grades (default with a folder: grades.csv)\n"
+        "  --feedback DIR   a feedback file per student (default: CSV's name without .csv, plus -feedback)\n"
+        "  -j N             submissions graded at once (default: the number of CPUs)\n"
+        "  --no-train       checks only (the training run earns no points)\n"
+        "  --data DIR       Fashion-MNIST's four IDX files, for the training run\n"
+        "  --epochs N       of the training run (default 3)\n"
+        "  --timeout S      CPU seconds per child process (default 20): a group that takes longer is lost\n"
+        "  --kit DIR        where gpudl.h, gpudl_kernels.cu and grade.c are (default: next to this program, or .)\n"
+        "  --cc CC          the C compiler (default cc); --nvcc CMD the CUDA compiler (default: nvcc where\n"
+        "                   nvidia-smi sees a GPU, else tests/emu/nvcc-emu from the kit, the emulated device)\n"
+        "  --cuda-flags F   extra flags for nvcc's compiles and links (-I, -L, rpaths)\n"
+        "  --cache DIR      keep the grader's shared objects here between runs\n"
+        "  --work DIR       the run's scratch folder (default: a new one under $TMPDIR or /tmp); --keep keeps it\n"
+        "  assignments:", argv0);
     for (i = 0; i < GRADE_NASSIGN; i++) fprintf(stderr, " %s", grade_assignments[i].name);
     fprintf(stderr, "\n");
     return 2;
 }
 
-int main(int argc, char **argv) {
-    const grade_assignment *a = NULL;
-    const char *dir = NULL;
-    int i, train = 1, verbose = 0, timeout_s = 120, epochs = 3, got = 0, of = 0;
-    double t0 = gpudl_now();
-    static grade_result res[GRADE_MAX_CHECKS];
-
-    for (i = 1; i < argc; i++) {
-        int j;
-        if (!strcmp(argv[i], "--no-train")) train = 0;
-        else if (!strcmp(argv[i], "--verbose")) verbose = 1;
-        else if (!strcmp(argv[i], "--data") && i + 1 < argc) dir = argv[++i];
-        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout_s = atoi(argv[++i]);
-        else if (argv[i][0] != '-' && !a) {
-            for (j = 0; j < GRADE_NASSIGN; j++)
-                if (!strcmp(argv[i], grade_assignments[j].name)) a = &grade_assignments[j];
-            if (!a) { fprintf(stderr, "grade: no assignment called '%s'\n", argv[i]); return grade_usage(argv[0]); }
-        } else return grade_usage(argv[0]);
+static const char *grade_find_kit(const char *argv0, const char *given) {
+    static char buf[4096];
+    char tmp[4096], dir[4096];
+    const char *cands[4];
+    int i;
+    if (given) return given;
+    snprintf(tmp, sizeof tmp, "%s", argv0);
+    snprintf(dir, sizeof dir, "%s", strrchr(tmp, '/') ? (*strrchr(tmp, '/') = 0, tmp) : ".");
+    cands[0] = dir; cands[1] = "."; cands[2] = ".."; cands[3] = NULL;
+    for (i = 0; cands[i]; i++) {
+        snprintf(buf, sizeof buf, "%s/gpudl.h", cands[i]);
+        if (grade_exists(buf)) { snprintf(buf, sizeof buf, "%s", cands[i]); return buf; }
+        snprintf(buf, sizeof buf, "%s/../gpudl.h", cands[i]);
+        if (grade_exists(buf)) { snprintf(buf, sizeof buf, "%s/..", cands[i]); return buf; }
     }
-    if (!a || epochs < 1 || timeout_s < 1) return grade_usage(argv[0]);
-
-    memset(&spy, 0, sizeof spy);
-    student_ops(&spy.student);
-    printf("grading %s on the %s\n\n", a->name, a->device == GPUDL_DEVICE_CUDA ? "GPU" : "CPU");
-    printf("%-38s %-6s  %-4s  %s\n", "check", "points", "", "hint");
-    for (i = 0; i < grade_nchecks(a); i++) {
-        const grade_check *c = &a->checks[i];
-        memset(&res[i], 0, sizeof res[i]);
-        res[i].report.first_case = -1;
-        if (spy_has(c->op)) grade_check_isolated(a, c, timeout_s, &res[i]);
-        grade_score(c, &res[i], verbose, &got, &of);
-    }
-    printf("\nchecks: %.1f s\n", gpudl_now() - t0);
-    if (train) {   /* in a child too: a crash there must not lose the score */
-        grade_job j;
-        char why[256];
-        j.a = a; j.dir = dir; j.epochs = epochs;
-        if (!grade_isolated(grade_train_job, &j, NULL, 0, timeout_s, why, sizeof why)) printf("training: FAILED: %s\n", why);
-    }
-    printf("score: %d/%d\n", got, of);
-    return 0;
+    return ".";
 }
+
+static char *grade_which(const char *prog) {
+    const char *path = getenv("PATH");
+    char *tmp, *tok, *save = NULL, full[4096];
+    if (strchr(prog, '/')) return realpath(prog, NULL);
+    if (!path) return NULL;
+    tmp = strdup(path);
+    for (tok = strtok_r(tmp, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
+        snprintf(full, sizeof full, "%s/%s", tok, prog);
+        if (access(full, X_OK) == 0) { free(tmp); return realpath(full, NULL); }
+    }
+    free(tmp);
+    return NULL;
+}
+
+typedef struct grade_file { char *path; } grade_file;
+static int grade_cmp_file(const void *a, const void *b) { return strcmp(((const grade_file *)a)->path, ((const grade_file *)b)->path); }
+
+int main(int argc, char **argv) {
+    grade_file *files = NULL;
+    int nfiles = 0, cap = 0, i, nfolders = 0, bad = 0;
+    char err[4096], work_tmpl[4096], buf[4200];
+    const char *kit_given = NULL;
+    double t0 = grade_now();
+    signal(SIGPIPE, SIG_IGN);
+    memset(&O, 0, sizeof O);
+    O.cc = "cc"; O.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN); O.train = 1; O.timeout_s = 20; O.epochs = 3;
+    if (O.jobs < 1) O.jobs = 1;
+    for (i = 1; i < argc; i++) {
+        const char *v = argv[i], *nx = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(v, "--no-train")) O.train = 0;
+        else if (!strcmp(v, "--verbose")) O.verbose = 1;
+        else if (!strcmp(v, "--keep")) O.keep = 1;
+        else if (nx && !strcmp(v, "--out")) { O.out_csv = nx; i++; }
+        else if (nx && !strcmp(v, "--feedback")) { O.feedback_dir = nx; i++; }
+        else if (nx && !strcmp(v, "-j")) { O.jobs = atoi(nx); i++; }
+        else if (!strncmp(v, "-j", 2) && v[2]) O.jobs = atoi(v + 2);
+        else if (nx && !strcmp(v, "--data")) { O.data = grade_abs(nx); i++; }
+        else if (nx && !strcmp(v, "--epochs")) { O.epochs = atoi(nx); i++; }
+        else if (nx && !strcmp(v, "--timeout")) { O.timeout_s = atoi(nx); i++; }
+        else if (nx && !strcmp(v, "--kit")) { kit_given = nx; i++; }
+        else if (nx && !strcmp(v, "--cc")) { O.cc = nx; i++; }
+        else if (nx && !strcmp(v, "--nvcc")) { O.nvcc = nx; i++; }
+        else if (nx && !strcmp(v, "--cuda-flags")) { snprintf(O.cuda_flags, sizeof O.cuda_flags, "%s", nx); i++; }
+        else if (nx && !strcmp(v, "--cache")) { O.cache = nx; i++; }
+        else if (nx && !strcmp(v, "--work")) { O.work = nx; i++; }
+        else if (v[0] == '-') return grade_usage(argv[0]);
+        else if (!O.a) {
+            int j;
+            for (j = 0; j < GRADE_NASSIGN; j++)
+                if (!strcmp(v, grade_assignments[j].name)) O.a = &grade_assignments[j];
+            if (!O.a) { fprintf(stderr, "grade: no assignment called '%s'\n", v); return grade_usage(argv[0]); }
+        } else {   /* a file, or a folder of them */
+            const char *want = O.a->device == GPUDL_DEVICE_CUDA ? ".cu" : ".c";
+            if (grade_is_dir(v)) {
+                DIR *d = opendir(v);
+                struct dirent *e;
+                nfolders++;
+                while (d && (e = readdir(d)) != NULL) {
+                    size_t l = strlen(e->d_name);
+                    char p[4096];
+                    if (e->d_name[0] == '.' || l < strlen(want) || strcmp(e->d_name + l - strlen(want), want)) continue;
+                    snprintf(p, sizeof p, "%s/%s", v, e->d_name);
+                    if (nfiles == cap) { cap = cap ? 2 * cap : 64; files = (grade_file *)realloc(files, sizeof *files * (size_t)cap); }
+                    files[nfiles++].path = strdup(p);
+                }
+                if (d) closedir(d);
+            } else {
+                if (!grade_exists(v)) { fprintf(stderr, "grade: no file %s\n", v); return 2; }
+                if (nfiles == cap) { cap = cap ? 2 * cap : 64; files = (grade_file *)realloc(files, sizeof *files * (size_t)cap); }
+                files[nfiles++].path = strdup(v);
+            }
+        }
+    }
+    if (!O.a || nfiles == 0 || O.jobs < 1 || O.timeout_s < 1 || O.epochs < 1) {
+        if (O.a && nfiles == 0) fprintf(stderr, "grade: no submissions given (a file, or a folder of %s files)\n",
+                                        O.a->device == GPUDL_DEVICE_CUDA ? ".cu" : ".c");
+        return grade_usage(argv[0]);
+    }
+    if (nfolders) qsort(files, (size_t)nfiles, sizeof *files, grade_cmp_file);
+    O.single = nfiles == 1 && nfolders == 0 && !O.out_csv;
+    if (!O.single && !O.out_csv) O.out_csv = "grades.csv";
+    if (O.single) O.jobs = 1;
+
+    /* the kit: the files a student is given, and the grader's own source */
+    O.kit = grade_abs(grade_find_kit(argv[0], kit_given));
+    snprintf(buf, sizeof buf, "%s/gpudl.h", O.kit); O.header = strdup(buf);
+    snprintf(buf, sizeof buf, "%s/gpudl_kernels.cu", O.kit); O.kernels_cu = strdup(buf);
+    snprintf(buf, sizeof buf, "%s/grade.c", O.kit);
+    if (!grade_exists(buf)) snprintf(buf, sizeof buf, "%s/assignments/grade.c", O.kit);
+    O.grade_c = strdup(buf);
+    if (!grade_exists(O.header) || !grade_exists(O.grade_c) || (O.a->device == GPUDL_DEVICE_CUDA && !grade_exists(O.kernels_cu))) {
+        fprintf(stderr, "grade: the kit (gpudl.h, gpudl_kernels.cu, grade.c) is not in %s: pass --kit DIR\n", O.kit);
+        return 2;
+    }
+    if (O.a->device == GPUDL_DEVICE_CUDA) {
+        char emu[4200], *real;
+        snprintf(emu, sizeof emu, "%s/tests/emu/nvcc-emu", O.kit);
+        if (!O.nvcc) {
+            char *nv = grade_which("nvcc");
+            grade_buf tmp = {0};
+            char *smi[] = {(char *)"nvidia-smi", (char *)"-L", NULL};
+            if (nv && grade_which("nvidia-smi") && grade_run_capture(smi, &tmp, 20, NULL) == 0) O.nvcc = "nvcc";
+            else if (grade_exists(emu)) O.nvcc = strdup(emu);
+            else O.nvcc = "nvcc";
+            free(tmp.p); free(nv);
+        }
+        O.emulated = strstr(grade_base(O.nvcc), "nvcc-emu") != NULL;
+        if ((real = grade_which(O.nvcc)) != NULL) {
+            char *slash;
+            snprintf(buf, sizeof buf, "%s", real);
+            if ((slash = strrchr(buf, '/')) != NULL) *slash = 0;
+            if (O.emulated) {
+                char inc[4300];
+                snprintf(inc, sizeof inc, "%s/include", buf);
+                if (!realpath(inc, O.emu_include)) O.emu_include[0] = 0;
+                O.nvcc = strdup(real);
+            } else if ((slash = strrchr(buf, '/')) != NULL) { *slash = 0; snprintf(O.cuda_root, sizeof O.cuda_root, "%s", buf); }
+            free(real);
+        }
+    }
+    O.data_limit = (size_t)(O.emulated ? 12ull << 30 : 4ull << 30);
+
+    /* the run's folder, the sandbox's environment, the lists */
+    if (!O.work) {
+        const char *t = getenv("TMPDIR");
+        snprintf(work_tmpl, sizeof work_tmpl, "%s/gpudl-grade.XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(work_tmpl)) { fprintf(stderr, "grade: cannot make %s: %s\n", work_tmpl, strerror(errno)); return 2; }
+        O.work = strdup(work_tmpl);
+    } else {
+        mkdir(O.work, 0700);
+        O.work = grade_abs(O.work);
+    }
+    chmod(O.work, 0711);
+    snprintf(buf, sizeof buf, "%s/shared", O.work);
+    mkdir(buf, 0755);
+    if (!O.cache) { snprintf(buf, sizeof buf, "%s/cache", O.work); O.cache = strdup(buf); }
+    { char cmd[4300]; snprintf(cmd, sizeof cmd, "%s", O.cache); for (char *p = cmd + 1; *p; p++) if (*p == '/') { *p = 0; mkdir(cmd, 0755); *p = '/'; } mkdir(cmd, 0755); }
+    O.cache = grade_abs(O.cache);
+    grade_env_setup();
+    if (O.emulated) {
+        snprintf(O.emu_device, sizeof O.emu_device, "GPUDL_EMU_DEVICE=9.0:4G");   /* a 20 GB cudaMalloc fails, as on a full GPU */
+        grade_env_add(genv.envp, O.emu_device);
+    }
+    grade_rx_init();
+    grade_libc_setup(O.cc);
+    if (!grade_shared_build(&grade_runner_o, O.a->device == GPUDL_DEVICE_CUDA ? (O.emulated ? "runner_emu" : "runner_nvcc") : "runner_cpu",
+                            O.grade_c, 1, err, sizeof err) ||
+        (O.a->device == GPUDL_DEVICE_CUDA &&
+         !grade_shared_build(&grade_kernels_o, O.emulated ? "kernels_emu" : "kernels_nvcc", O.kernels_cu, 0, err, sizeof err))) {
+        fprintf(stderr, "grade: %s\n", err);
+        return 2;
+    }
+    if (!genv.landlock_abi) fprintf(stderr, "grade: warning: %s: the children's file access is not restricted "
+                                    "(the link-time checks, the seccomp filter and the limits still apply)\n", genv.landlock_why);
+
+    if (O.single) {
+        grade_sub s;
+        memset(&s, 0, sizeof s);
+        s.path = files[0].path;
+        snprintf(s.name, sizeof s.name, "%s", grade_base(files[0].path));
+        grade_submission(&s, 0);
+        fputs(grade_str(&s.fb), stdout);
+        if (!O.keep) grade_rm_rf(O.work);
+        return s.status == GRADE_COMPILE || s.status == GRADE_ERROR ? 1 : 0;   /* 1: no score from the checks */
+    }
+
+    {   /* the class: -j workers, each a fork of this process (no student code), one submission each */
+        grade_sub *subs = (grade_sub *)calloc((size_t)nfiles, sizeof *subs);
+        pid_t *pids = (pid_t *)calloc((size_t)nfiles, sizeof *pids);
+        int next = 0, running = 0, done = 0, count[6] = {0}, g, c;
+        double total = 0;
+        char fbdir[4096];
+        FILE *csv;
+        if (O.feedback_dir) snprintf(fbdir, sizeof fbdir, "%s", O.feedback_dir);
+        else {
+            snprintf(fbdir, sizeof fbdir, "%s", O.out_csv);
+            if (strlen(fbdir) > 4 && !strcmp(fbdir + strlen(fbdir) - 4, ".csv")) fbdir[strlen(fbdir) - 4] = 0;
+            strncat(fbdir, "-feedback", sizeof fbdir - strlen(fbdir) - 1);
+        }
+        mkdir(fbdir, 0755);
+        fprintf(stderr, "grade: %d submissions of %s, %d at a time%s; feedback in %s/\n", nfiles, O.a->name, O.jobs,
+                O.train ? ", with the training runs" : ", checks only", fbdir);
+        while (done < nfiles) {
+            while (running < O.jobs && next < nfiles) {
+                grade_sub *s = &subs[next];
+                pid_t pid;
+                s->path = files[next].path;
+                snprintf(s->name, sizeof s->name, "%s", grade_base(files[next].path));
+                fflush(stdout); fflush(stderr);
+                pid = fork();
+                if (pid == 0) {
+                    char fbpath[8400], rowpath[4300], safe[256];
+                    grade_submission(s, next);
+                    grade_safe_name(s->name, safe, sizeof safe);
+                    snprintf(fbpath, sizeof fbpath, "%s/%s.txt", fbdir, safe);
+                    grade_write_file(fbpath, grade_str(&s->fb), s->fb.n);
+                    snprintf(rowpath, sizeof rowpath, "%s/r%03d.row", O.work, next);
+                    grade_save(s, rowpath);
+                    _exit(0);
+                }
+                pids[next++] = pid;
+                running++;
+            }
+            {
+                int st;
+                pid_t pid = wait(&st);
+                if (pid < 0) break;
+                for (i = 0; i < next; i++)
+                    if (pids[i] == pid) {
+                        char rowpath[4300];
+                        snprintf(rowpath, sizeof rowpath, "%s/r%03d.row", O.work, i);
+                        if (!grade_load(&subs[i], rowpath)) {
+                            subs[i].status = GRADE_ERROR;
+                            snprintf(subs[i].reason, sizeof subs[i].reason, "the grader's worker ended without a result");
+                        }
+                        pids[i] = 0; running--; done++;
+                        fprintf(stderr, "[%d/%d] %-28s %3d/%-3d %-13s %5.1f s\n", done, nfiles, subs[i].name, subs[i].got,
+                                subs[i].of, grade_status_names[subs[i].status], subs[i].seconds);
+                    }
+            }
+        }
+        if (!(csv = fopen(O.out_csv, "w"))) { fprintf(stderr, "grade: cannot write %s\n", O.out_csv); return 2; }
+        fprintf(csv, "file,score,max,status,reason,train_acc,seconds");
+        for (c = 0; c < grade_nchecks(O.a); c++)
+            for (g = 0; g < grade_nrules(&O.a->checks[c]); g++) {
+                snprintf(buf, sizeof buf, "%s: %s", O.a->checks[c].name, O.a->checks[c].rules[g].group);
+                fputc(',', csv); grade_csv_field(csv, buf);
+            }
+        fputc('\n', csv);
+        for (i = 0; i < nfiles; i++) {
+            grade_sub *s = &subs[i];
+            grade_csv_field(csv, s->name);
+            fprintf(csv, ",%d,%d,", s->got, s->of);
+            grade_csv_field(csv, grade_status_names[s->status]);
+            fputc(',', csv); grade_csv_field(csv, s->reason);
+            fprintf(csv, ",%s,%.1f", s->train_acc, s->seconds);
+            for (c = 0; c < grade_nchecks(O.a); c++)
+                for (g = 0; g < grade_nrules(&O.a->checks[c]); g++) fprintf(csv, ",%d", s->group_pts[c][g]);
+            fputc('\n', csv);
+            count[s->status]++;
+            total += s->of ? (double)s->got / s->of : 0;
+            if (s->status == GRADE_COMPILE || s->status == GRADE_ERROR) bad++;   /* could not be graded */
+        }
+        fclose(csv);
+        printf("graded %d submissions of %s in %.0f s (-j %d): ok %d, crash %d, timeout %d, compile error %d, refused %d, "
+               "grader error %d; mean score %.0f%%; %s, feedback in %s/\n", nfiles, O.a->name, grade_now() - t0, O.jobs,
+               count[GRADE_OK], count[GRADE_CRASH], count[GRADE_TIMEOUT], count[GRADE_COMPILE], count[GRADE_REFUSED],
+               count[GRADE_ERROR], 100.0 * total / nfiles, O.out_csv, fbdir);
+        if (!O.keep) grade_rm_rf(O.work);
+        return bad ? 1 : 0;
+    }
+}
+#endif /* !_WIN32 */
+#endif /* !GRADE_RUNNER */

@@ -1,60 +1,76 @@
 #!/usr/bin/env bash
-# The assignments' grading cannot be fooled cheaply (assignments/README.md):
-# for each assignment, through make grade, the starter scores 0, the
-# solution full marks, and each seeded bug of tests/grade/ (a solution with
-# one mistake students really make) partial marks, failing the check that
-# names its mistake; two cheats (ops left NULL, ops that hand every call
-# back to gpudl) score 0; a backward that segfaults costs its own points
-# only. Checks only (--no-train), except one training run per solution,
-# which must learn.
+# The assignments' grading cannot be fooled cheaply (assignments/README.md).
+# 1. One by one, through make grade: for each assignment the starter scores
+#    0, the solution full marks, and each seeded bug of tests/grade/ (a
+#    solution with one mistake students really make) partial marks,
+#    failing the check that names its mistake; two cheats (ops left NULL,
+#    ops that hand every call back to gpudl) score 0; a backward that
+#    segfaults costs its own groups only.
+# 2. Class mode (make grade-class): a small folder per assignment graded in
+#    one run, the CSV's rows and the feedback files checked.
+# 3. The hostile submissions of tests/grade/attacks/ (bash tests/grade_attacks.sh).
+# 4. Unless --no-train: one training run per solution, which must learn.
 # Ends with one line: N passed, N failed, N skipped.
-#   bash tests/grade_test.sh [--no-train]
+#   bash tests/grade_test.sh [--no-train] [--attacks]
 set -u
 cd "$(dirname "$0")/.."
 B=build/grade/test
 mkdir -p "$B"
-TRAIN=1
-[ "${1:-}" = "--no-train" ] && TRAIN=0
+TRAIN=1; ONLY=
+for arg in "$@"; do case $arg in --no-train) TRAIN=0 ;; --attacks) ONLY=attacks ;; esac; done
 passed=0; failed=0; skipped=0
 
 # grade NAME ASSIGNMENT SRC ARGS...: runs make grade; sets $score, $got, $of
 grade() {
     local name=$1 a=$2 src=$3; shift 3
-    make --no-print-directory grade A="$a" SRC="$src" GRADE_ARGS="$*" >"$B/$name.log" 2>&1
-    score=$(tail -n 1 "$B/$name.log" | sed -n 's/^score: \([0-9]*\/[0-9]*\)$/\1/p')
+    timeout 600 make --no-print-directory grade A="$a" SRC="$src" GRADE_ARGS="$*" >"$B/$name.log" 2>&1
+    # the grader's own last line (what a submission prints reaches the log behind '    | ' only)
+    score=$(grep -E '^score: [0-9]+/[0-9]+$' "$B/$name.log" | tail -n 1 | sed 's/^score: //')
     got=${score%/*}; of=${score#*/}
 }
 ok()  { printf 'ok      %-34s %s\n' "grade_$1" "$2"; passed=$((passed + 1)); }
-bad() { printf 'FAIL    %-34s %s\n' "grade_$1" "$2"; sed 's/^/        /' "$B/$1.log" | tail -25; failed=$((failed + 1)); }
+bad() { printf 'FAIL    %-34s %s\n' "grade_$1" "$2"; [ -f "$B/$1.log" ] && sed 's/^/        /' "$B/$1.log" | tail -25; failed=$((failed + 1)); }
 
-# expect NAME ASSIGNMENT SRC WANT [MUST_FAIL [ALLOWED]]: WANT is zero, full or
-# partial; MUST_FAIL a check ("gemm: transposes") that must be among the FAIL
-# rows; ALLOWED (an extended regex) what every FAIL row must match: the bug
-# fails the checks aimed at it and no others.
-expect() {
-    local name=$1 a=$2 src=$3 want=$4 must=${5:-} allowed=${6:-} fails
-    grade "$name" "$a" "$src" --no-train
-    if [ -z "$score" ]; then bad "$name" "no 'score: X/Y' line (the build or the grader failed)"; return; fi
+# judge NAME WANT [MUST_FAIL [ALLOWED]]: on $B/NAME.log (score in $got/$of).
+# WANT is zero, full or partial; MUST_FAIL a check ("gemm: transposes")
+# that must be among the FAIL rows; ALLOWED (an extended regex) what every
+# FAIL row must match: the bug fails the checks aimed at it and no others.
+judge() {
+    local name=$1 want=$2 must=${3:-} allowed=${4:-} fails
+    if [ -z "$score" ]; then bad "$name" "no 'score: X/Y' line (the build or the grader failed)"; return 1; fi
     case $want in
-        zero)    [ "$got" -eq 0 ] || { bad "$name" "$score, want 0"; return; } ;;
-        full)    [ "$got" -eq "$of" ] && [ "$of" -gt 0 ] || { bad "$name" "$score, want full marks"; return; } ;;
-        partial) [ "$got" -gt 0 ] && [ "$got" -lt "$of" ] || { bad "$name" "$score, want 0 < score < $of"; return; } ;;
+        zero)    [ "$got" -eq 0 ] || { bad "$name" "$score, want 0"; return 1; } ;;
+        full)    [ "$got" -eq "$of" ] && [ "$of" -gt 0 ] || { bad "$name" "$score, want full marks"; return 1; } ;;
+        partial) [ "$got" -gt 0 ] && [ "$got" -lt "$of" ] || { bad "$name" "$score, want 0 < score < $of"; return 1; } ;;
     esac
     fails=$(grep -E '^[a-z].*: .*[0-9]+/[0-9]+ +FAIL' "$B/$name.log" | sed -E 's/ +[0-9]+\/[0-9]+ +FAIL.*//')
     if [ -n "$must" ] && ! printf '%s\n' "$fails" | grep -qxF "$must"; then
-        bad "$name" "$score, but '$must' did not fail"; return
+        bad "$name" "$score, but '$must' did not fail"; return 1
     fi
     if [ -n "$allowed" ] && printf '%s\n' "$fails" | grep -vxE "$allowed" | grep -q .; then
-        bad "$name" "$score, but other checks failed too: $(printf '%s\n' "$fails" | grep -vxE "$allowed" | tr '\n' ',')"; return
+        bad "$name" "$score, but other checks failed too: $(printf '%s\n' "$fails" | grep -vxE "$allowed" | tr '\n' ',')"; return 1
     fi
-    ok "$name" "$score"
+    return 0
 }
+expect() {
+    local name=$1 a=$2 src=$3; shift 3
+    grade "$name" "$a" "$src" --no-train
+    judge "$name" "$@" && ok "$name" "$score"
+}
+
+if [ "$ONLY" = attacks ]; then   # bash tests/grade_test.sh --attacks: the hostile submissions only
+    echo "== hostile submissions (tests/grade/attacks)"
+    . tests/grade_attacks.sh
+    echo "$passed passed, $failed failed, $skipped skipped"
+    [ "$failed" -eq 0 ]; exit
+fi
 
 echo "== relu_xent (CUDA: the GPU, or the emulated device)"
 expect relu_xent_starter   relu_xent assignments/relu_xent/starter.cu  zero
 expect relu_xent_solution  relu_xent assignments/relu_xent/solution.cu full
 expect xent_no_max         relu_xent tests/grade/xent_no_max.cu        partial "softmax-xent forward: large logits" "softmax-xent forward: large logits"
 expect relu_fmaxf          relu_xent tests/grade/relu_fmaxf.cu         partial "relu forward: nan/inf" "relu forward: nan/inf"
+expect xent_uninit         relu_xent tests/grade/xent_uninit.cu        partial "softmax-xent forward: basic" "softmax-xent forward: .*"
 
 echo "== sgemm (CUDA)"
 expect sgemm_starter       sgemm assignments/sgemm/starter.cu          zero
@@ -69,7 +85,38 @@ expect maxpool_starter     maxpool assignments/maxpool/starter.c       zero
 expect maxpool_solution    maxpool assignments/maxpool/solution.c      full
 expect maxpool_overwrite   maxpool tests/grade/maxpool_overwrite.c     partial "maxpool backward: overlap" "maxpool backward: (overlap|finite diff)"
 expect cheat_empty         maxpool tests/grade/cheat_empty.c           zero
+# a crash costs the group of the case it happened in, not the op: the forward keeps its points
 expect maxpool_crash       maxpool tests/grade/maxpool_crash.c         partial "maxpool backward: basic" "maxpool backward: .*"
+
+echo "== class mode (make grade-class): a folder each, graded in one run"
+# class NAME ASSIGNMENT FILE=WANT...: WANT is zero, full or partial; the
+# CSV must have a row per file with that score and status ok.
+class() {
+    local name=$1 a=$2 d=$B/class_$1 csv=$B/class_$1.csv spec f want row sc mx st; shift 2
+    rm -rf "$d" "$csv" "$B/class_$1-feedback"; mkdir -p "$d"
+    for spec in "$@"; do cp "${spec%%=*}" "$d/"; done
+    timeout 900 make --no-print-directory grade-class A="$a" DIR="$d" OUT="$csv" GRADE_ARGS="--no-train" >"$B/class_$name.log" 2>&1
+    if [ ! -s "$csv" ]; then bad "class_$name" "no CSV written"; return; fi
+    for spec in "$@"; do
+        f=$(basename "${spec%%=*}"); want=${spec#*=}
+        row=$(grep "^$f," "$csv")
+        sc=$(echo "$row" | cut -d, -f2); mx=$(echo "$row" | cut -d, -f3); st=$(echo "$row" | cut -d, -f4)
+        if [ -z "$row" ]; then bad "class_$name" "no row for $f"; return; fi
+        case $want in
+            zero) [ "$sc" -eq 0 ] ;; full) [ "$sc" -eq "$mx" ] ;; partial) [ "$sc" -gt 0 ] && [ "$sc" -lt "$mx" ] ;;
+        esac || { bad "class_$name" "$f: $sc/$mx, want $want"; return; }
+        [ -s "$B/class_$name-feedback/$f.txt" ] || { bad "class_$name" "no feedback file for $f"; return; }
+        tail -n 1 "$B/class_$name-feedback/$f.txt" | grep -qx "score: $sc/$mx" || { bad "class_$name" "$f: the feedback's score line differs"; return; }
+    done
+    grep -q '^graded [0-9]* submissions' "$B/class_$name.log" || { bad "class_$name" "no summary line"; return; }
+    ok "class_$name" "$# files: $(grep -o 'ok [0-9]*, crash [0-9]*' "$B/class_$name.log")"
+}
+class maxpool maxpool assignments/maxpool/starter.c=zero assignments/maxpool/solution.c=full \
+    tests/grade/maxpool_overwrite.c=partial tests/grade/cheat_empty.c=zero tests/grade/maxpool_crash.c=partial
+class sgemm sgemm assignments/sgemm/starter.cu=zero assignments/sgemm/solution.cu=full tests/grade/sgemm_trans_b.cu=partial
+
+echo "== hostile submissions (tests/grade/attacks)"
+. tests/grade_attacks.sh
 
 echo "== the solutions train (no points: the accuracy must beat chance clearly)"
 for a in relu_xent sgemm maxpool; do
