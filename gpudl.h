@@ -967,10 +967,11 @@ GPUDL_API gpudl_status gpudl_embedding_backward(gpudl_ctx *ctx, gpudl_tensor *dw
 /* Layer norm over the last dimension C of x (..., C) (rows R = numel / C):
    y = (x - mean) * rstd * gamma + beta, rstd = 1 / sqrt(var + eps) with the
    biased variance; eps 0 = 1e-5 (PyTorch's default). mean, rstd (R) F32 are
-   saved for backward; gamma, beta (C) F32. The GPU runs one fused kernel, a
-   warp per row (statistics in FP32, the row kept in shared memory).
-   backward: dx (overwritten, may be NULL), dgamma, dbeta (C) F32 (+=, may be
-   NULL); deterministic (fixed-order partial sums). */
+   saved for backward; gamma, beta (C) F32; y may be x. The GPU runs one
+   fused kernel, a warp per row (statistics in FP32, the row kept in shared
+   memory up to C = 1536).
+   backward: dx (overwritten, may be NULL, may be dy or x), dgamma, dbeta (C)
+   F32 (+=, may be NULL); deterministic (fixed-order partial sums). */
 GPUDL_API gpudl_status gpudl_layernorm_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *mean, gpudl_tensor *rstd,
                                                const gpudl_tensor *x, const gpudl_tensor *gamma, const gpudl_tensor *beta,
                                                float eps);
@@ -6287,6 +6288,20 @@ GPUDL__DEF gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
         gpudl_tensor *dxw = gpudl__widen(&W, dx, 1), *dyw = gpudl__widen(&W, dy, 0), *xw = gpudl__widen(&W, x, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_layernorm_backward(ctx, dxw, dgamma, dbeta, dyw, xw, gamma, mean, rstd));
     }
+    if (dgamma || dbeta) {   /* column sums in row order (double): deterministic; first, as dx may be dy or x */
+        double *acc;
+        GPUDL__TRY(gpudl__host_ws(ctx, sizeof(double) * 2 * (size_t)C, (void **)&acc));
+        memset(acc, 0, sizeof(double) * 2 * (size_t)C);
+        for (r = 0; r < R; r++) {
+            const float *xr = (const float *)x->data + r * C, *dyr = (const float *)dy->data + r * C;
+            float m = ((const float *)mean->data)[r], rs = ((const float *)rstd->data)[r];
+            for (c = 0; c < C; c++) { acc[c] += (double)dyr[c] * ((xr[c] - m) * rs); acc[C + c] += dyr[c]; }
+        }
+        for (c = 0; c < C; c++) {
+            if (dgamma) ((float *)dgamma->data)[c] += (float)acc[c];
+            if (dbeta) ((float *)dbeta->data)[c] += (float)acc[C + c];
+        }
+    }
     if (dx) {
         GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (R * C > 16384))
         for (r = 0; r < R; r++) {
@@ -6301,20 +6316,6 @@ GPUDL__DEF gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
             }
             for (k = 0; k < C; k++)
                 dxr[k] = gpudl__ln_bwd_elem(dyr[k], xr[k], m, rs, g[k], (float)(sg / (double)C), (float)(sgx / (double)C));
-        }
-    }
-    if (dgamma || dbeta) {   /* column sums in row order (double): deterministic */
-        double *acc;
-        GPUDL__TRY(gpudl__host_ws(ctx, sizeof(double) * 2 * (size_t)C, (void **)&acc));
-        memset(acc, 0, sizeof(double) * 2 * (size_t)C);
-        for (r = 0; r < R; r++) {
-            const float *xr = (const float *)x->data + r * C, *dyr = (const float *)dy->data + r * C;
-            float m = ((const float *)mean->data)[r], rs = ((const float *)rstd->data)[r];
-            for (c = 0; c < C; c++) { acc[c] += (double)dyr[c] * ((xr[c] - m) * rs); acc[C + c] += dyr[c]; }
-        }
-        for (c = 0; c < C; c++) {
-            if (dgamma) ((float *)dgamma->data)[c] += (float)acc[c];
-            if (dbeta) ((float *)dbeta->data)[c] += (float)acc[C + c];
         }
     }
     return GPUDL_OK;

@@ -1473,15 +1473,15 @@ int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, c
                           const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C, float *scratch) {
     int64_t per, G = gpudl__ln_chunks(R, &per);
     if (R == 0) return (int)cudaGetLastError();
-    if (dx)
-        GPUDL__DISPATCH(dtype, E, (gpudl_layernorm_bwd_dx_kernel<E><<<gpudl__warp_rows_blocks(R), 256, 0, (cudaStream_t)stream>>>(
-            (E *)dx, (const E *)dy, (const E *)x, gamma, mean, rstd, R, C)));
-    if (dgamma || dbeta) {
+    if (dgamma || dbeta) {   /* first: dx may be dy or x itself */
         GPUDL__DISPATCH(dtype, E, (gpudl_layernorm_bwd_params_kernel<E><<<dim3((unsigned)((C + 31) / 32), (unsigned)G), dim3(32, 8),
             0, (cudaStream_t)stream>>>(dgamma, dbeta, scratch, (const E *)dy, (const E *)x, mean, rstd, R, C, per)));
         if (G > 1)
             gpudl_layernorm_bwd_final_kernel<<<GPUDL__GRID(C)>>>(dgamma, dbeta, scratch, C, (int)G);
     }
+    if (dx)   /* each lane reads a row's dy and x before it writes them */
+        GPUDL__DISPATCH(dtype, E, (gpudl_layernorm_bwd_dx_kernel<E><<<gpudl__warp_rows_blocks(R), 256, 0, (cudaStream_t)stream>>>(
+            (E *)dx, (const E *)dy, (const E *)x, gamma, mean, rstd, R, C)));
     return (int)cudaGetLastError();
 }
 

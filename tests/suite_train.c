@@ -112,6 +112,7 @@ static const test_case tests[] = {
     {"model_profile", test_model_profile},
     {"transformer_embedding", test_transformer_embedding},
     {"transformer_layernorm", test_transformer_layernorm},
+    {"transformer_layernorm_in_place", test_transformer_layernorm_in_place},
     {"transformer_attention", test_transformer_attention},
     {"transformer_attention_fused", test_transformer_attention_fused},
     {"transformer_causal", test_transformer_causal},

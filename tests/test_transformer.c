@@ -234,6 +234,59 @@ static void test_transformer_layernorm(void) {
             }
 }
 
+/* Layer norm in place on ctx d: y = x, and backward with dx = dy and with
+   dx = x, each bit for bit as with separate tensors. */
+static void tr_ln_alias_on(gpudl_ctx *d) {
+    int64_t R = 21, C = 20, sx[2];
+    gpudl_tensor hx, hdy, hg, x, dy, y, dx, x2, dy2, g, b, m, r, dg, db, dg2, db2, h1, h2;
+    gpudl_device dev = gpudl_ctx_device(d);
+    sx[0] = R; sx[1] = C;
+    hx = tr_rand(2, sx, -2, 3); hdy = tr_rand(2, sx, -1, 1); hg = tr_rand(1, &C, 0.5f, 1.5f);
+#define TR_A(t, nd, sh) GPUDL_CHECK(gpudl_tensor_create_on(d, &t, dev, GPUDL_F32, nd, sh))
+    TR_A(x, 2, sx); TR_A(dy, 2, sx); TR_A(y, 2, sx); TR_A(dx, 2, sx); TR_A(x2, 2, sx); TR_A(dy2, 2, sx);
+    TR_A(g, 1, &C); TR_A(b, 1, &C); TR_A(m, 1, &R); TR_A(r, 1, &R); TR_A(dg, 1, &C); TR_A(db, 1, &C); TR_A(dg2, 1, &C);
+    TR_A(db2, 1, &C);
+#undef TR_A
+    GPUDL_CHECK(gpudl_tensor_copy(d, &x, &hx)); GPUDL_CHECK(gpudl_tensor_copy(d, &x2, &hx));
+    GPUDL_CHECK(gpudl_tensor_copy(d, &dy, &hdy)); GPUDL_CHECK(gpudl_tensor_copy(d, &dy2, &hdy));
+    GPUDL_CHECK(gpudl_tensor_copy(d, &g, &hg)); GPUDL_CHECK(gpudl_tensor_fill(d, &b, 0.25f));
+    GPUDL_CHECK(gpudl_tensor_fill(d, &dg, 0)); GPUDL_CHECK(gpudl_tensor_fill(d, &db, 0));
+    GPUDL_CHECK(gpudl_tensor_fill(d, &dg2, 0)); GPUDL_CHECK(gpudl_tensor_fill(d, &db2, 0));
+    CHECK_OK(gpudl_layernorm_forward(d, &y, &m, &r, &x, &g, &b, 0.0f));
+    CHECK_OK(gpudl_layernorm_backward(d, &dx, &dg, &db, &dy, &x, &g, &m, &r));
+    CHECK_OK(gpudl_layernorm_backward(d, &dy2, &dg2, &db2, &dy2, &x, &g, &m, &r));   /* dx = dy */
+    h1 = to_host(d, &dx); h2 = to_host(d, &dy2);
+    CHECK(memcmp(h1.data, h2.data, gpudl_tensor_bytes(&h1)) == 0);
+    gpudl_tensor_free(cpu_ctx(), &h2);
+    h2 = to_host(d, &dg2);
+    {
+        gpudl_tensor h3 = to_host(d, &dg);
+        CHECK(memcmp(h3.data, h2.data, gpudl_tensor_bytes(&h3)) == 0);
+        gpudl_tensor_free(cpu_ctx(), &h3);
+    }
+    gpudl_tensor_free(cpu_ctx(), &h2);
+    CHECK_OK(gpudl_layernorm_backward(d, &x2, NULL, NULL, &dy, &x2, &g, &m, &r));    /* dx = x */
+    h2 = to_host(d, &x2);
+    CHECK(memcmp(h1.data, h2.data, gpudl_tensor_bytes(&h1)) == 0);
+    gpudl_tensor_free(cpu_ctx(), &h2);
+    GPUDL_CHECK(gpudl_tensor_copy(d, &x2, &hx));
+    CHECK_OK(gpudl_layernorm_forward(d, &x2, &m, &r, &x2, &g, &b, 0.0f));               /* y = x */
+    h2 = to_host(d, &x2);
+    {
+        gpudl_tensor h3 = to_host(d, &y);
+        CHECK(memcmp(h3.data, h2.data, gpudl_tensor_bytes(&h3)) == 0);
+        gpudl_tensor_free(cpu_ctx(), &h3);
+    }
+    gpudl_tensor_free(cpu_ctx(), &h1); gpudl_tensor_free(cpu_ctx(), &h2);
+    gpudl_tensor_free(cpu_ctx(), &hx); gpudl_tensor_free(cpu_ctx(), &hdy); gpudl_tensor_free(cpu_ctx(), &hg);
+    gpudl_tensor_free(d, &x); gpudl_tensor_free(d, &dy); gpudl_tensor_free(d, &y); gpudl_tensor_free(d, &dx);
+    gpudl_tensor_free(d, &x2); gpudl_tensor_free(d, &dy2); gpudl_tensor_free(d, &g); gpudl_tensor_free(d, &b);
+    gpudl_tensor_free(d, &m); gpudl_tensor_free(d, &r); gpudl_tensor_free(d, &dg); gpudl_tensor_free(d, &db);
+    gpudl_tensor_free(d, &dg2); gpudl_tensor_free(d, &db2);
+}
+
+static void test_transformer_layernorm_in_place(void) { tr_ln_alias_on(cpu_ctx()); }
+
 /* ---- attention ---- */
 
 /* (B, T, C, NH): head sizes 12, 3, 5, 10, 6, 20 */
@@ -625,6 +678,7 @@ static void test_gpu_transformer_edges(void) {
     size_t k;
     NEED_GPU(g);
     for (k = 0; k < 6; k++) tr_causal_on(g, tr_dtypes[k % 3], k >= 3);
+    tr_ln_alias_on(g);
     {
         static const int64_t shapes[][2] = {{3, 1600}, {300, 12}, {130, 33}};   /* uncached rows; 5 and 3 row chunks */
         size_t s;
