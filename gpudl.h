@@ -6093,6 +6093,19 @@ GPUDL__DEF gpudl_status gpudl_dropout_backward(gpudl_ctx *ctx, gpudl_tensor *dx,
 }
 
 /* >>transformer ----------------------------------------------------------- */
+/* sum of a[i] b[i] in eight interleaved partial sums: a single float
+   accumulator is a chain of dependent adds (no vectorising without
+   -ffast-math); eight chains run at the multiply-add rate. */
+static float gpudl__dot_f32(const float *a, const float *b, int64_t n) {
+    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i;
+    int k;
+    for (i = 0; i + 8 <= n; i += 8)
+        for (k = 0; k < 8; k++) s[k] += a[i + k] * b[i + k];
+    for (; i < n; i++) s[0] += a[i] * b[i];
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 static gpudl_status gpudl__check_ids(gpudl_ctx *ctx, const gpudl_tensor *ids, const char *what) {
     char sa[96];
     GPUDL__TRY(gpudl__check_on(ctx, ids, "ids"));
@@ -6259,8 +6272,10 @@ GPUDL__DEF gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
     GPUDL__TRY(gpudl__check_dt(ctx, dy, "dy", x->dtype));
-    if (x->ndim < 1 || !gpudl__same_shape(x, dy) || (dx && !gpudl__same_shape(x, dx)) || x->shape[x->ndim - 1] < 1)
+    if (x->ndim < 1 || !gpudl__same_shape(x, dy) || x->shape[x->ndim - 1] < 1)
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "layernorm backward", "dy", dy, "x", x, "dy and dx shaped like x");
+    if (dx && !gpudl__same_shape(x, dx))
+        return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "layernorm backward", "dx", dx, "x", x, "dy and dx shaped like x");
     C = x->shape[x->ndim - 1]; R = gpudl_tensor_numel(x) / C;
     GPUDL__TRY(gpudl__same_device(ctx, "layernorm backward", "dy", dy, "x", x));
     if (dx) {
@@ -6400,19 +6415,18 @@ GPUDL__DEF gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y,
         float *a = (float *)att->data + i * T, *yo = (float *)y->data + (b * T + t) * C + h * HS, mx = -INFINITY;
         double s = 0;
         for (j = 0; j < T; j++) {
-            const float *k = base + j * 3 * C + C + h * HS;
-            float dot = 0.0f;
             if (!gpudl__attn_visible(t, j)) { a[j] = 0.0f; continue; }
-            for (d = 0; d < HS; d++) dot += q[d] * k[d];
-            a[j] = dot * scale;
+            a[j] = gpudl__dot_f32(q, base + j * 3 * C + C + h * HS, HS) * scale;
             mx = gpudl__nanmax(mx, a[j]);
         }
-        for (j = 0; j <= t; j++) s += exp((double)a[j] - mx);
-        for (j = 0; j <= t; j++) a[j] = (float)(exp((double)a[j] - mx) / s);
+        for (j = 0; j <= t; j++) { a[j] = expf(a[j] - mx); s += a[j]; }   /* the exponentials once, summed in double */
+        for (j = 0; j <= t; j++) a[j] = (float)(a[j] / s);
         for (d = 0; d < HS; d++) yo[d] = 0.0f;
         for (j = 0; j <= t; j++) {
             const float *v = base + j * 3 * C + 2 * C + h * HS;
-            for (d = 0; d < HS; d++) yo[d] += a[j] * v[d];
+            float aj = a[j];
+            GPUDL__SIMD
+            for (d = 0; d < HS; d++) yo[d] += aj * v[d];
         }
     }
     return GPUDL_OK;
@@ -6485,14 +6499,16 @@ GPUDL__DEF gpudl_status gpudl_attention_backward(gpudl_ctx *ctx, gpudl_tensor *d
             double dot = 0;
             for (j = 0; j <= t; j++) {
                 const float *v = base + j * 3 * C + 2 * C + h * HS;
-                float *dv = dbase + j * 3 * C + 2 * C + h * HS, acc = 0.0f;
-                for (d = 0; d < HS; d++) { acc += dyt[d] * v[d]; dv[d] += p[j] * dyt[d]; }
+                float *dv = dbase + j * 3 * C + 2 * C + h * HS, acc = gpudl__dot_f32(dyt, v, HS), pj = p[j];
+                GPUDL__SIMD
+                for (d = 0; d < HS; d++) dv[d] += pj * dyt[d];
                 dp[j] = acc;
                 dot += (double)p[j] * acc;
             }
             for (j = 0; j <= t; j++) {
                 const float *k = base + j * 3 * C + C + h * HS;
                 float *dk = dbase + j * 3 * C + C + h * HS, ds = gpudl__softmax_bwd_elem(p[j], dp[j], (float)dot) * scale;
+                GPUDL__SIMD
                 for (d = 0; d < HS; d++) { dq[d] += ds * k[d]; dk[d] += ds * q[d]; }
             }
         }
@@ -6614,13 +6630,14 @@ GPUDL__DEF gpudl_status gpudl_attention_fused_backward(gpudl_ctx *ctx, gpudl_ten
         for (t = 0; t < T; t++) {
             const float *dyt = dyb + t * C, *q = base + t * 3 * C + h * HS;
             float *dq = dbase + t * 3 * C + h * HS, D = 0.0f;
-            for (d = 0; d < HS; d++) D += dyt[d] * yb[t * C + d];   /* sum_j p_j dp_j = dy_t . y_t */
+            D = gpudl__dot_f32(dyt, yb + t * C, HS);   /* sum_j p_j dp_j = dy_t . y_t */
             for (j = 0; j <= t; j++) {
                 const float *k = base + j * 3 * C + C + h * HS, *v = base + j * 3 * C + 2 * C + h * HS;
-                float *dk = dbase + j * 3 * C + C + h * HS, *dv = dbase + j * 3 * C + 2 * C + h * HS, s = 0.0f, dp = 0.0f, p, ds;
-                for (d = 0; d < HS; d++) { s += q[d] * k[d]; dp += dyt[d] * v[d]; }
+                float *dk = dbase + j * 3 * C + C + h * HS, *dv = dbase + j * 3 * C + 2 * C + h * HS;
+                float s = gpudl__dot_f32(q, k, HS), dp = gpudl__dot_f32(dyt, v, HS), p, ds;
                 p = expf(s * scale - ls[t]);
                 ds = gpudl__softmax_bwd_elem(p, dp, D) * scale;
+                GPUDL__SIMD
                 for (d = 0; d < HS; d++) { dq[d] += ds * k[d]; dk[d] += ds * q[d]; dv[d] += p * dyt[d]; }
             }
         }
