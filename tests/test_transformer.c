@@ -679,6 +679,34 @@ static void test_gpu_transformer_edges(void) {
     NEED_GPU(g);
     for (k = 0; k < 6; k++) tr_causal_on(g, tr_dtypes[k % 3], k >= 3);
     tr_ln_alias_on(g);
+    {   /* rows longer than the softmax kernels' shared-memory cache (T = 1540), and
+           large scores (|q|, |k| up to 12: scores in the hundreds, rows near one-hot) */
+        static const int64_t cases[][5] = {{1, 1540, 2, 1, 1}, {2, 9, 20, 4, 12}, {2, 9, 20, 4, 12}};
+        size_t s;
+        for (s = 0; s < 3; s++) {
+            int64_t B = cases[s][0], T = cases[s][1], C = cases[s][2], NH = cases[s][3], sq[3], sy[3], sa[4];
+            gpudl_dtype dt = s == 2 ? GPUDL_F16 : GPUDL_F32;
+            gpudl_tensor q32, dy32, qkv, dy, y, att, dq, gq, gdy, gy, gatt, gdq;
+            float amp = (float)cases[s][4];
+            sq[0] = B; sq[1] = T; sq[2] = 3 * C; sy[0] = B; sy[1] = T; sy[2] = C; sa[0] = B; sa[1] = NH; sa[2] = T; sa[3] = T;
+            q32 = tr_rand(3, sq, -amp, amp); dy32 = tr_rand(3, sy, -1, 1);
+            qkv = tr_cast(&q32, dt); dy = tr_cast(&dy32, dt); y = mk(c, dt, 3, sy); dq = mk(c, dt, 3, sq);
+            GPUDL_CHECK(gpudl_tensor_create_on(c, &att, GPUDL_DEVICE_CPU, dt, 4, sa));
+            gq = to_dev(g, &qkv); gdy = to_dev(g, &dy); gy = to_dev(g, &y); gdq = to_dev(g, &dq); gatt = to_dev(g, &att);
+            CHECK_OK(gpudl_attention_forward(c, &y, &att, &qkv, NH));
+            CHECK_OK(gpudl_attention_forward(g, &gy, &gatt, &gq, NH));
+            tr_gpu_vs_cpu(g, s ? "attention y (large scores)" : "attention y (long rows)", dt, &gy, &y, tr_tol_gpu(dt));
+            tr_gpu_vs_cpu(g, s ? "attention att (large scores)" : "attention att (long rows)", dt, &gatt, &att, tr_tol_gpu(dt));
+            CHECK_OK(gpudl_attention_backward(c, &dq, &dy, &qkv, &att, NH));
+            CHECK_OK(gpudl_attention_backward(g, &gdq, &gdy, &gq, &gatt, NH));
+            tr_gpu_vs_cpu(g, s ? "attention dqkv (large scores)" : "attention dqkv (long rows)", dt, &gdq, &dq,
+                          dt == GPUDL_F32 ? 2e-4 : 4 * tr_tol_gpu(dt));
+            gpudl_tensor_free(c, &q32); gpudl_tensor_free(c, &dy32); gpudl_tensor_free(c, &qkv); gpudl_tensor_free(c, &dy);
+            gpudl_tensor_free(c, &y); gpudl_tensor_free(c, &att); gpudl_tensor_free(c, &dq);
+            gpudl_tensor_free(g, &gq); gpudl_tensor_free(g, &gdy); gpudl_tensor_free(g, &gy); gpudl_tensor_free(g, &gatt);
+            gpudl_tensor_free(g, &gdq);
+        }
+    }
     {
         static const int64_t shapes[][2] = {{3, 1600}, {300, 12}, {130, 33}};   /* uncached rows; 5 and 3 row chunks */
         size_t s;
