@@ -957,8 +957,9 @@ int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, 
    dwpe (Tmax,C) F32 += sum of dy over the batch (rows >= T untouched);
    either may be NULL. Deterministic on both backends (the GPU gathers, one
    thread per (id, channel), in position order: no atomics; its cost grows as
-   V * B * T, fine for character and small vocabularies); ids out of range
-   add nothing. */
+   V * B * T, fine for character and small vocabularies). Ids out of range:
+   GPUDL_ERR_INVALID_ARG before any write on the CPU; on the GPU they add
+   nothing (the forward has reported them). */
 GPUDL_API gpudl_status gpudl_embedding_forward(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl_tensor *ids,
                                                const gpudl_tensor *wte, const gpudl_tensor *wpe);
 GPUDL_API gpudl_status gpudl_embedding_backward(gpudl_ctx *ctx, gpudl_tensor *dwte, gpudl_tensor *dwpe, const gpudl_tensor *dy,
@@ -990,7 +991,10 @@ GPUDL_API gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *dx
    permuted into a device workspace, and one fused softmax kernel that reads
    each row of scores once (a warp per row). CPU: loops over (b, h, t).
    backward: dqkv (B,T,3C) overwritten from dy (B,T,C), qkv and att; the
-   softmax backward is one fused pass per row. */
+   softmax backward is one fused pass per row. dqkv must not overlap qkv or
+   dy. On the GPU the first call at a new size grows the context's device
+   workspace (an allocation that waits for the GPU): run a step before a
+   CUDA Graph capture, as for convolutions. */
 GPUDL_API gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *att, const gpudl_tensor *qkv,
                                                int64_t n_head);
 GPUDL_API gpudl_status gpudl_attention_backward(gpudl_ctx *ctx, gpudl_tensor *dqkv, const gpudl_tensor *dy,
