@@ -2017,6 +2017,7 @@ struct gpudl_ctx {
     gpudl_log_fn    log;
     void           *log_user;
     gpudl_status    fatal;           /* != OK: every later call returns it */
+    int             entered;         /* inside a model call that made the device current (gpudl__enter_model) */
     char            last_error[1024];
     void           *host_ws;         /* grow-only host workspace (im2col, ...) */
     size_t          host_ws_bytes;
@@ -2152,7 +2153,7 @@ static gpudl_status gpudl__ovr_result(gpudl_ctx *ctx, gpudl_status s, const char
 /* Entry check of every public function that takes a context. */
 #ifndef GPUDL_NO_CUDA
 static gpudl_status gpudl__activate(gpudl_ctx *ctx);
-#  define GPUDL__ACTIVATE(ctx) do { if ((ctx)->device == GPUDL_DEVICE_CUDA) { \
+#  define GPUDL__ACTIVATE(ctx) do { if ((ctx)->device == GPUDL_DEVICE_CUDA && !(ctx)->entered) { \
     gpudl_status gpudl__a_ = gpudl__activate(ctx); if (gpudl__a_ != GPUDL_OK) return gpudl__a_; } } while (0)
 #else
 #  define GPUDL__ACTIVATE(ctx) ((void)0)
@@ -7804,28 +7805,52 @@ static gpudl_status gpudl__refuse_after(gpudl_model *m, const char *what, const 
                       failed, m->failed_msg, fix[0] - 'a' + 'A', fix + 1);
 }
 
+/* Inside a model call, the context's device is current (checked at the
+   call's entry), so the ops it calls skip cudaGetDevice (2-4 host calls
+   fewer per layer); not with the user's ops or custom layers, which may
+   change the current device. */
+static int gpudl__enter_model(gpudl_model *m) {
+    int i, was = m->ctx->entered;
+    if (m->ctx->any_ops[1]) return was;
+    for (i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind->flags & GPUDL__KIND_CUSTOM) return was;
+    m->ctx->entered = 1;
+    return was;
+}
+
 GPUDL__DEF gpudl_status gpudl_model_forward(gpudl_model *m, const gpudl_tensor *x, gpudl_tensor *out) {
     gpudl_status s;
+    int was;
     GPUDL__TRY(gpudl__check_built(m, "model_forward"));
+    was = gpudl__enter_model(m);
     s = gpudl__model_forward(m, x, out);
+    m->ctx->entered = was;
     if (s == GPUDL_OK) m->pass_failed = NULL;   /* a new pass: the failed one is forgotten */
     return gpudl__remember(m, &m->pass_failed, gpudl__call_forward, s);
 }
 
 GPUDL__DEF gpudl_status gpudl_model_loss(gpudl_model *m, const gpudl_tensor *target) {
     gpudl_status s;
+    int was;
     GPUDL__TRY(gpudl__check_built(m, "model_loss"));
     if (m->pass_failed == gpudl__call_forward) return gpudl__refuse_after(m, "model_loss", m->pass_failed);
+    was = gpudl__enter_model(m);
     s = gpudl__model_loss(m, target);
+    m->ctx->entered = was;
     if (s == GPUDL_OK) m->pass_failed = NULL;
     return gpudl__remember(m, &m->pass_failed, gpudl__call_loss, s);
 }
 
 GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
+    gpudl_status s;
+    int was;
     GPUDL__TRY(gpudl__check_built(m, "model_backward"));
     if (m->grads_failed) return gpudl__refuse_after(m, "model_backward", m->grads_failed);
     if (m->pass_failed) return gpudl__refuse_after(m, "model_backward", m->pass_failed);
-    return gpudl__remember(m, &m->grads_failed, gpudl__call_backward, gpudl__model_backward(m));
+    was = gpudl__enter_model(m);
+    s = gpudl__model_backward(m);
+    m->ctx->entered = was;
+    return gpudl__remember(m, &m->grads_failed, gpudl__call_backward, s);
 }
 
 /* Whether a backward can write every gradient instead of adding to it
