@@ -29,7 +29,7 @@ endif
 $(call lazy,HAVE_NCCL,$(if $(HAVE_NVCC),printf '\043include <nccl.h>\n' | $(NVCC) $$(CUDA_FLAGS) -x cu -E - >/dev/null 2>&1 && echo yes))
 $(call lazy,HAVE_OPENBLAS,printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: all help demo doctor data matmul-demo grade grade-class plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention clean
+.PHONY: all help demo doctor data matmul-demo grade grade-class plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention gpu-static model clean
 EXAMPLES = build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck build/doctor
 all: $(EXAMPLES)
 
@@ -51,6 +51,9 @@ help:
 	@echo "make bench         benchmarks: tables, CSV and pictures (bench/*.png) under bench/"
 	@echo "make bench-dist    data parallel on the CPU cores: 1 rank x 2 threads against 2 ranks x 1"
 	@echo "make bench-contention  1 and 2 OpenMP threads, idle and beside a busy core (bench/contention.csv)"
+	@echo "make gpu-static    NVIDIA's compiler on the kernels, no GPU needed: registers, spills, occupancy (sm_80/90/100/120),"
+	@echo "                   128-bit loads in the sm_90 SASS (cuobjdump from NVIDIA's pip wheel, into build/nvtools)"
+	@echo "make model         a stated model (not a measurement) of the training step on H100/A100 (bench/model_step.py)"
 	@echo "make plots         redraw the pictures; with build/demo.csv from make demo DEMO_ARGS=\"--log build/demo.csv\""
 	@echo "make data          find or fetch Fashion-MNIST into build/data"
 	@echo "make grade A=relu_xent|sgemm|maxpool [SRC=file] [GRADE_ARGS=--no-train]"
@@ -268,3 +271,16 @@ build:
 
 clean:
 	rm -rf build bench/*.csv bench/*.png tests/emu/.cache
+
+# NVIDIA's compiler on the kernels, without a GPU (tools/gpu_static.sh):
+# registers, spills, static shared memory and theoretical occupancy per kernel
+# for sm_80/90/100/120, and global-load widths in the sm_90 SASS. Fails on a
+# spill or on a vectorised kernel without a 128-bit load.
+gpu-static:
+	@NVCC=$(NVCC) sh tools/gpu_static.sh
+
+# A stated model, not a measurement, of the training step on H100 and A100
+# (bench/model_step.py, its sources inside; counts from bench/step_counts.csv).
+MODEL_ARGS ?=
+model:
+	python3 bench/model_step.py $(MODEL_ARGS)
