@@ -163,7 +163,7 @@ SANITIZE_SKIP = --skip=gpu_sticky_error_is_fatal
 # files (tests/suite_core.c explains the layout).
 CORE_TESTS = tests/suite_core.c tests/test_tensor.c tests/test_matmul.c tests/test_arith.c tests/test_timing.c tests/harness.h
 TRAIN_TESTS = tests/suite_train.c tests/train_helpers.h tests/test_layers.c tests/test_model.c tests/test_optim.c \
-    tests/test_amp.c tests/test_data.c tests/test_io.c tests/harness.h
+    tests/test_amp.c tests/test_data.c tests/test_io.c tests/test_override.c tests/test_transformer.c tests/harness.h
 GPU_TESTS = build/suite_core_cuda build/suite_train_cuda
 build/suite_core_cuda: $(CORE_TESTS) tests/gpu_faults.cu gpudl.h gpudl_kernels.cu | build
 	$(NVCC) -O2 $(CUDA_ARCH) -Xcompiler -fopenmp -o $@ tests/suite_core.c gpudl_kernels.cu tests/gpu_faults.cu $(CUDA_LIBS) -lgomp

@@ -106,7 +106,7 @@ if [ $QUICK = 0 ]; then
             extra=(); [ $tool = memcheck ] && extra=(--leak-check full)
             GPUDL_EMU_DEVICE=$TWO_H100 run_suite "cs_${tool}_core" "${CS[@]}" --tool $tool "${extra[@]}" $B/suite_core_cuda gpu_ --skip=gpu_sticky_error_is_fatal
             [ -x $B/suite_train_cuda ] && GPUDL_EMU_DEVICE=9.0:80G run_suite "cs_${tool}_train" "${CS[@]}" --tool $tool "${extra[@]}" \
-                $B/suite_train_cuda gpu_layers gpu_amp gpu_fused gpu_xent
+                $B/suite_train_cuda gpu_layers gpu_amp gpu_fused gpu_xent gpu_transformer
         done
     fi
 
@@ -118,7 +118,7 @@ if [ $QUICK = 0 ]; then
         [ -x $B/suite_core_cuda ] && CUEMU_SCHEDULE=shuffle CUEMU_SEED=$seed GPUDL_EMU_DEVICE=$TWO_H100 \
             run_suite "shuffle_${seed}_core" $B/suite_core_cuda --gpu-only
         [ -x $B/suite_train_cuda ] && CUEMU_SCHEDULE=shuffle CUEMU_SEED=$seed GPUDL_EMU_DEVICE=9.0:80G \
-            run_suite "shuffle_${seed}_train" $B/suite_train_cuda gpu_layers gpu_amp gpu_fused gpu_xent
+            run_suite "shuffle_${seed}_train" $B/suite_train_cuda gpu_layers gpu_amp gpu_fused gpu_xent gpu_transformer
     done
 
     # Every math function's result anywhere within NVIDIA's documented error,
