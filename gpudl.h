@@ -1163,13 +1163,17 @@ GPUDL_API gpudl_status gpudl_model_add_custom(gpudl_model *m, const gpudl_layer_
                or Inf is skipped (weights and optimizer state unchanged) and
                gpudl_model_step returns GPUDL_ERR_NONFINITE naming the tensor
                (on the GPU, one step later: nothing waits). It costs a pass
-               over the gradients; -1 = off. FP16 always checks (loss scaling). */
+               over the gradients; -1 = off. FP16 always checks (loss scaling).
+   graphs      0 = on: on the GPU, gpudl_model_train_step captures a step
+               into a CUDA graph once its shapes and settings repeat, and
+               replays it as one launch; -1 = off (every call issued). */
 typedef struct gpudl_model_desc {
     int64_t    max_batch;
     gpudl_loss loss;
     gpudl_init init;
     uint64_t   seed;
     int        check_finite;
+    int        graphs;
 } gpudl_model_desc;
 
 /* Lays out and allocates the parameters, gradients, batch-norm buffers and
@@ -1296,6 +1300,19 @@ GPUDL_API gpudl_status gpudl_model_set_optimizer(gpudl_model *m, const gpudl_opt
      GPUDL_ERR_CUDA, GPUDL_ERR_CUDA_FATAL   a launch failed, or an earlier
                             asynchronous error surfaced here */
 GPUDL_API gpudl_status gpudl_model_step(gpudl_model *m);
+/* One training step: zero_grad, forward on x, loss against target,
+   backward and step, with their results and errors. On the GPU (desc.graphs
+   0) the second of two consecutive steps with the same x and target
+   buffers, batch, precision, mode and optimizer settings is captured into a
+   CUDA graph, and the steps after it replay that graph: one launch, a few
+   host calls. Anything that differs (another buffer or batch size, a new
+   precision or optimizer, a learning rate that changes with the schedule,
+   Adam's bias correction, dropout, the user's ops, custom layers, data
+   parallelism, profiling, a stream that is already capturing) runs the
+   calls one by one, with the same results. The graph reads x and target
+   where they were at capture: fill the same buffers (gpudl_dataset_batch
+   does) or pass new ones. */
+GPUDL_API gpudl_status gpudl_model_train_step(gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *target);
 GPUDL_API int64_t gpudl_model_step_count(const gpudl_model *m);
 /* The learning rate the schedule gives at a step. */
 GPUDL_API float gpudl_optim_lr(const gpudl_optim_desc *desc, int64_t step);
@@ -6726,6 +6743,15 @@ struct gpudl__layer {
     } u;
 };
 
+/* What a captured training step depends on besides the device memory it
+   reads (gpudl_model_train_step): the same key, the same graph. */
+typedef struct gpudl__graph_key {
+    const void *x, *y, *params16, *opt_m, *opt_v, *scaler, *act0;
+    int64_t batch;
+    int xdt, ydt, precision, training, use_lt, math, check, pad_;
+    gpudl_optim_hp h;                    /* the step's hyper-parameters (Adam's change every step: no graph) */
+} gpudl__graph_key;
+
 #define GPUDL__MODEL_LIVE 0x6c646d67u   /* a model's tag while it lives ... */
 #define GPUDL__MODEL_DEAD 0xdeadd1edu   /* ... and after gpudl_model_destroy */
 
@@ -6778,6 +6804,12 @@ struct gpudl_model {
     cudaEvent_t scaler_ev;               /* recorded after the copy into scaler_seen */
     int scaler_ev_pending;
     int check_stale;                     /* a step failed after its non-finite check ran: clear the flag first */
+    cudaGraphExec_t graph;               /* gpudl_model_train_step's captured step, or NULL */
+    gpudl__graph_key graph_key;          /* what the last train step was (graph: what it was captured for) */
+    int graph_seen, graph_refused;       /* steps in a row with that key; capture failed for it: run the calls */
+    int in_graph;                        /* capturing: gpudl_model_step leaves its host calls to the caller */
+    gpudl_tensor graph_input;            /* m->input and m->batch after the captured calls */
+    int64_t graph_batch;
 #endif
 };
 
@@ -8221,6 +8253,9 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
         return s;
     }
     GPUDL__TRY(gpudl__grads_settle(m));   /* zero_grad, then a step without backward: zero gradients */
+#ifndef GPUDL_NO_CUDA
+    if (!m->in_graph)   /* a captured step: gpudl_model_train_step checks before the launch */
+#endif
     GPUDL__TRY(gpudl__amp_check(m));
     GPUDL__TRY(gpudl__dist_step(m));
     h = gpudl__hparams(m);
@@ -8282,7 +8317,7 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
         /* the update is queued: the step has happened, whatever follows */
         m->step++;
         m->check_stale = 0;
-        if (check && !m->scaler_ev_pending) {   /* the state, copied back without waiting; read by a later step */
+        if (check && !m->scaler_ev_pending && !m->in_graph) {   /* the state, copied back without waiting; read later */
             s = gpudl__cuda_ok(m->ctx, cudaMemcpyAsync(m->scaler_seen, st, sizeof *st, cudaMemcpyDeviceToHost, m->ctx->stream),
                                "cudaMemcpyAsync (loss scaler state)");
             if (s == GPUDL_OK)
@@ -8344,6 +8379,117 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
     return check ? gpudl__amp_check(m) : GPUDL_OK;
 }
 
+#ifndef GPUDL_NO_CUDA
+/* Whether this step may be a graph, and its key. */
+static int gpudl__graph_key_of(gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *y, gpudl__graph_key *k) {
+    gpudl_ctx *ctx = m->ctx;
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    int i;
+    memset(k, 0, sizeof *k);
+    if (m->desc.graphs < 0 || !GPUDL__ON_GPU(&m->params) || !x || !y || x->device != m->params.device || m->prof ||
+        ctx->any_ops[1] || gpudl_dist_size(m->dist) > 1 || !m->has_opt || m->check_stale || ctx->sync_debug)
+        return 0;
+    for (i = 0; i < m->nlayers; i++) {
+        const gpudl__layer *l = &m->layers[i];
+        if ((l->kind->flags & GPUDL__KIND_CUSTOM) || (l->kind == &gpudl__kind_dropout && m->training && l->u.dropout.p > 0))
+            return 0;   /* the user's code, or a mask that changes every step */
+    }
+    if (cudaStreamIsCapturing(ctx->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
+        (void)cudaGetLastError();
+        return 0;   /* the stream is the user's and already capturing (or cannot be): the calls go into it */
+    }
+    k->x = x->data; k->y = y->data; k->params16 = m->params16.data; k->opt_m = m->opt_m.data; k->opt_v = m->opt_v.data;
+    k->scaler = m->scaler.data; k->act0 = m->layers[m->nlayers - 1].out.data;
+    k->batch = x->ndim ? x->shape[0] : 0;
+    k->xdt = (int)x->dtype; k->ydt = (int)y->dtype; k->precision = (int)m->precision; k->training = m->training;
+    k->use_lt = ctx->use_lt; k->math = (int)ctx->math_mode; k->check = m->scaler.data != NULL;
+    k->h = gpudl__hparams(m);
+    if (m->opt.kind == GPUDL_OPTIM_SGD) k->h.bc1 = k->h.bc2 = 0.0f;   /* unused by SGD */
+    return 1;
+}
+#endif
+
+/* The calls of a step, one by one. */
+static gpudl_status gpudl__train_calls(gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *y) {
+    GPUDL__TRY(gpudl_model_zero_grad(m));
+    GPUDL__TRY(gpudl_model_forward(m, x, NULL));
+    GPUDL__TRY(gpudl_model_loss(m, y));
+    GPUDL__TRY(gpudl_model_backward(m));
+    return gpudl_model_step(m);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_train_step(gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *target) {
+#ifndef GPUDL_NO_CUDA
+    gpudl_ctx *ctx;
+    gpudl__graph_key k;
+    gpudl_status s;
+    cudaGraph_t g = NULL;
+    cudaError_t e;
+    gpudl_model keep;
+#endif
+    GPUDL__TRY(gpudl__check_built(m, "model_train_step"));
+#ifndef GPUDL_NO_CUDA
+    ctx = m->ctx;
+    if (!gpudl__graph_key_of(m, x, target, &k)) { m->graph_seen = 0; return gpudl__train_calls(m, x, target); }
+    if (memcmp(&k, &m->graph_key, sizeof k)) {   /* another step: its graph, if any, is stale */
+        m->graph_key = k;
+        m->graph_seen = 1;
+        m->graph_refused = 0;
+        if (m->graph) { cudaGraphExecDestroy(m->graph); m->graph = NULL; }
+        return gpudl__train_calls(m, x, target);
+    }
+    if (m->graph_refused || (!m->graph && m->graph_seen < 1)) return gpudl__train_calls(m, x, target);
+    s = gpudl__amp_check(m);   /* what gpudl_model_step checks first, before anything is queued */
+    if (s != GPUDL_OK) {       /* the calls then report it from the step, as one by one */
+        gpudl_status r = gpudl_model_zero_grad(m);
+        if (r == GPUDL_OK) r = gpudl_model_forward(m, x, NULL);
+        if (r == GPUDL_OK) r = gpudl_model_loss(m, target);
+        if (r == GPUDL_OK) r = gpudl_model_backward(m);
+        return r != GPUDL_OK ? r : s;
+    }
+    if (!m->graph) {   /* the second step in a row with this key: capture it */
+        keep = *m;
+        m->in_graph = 1;
+        e = cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal);
+        s = e == cudaSuccess ? gpudl__train_calls(m, x, target) : GPUDL_OK;
+        if (e == cudaSuccess) e = cudaStreamEndCapture(ctx->stream, &g);
+        if (e == cudaSuccess && s == GPUDL_OK) e = cudaGraphInstantiate(&m->graph, g, 0);
+        if (g) cudaGraphDestroy(g);
+        m->in_graph = 0;
+        if (e != cudaSuccess || s != GPUDL_OK) {   /* refused (a call that cannot be captured): nothing ran */
+            (void)cudaGetLastError();
+            if (m->graph) cudaGraphExecDestroy(m->graph);
+            *m = keep;   /* the host's side as before the calls */
+            m->graph = NULL;
+            m->graph_refused = 1;
+            ctx->last_error[0] = 0;
+            return gpudl__train_calls(m, x, target);
+        }
+        m->graph_input = m->input;
+        m->graph_batch = m->batch;
+        m->step = keep.step;   /* the captured calls ran on the host only: the launch below is the step */
+    }
+    GPUDL__CUDA(ctx, cudaGraphLaunch(m->graph, ctx->stream));
+    /* the host's side of the calls the graph ran */
+    m->input = m->graph_input;
+    m->batch = m->graph_batch;
+    m->have_loss = 1;
+    m->pass_failed = m->grads_failed = NULL;
+    m->grads_zero = 0;
+    m->check_stale = 0;
+    m->step++;
+    if (m->scaler.data && !m->scaler_ev_pending) {   /* as gpudl_model_step: the state back without waiting */
+        GPUDL__CUDA(ctx, cudaMemcpyAsync(m->scaler_seen, m->scaler.data, sizeof *m->scaler_seen, cudaMemcpyDeviceToHost,
+                                         ctx->stream));
+        GPUDL__CUDA(ctx, cudaEventRecord(m->scaler_ev, ctx->stream));
+        m->scaler_ev_pending = 1;
+    }
+    return GPUDL_OK;
+#else
+    return gpudl__train_calls(m, x, target);
+#endif
+}
+
 /* >>amp ------------------------------------------------------------------- */
 static gpudl_scaler_state *gpudl__scaler(gpudl_model *m) { return (gpudl_scaler_state *)m->scaler.data; }
 
@@ -8354,6 +8500,9 @@ static void gpudl__amp_release(gpudl_model *m) {
     if (GPUDL__ON_GPU(&m->params)) {
         if (m->scaler_seen) cudaFreeHost(m->scaler_seen);
         if (m->scaler_ev) cudaEventDestroy(m->scaler_ev);
+        if (m->graph) cudaGraphExecDestroy(m->graph);   /* it reads the buffers released here */
+        m->graph = NULL;
+        m->graph_seen = m->graph_refused = 0;
         m->scaler_seen = NULL;
         m->scaler_ev = NULL;
         m->scaler_ev_pending = 0;

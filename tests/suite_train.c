@@ -126,6 +126,7 @@ static const test_case tests[] = {
     {"gpu_emu_model_release", test_gpu_emu_model_release},
     {"gpu_step_atomic", test_gpu_step_atomic},
     {"gpu_emu_step_floor", test_gpu_emu_step_floor},
+    {"gpu_graph_step", test_gpu_graph_step},
 };
 
 int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }

@@ -842,11 +842,13 @@ static void test_gpu_emu_step_floor(void) {
        backward in one kernel twice, each conv's bias gradient in one kernel and its filter
        gradient (conv 2 also its data gradient); check, update. FP16: the input's cast and each
        conv's 16-bit filter gradient widened into the f32 one (27). */
-    static const struct { const char *name; int lenet; gpudl_precision prec; int lt; uint64_t target; int met; } cases[] = {
+    static const struct { const char *name; int lenet; gpudl_precision prec; int lt; uint64_t target; int met, graph; } cases[] = {
         {"MLP FP32", 0, GPUDL_PRECISION_FP32, 1, 12, 1}, {"MLP FP16", 0, GPUDL_PRECISION_FP16, 1, 12, 0},
         {"LeNet FP32", 1, GPUDL_PRECISION_FP32, 1, 28, 1}, {"LeNet FP16", 1, GPUDL_PRECISION_FP16, 1, 28, 1},
         {"MLP FP32 plain", 0, GPUDL_PRECISION_FP32, 0, 0, 0}, {"MLP FP16 plain", 0, GPUDL_PRECISION_FP16, 0, 0, 0},
         {"LeNet FP32 plain", 1, GPUDL_PRECISION_FP32, 0, 0, 0}, {"LeNet FP16 plain", 1, GPUDL_PRECISION_FP16, 0, 0, 0},
+        /* gpudl_model_train_step, replaying its graph (SGD: Adam's bias correction changes every step, no graph) */
+        {"MLP FP32 graph", 0, GPUDL_PRECISION_FP32, 1, 12, 1, 1}, {"MLP FP16 graph", 0, GPUDL_PRECISION_FP16, 1, 12, 0, 1},
     };
     static const char *phase[6] = {"batch", "zero_grad", "forward", "loss", "backward", "step"};
     gpudl_ctx *c = cpu_ctx();
@@ -869,6 +871,34 @@ static void test_gpu_emu_step_floor(void) {
         g->use_lt = cases[k].lt;
         m = floor_model(g, cases[k].lenet, cases[k].prec);
         CHECK_OK(gpudl_dataset_create(g, &ds, &images, &labels, 128, 0.5f, 0.25f));
+        if (cases[k].graph) {   /* 4 steps (the second key is captured at the third), the fifth counted */
+            gpudl_optim_desc od;
+            memset(&od, 0, sizeof od);
+            od.kind = GPUDL_OPTIM_SGD; od.lr = 0.01f; od.momentum = 0.9f;
+            if (cases[k].lenet) CHECK_OK(gpudl_model_set_optimizer(m, &od));
+            for (step = 0; step < 5; step++) {
+                if (step == 4) { CHECK_OK(gpudl_ctx_sync(g)); cuemu_counters_reset(); }
+                CHECK_OK(gpudl_dataset_batch(g, &ds, 0, &x, &y));
+                CHECK_OK(gpudl_model_train_step(m, &x, &y));
+            }
+            cuemu_counters_get(&n[6]);
+            total = n[6].kernel_launches + n[6].library_calls + n[6].memset_calls + n[6].graph_kernels +
+                    n[6].graph_library_calls + n[6].graph_memsets;
+            printf("    %-16s %2llu device ops (%llu graph launch: %llu kernels, %llu library calls, %llu memsets; %llu kernel "
+                   "outside: the batch), %llu CUDA API calls\n", cases[k].name, (unsigned long long)total,
+                   (unsigned long long)n[6].graph_launches, (unsigned long long)n[6].graph_kernels,
+                   (unsigned long long)n[6].graph_library_calls, (unsigned long long)n[6].graph_memsets,
+                   (unsigned long long)n[6].kernel_launches, (unsigned long long)n[6].runtime_api_calls);
+            CHECKF(n[6].graph_launches == 1 && n[6].runtime_api_calls <= 10 + 2, "%s: %llu graph launches, %llu CUDA API calls "
+                   "(the batch's gather 2, the step at most 10)", cases[k].name, (unsigned long long)n[6].graph_launches,
+                   (unsigned long long)n[6].runtime_api_calls);
+            if (cases[k].met)
+                CHECKF(total <= cases[k].target, "%s: %llu device operations per step, issue 26's target is %llu", cases[k].name,
+                       (unsigned long long)total, (unsigned long long)cases[k].target);
+            gpudl_dataset_free(g, &ds);
+            gpudl_model_destroy(m);
+            continue;
+        }
         for (step = 0; step < 3; step++) {
             if (step == 2) { CHECK_OK(gpudl_ctx_sync(g)); cuemu_counters_reset(); cuemu_counters_get(&n[0]); }
             CHECK_OK(gpudl_dataset_batch(g, &ds, step % 2, &x, &y));
@@ -906,5 +936,125 @@ static void test_gpu_emu_step_floor(void) {
     g->use_lt = 1;
     gpudl_tensor_free(c, &images);
     gpudl_tensor_free(c, &labels);
+#endif
+}
+
+/* >>model: the training step as a CUDA graph (issue 26) --------------------- */
+
+#ifndef GPUDL_NO_CUDA
+static gpudl_model *graph_mlp(gpudl_ctx *g, int graphs, gpudl_precision prec, float lr) {
+    gpudl_model *m;
+    gpudl_model_desc md;
+    gpudl_optim_desc od;
+    int64_t in[1] = {40};
+    GPUDL_CHECK(gpudl_model_create(g, &m, 1, in));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 40, 64));
+    GPUDL_CHECK(gpudl_model_add_relu(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 64, 33));
+    GPUDL_CHECK(gpudl_model_add_relu(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 33, 10));
+    memset(&md, 0, sizeof md);
+    md.max_batch = 32;
+    md.seed = 5;
+    md.graphs = graphs;
+    GPUDL_CHECK(gpudl_model_build(m, &md));
+    memset(&od, 0, sizeof od);
+    od.kind = GPUDL_OPTIM_SGD;
+    od.lr = lr;
+    od.momentum = 0.9f;
+    GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+    GPUDL_CHECK(gpudl_model_set_precision(m, prec, NULL));
+    return m;
+}
+
+static int graph_same(gpudl_model *a, gpudl_model *b, int grads) {
+    gpudl_tensor pa, pb, ga, gb, ha, hb;
+    int same;
+    CHECK_OK(gpudl_model_params(a, &pa, &ga));
+    CHECK_OK(gpudl_model_params(b, &pb, &gb));
+    ha = to_host(a->ctx, grads ? &ga : &pa);
+    hb = to_host(b->ctx, grads ? &gb : &pb);
+    same = memcmp(ha.data, hb.data, gpudl_tensor_bytes(&ha)) == 0;
+    gpudl_tensor_free(cpu_ctx(), &ha);
+    gpudl_tensor_free(cpu_ctx(), &hb);
+    return same;
+}
+#endif
+
+/* gpudl_model_train_step with graphs (the default) against the same model
+   with graphs off (desc.graphs = -1): bit-identical weights, gradients and
+   losses step after step, through a change of learning rate, of batch size
+   and of precision, and gradients read between steps; once captured, a
+   step is one graph launch and at most 10 CUDA runtime calls (emulator). */
+static void test_gpu_graph_step(void) {
+#ifdef GPUDL_NO_CUDA
+    SKIP("CPU-only build (GPUDL_NO_CUDA)");
+#else
+    gpudl_ctx *c = cpu_ctx();
+    int64_t xs[2] = {32, 40}, N = 32, i;
+    gpudl_tensor hx, hy, x, y, xs8, ys8;
+    int p, step;
+    NEED_GPU(g);
+    hx = rnd(2, xs, -1, 1);
+    hy = mk(c, GPUDL_I32, 1, &N);
+    for (i = 0; i < N; i++) ((int32_t *)hy.data)[i] = (int32_t)((i * 7) % 10);
+    x = to_dev(g, &hx);
+    y = to_dev(g, &hy);
+    xs8 = x; xs8.shape[0] = 8;   /* the first 8 rows: another batch size */
+    ys8 = y; ys8.shape[0] = 8;
+    for (p = 0; p < 2; p++) {
+        gpudl_precision prec = p ? GPUDL_PRECISION_FP16 : GPUDL_PRECISION_FP32;
+        gpudl_model *a = graph_mlp(g, 0, prec, 0.05f), *b = graph_mlp(g, -1, prec, 0.05f);
+        float la = 0, lb = 0;
+        int bad = 0, graphed = 0, prev_graphed = 0;
+        for (step = 0; step < 12; step++) {
+            const gpudl_tensor *xx = step >= 8 && step < 10 ? &xs8 : &x, *yy = step >= 8 && step < 10 ? &ys8 : &y;
+#ifdef __CUEMU__
+            cuemu_counters n;
+            CHECK_OK(gpudl_ctx_sync(g));
+            cuemu_counters_reset();
+#endif
+            if (step == 6) {   /* a new learning rate: a new key */
+                gpudl_optim_desc od;
+                memset(&od, 0, sizeof od);
+                od.kind = GPUDL_OPTIM_SGD; od.lr = 0.02f; od.momentum = 0.9f;
+                CHECK_OK(gpudl_model_set_optimizer(a, &od));
+                CHECK_OK(gpudl_model_set_optimizer(b, &od));
+            }
+            CHECK_OK(gpudl_model_train_step(a, xx, yy));
+#ifdef __CUEMU__
+            cuemu_counters_get(&n);
+            if (n.graph_launches) {   /* a replay (the previous step a graph too) or a capture */
+                int replay = prev_graphed;
+                graphed++;
+                CHECKF(n.graph_launches == 1 && n.kernel_launches == 0 && n.library_calls == 0 && n.host_waits == 0 &&
+                       (!replay || n.runtime_api_calls <= 10), "%s step %d: %llu graph launches, %llu kernels, %llu library calls, %llu CUDA "
+                       "calls, %llu waits", p ? "fp16" : "fp32", step, (unsigned long long)n.graph_launches,
+                       (unsigned long long)n.kernel_launches, (unsigned long long)n.library_calls,
+                       (unsigned long long)n.runtime_api_calls, (unsigned long long)n.host_waits);
+                if (step == 5) printf("    %s, a replayed step: 1 graph launch (%llu kernels, %llu library calls in it), "
+                                      "%llu CUDA runtime calls\n", p ? "FP16" : "FP32", (unsigned long long)n.graph_kernels,
+                                      (unsigned long long)n.graph_library_calls, (unsigned long long)n.runtime_api_calls);
+            }
+            prev_graphed = n.graph_launches != 0;
+#endif
+            CHECK_OK(gpudl_model_train_step(b, xx, yy));
+            CHECK_OK(gpudl_model_loss_value(a, &la));
+            CHECK_OK(gpudl_model_loss_value(b, &lb));
+            bad += la != lb;
+            if (step == 4 || step == 11) CHECKF(graph_same(a, b, 1), "%s step %d: gradients differ", p ? "fp16" : "fp32", step);
+            CHECK(gpudl_model_step_count(a) == gpudl_model_step_count(b));
+        }
+        CHECKF(bad == 0, "%s: %d of 12 losses differ with graphs", p ? "fp16" : "fp32", bad);
+        CHECKF(graph_same(a, b, 0), "%s: the weights differ with graphs", p ? "fp16" : "fp32");
+#ifdef __CUEMU__
+        CHECKF(graphed >= 6, "%s: only %d of 12 steps were a graph", p ? "fp16" : "fp32", graphed);
+#else
+        (void)graphed; (void)prev_graphed;
+#endif
+        gpudl_model_destroy(a);
+        gpudl_model_destroy(b);
+    }
+    gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy); gpudl_tensor_free(g, &x); gpudl_tensor_free(g, &y);
 #endif
 }
