@@ -127,6 +127,7 @@ static const test_case tests[] = {
     {"gpu_step_atomic", test_gpu_step_atomic},
     {"gpu_emu_step_floor", test_gpu_emu_step_floor},
     {"gpu_graph_step", test_gpu_graph_step},
+    {"gpu_zero_grad_contract", test_gpu_zero_grad_contract},
 };
 
 int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }

@@ -1058,3 +1058,53 @@ static void test_gpu_graph_step(void) {
     gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy); gpudl_tensor_free(g, &x); gpudl_tensor_free(g, &y);
 #endif
 }
+
+/* On the GPU zero_grad issues no memset for models of linear and conv2d
+   layers (the next backward writes the gradients): what a program sees must
+   not change. A second backward adds to the first (2x), the gradients read
+   through gpudl_model_params after zero_grad are zeros, and a backward after
+   zero_grad gives the first backward's values again (no stale sums added),
+   with cuBLASLt's epilogues and on the plain path. */
+static void test_gpu_zero_grad_contract(void) {
+#ifdef GPUDL_NO_CUDA
+    SKIP("CPU-only build (GPUDL_NO_CUDA)");
+#else
+    gpudl_ctx *c = cpu_ctx();
+    int64_t xs[4] = {6, 1, 12, 12}, N = 6, i, n;
+    gpudl_tensor hx = rnd(4, xs, -1, 1), hy = mk(c, GPUDL_I32, 1, &N), x, y, gv, once, twice, zero, again;
+    int lt, bad2 = 0, bad0 = 0, bad1 = 0;
+    NEED_GPU(g);
+    for (i = 0; i < N; i++) ((int32_t *)hy.data)[i] = (int32_t)(i % 10);
+    x = to_dev(g, &hx);
+    y = to_dev(g, &hy);
+    for (lt = 0; lt <= 1; lt++) {
+        gpudl_model *m;
+        g->use_lt = lt;
+        m = pair_model(g);
+        CHECK_OK(gpudl_model_zero_grad(m));
+        CHECK_OK(gpudl_model_forward(m, &x, NULL)); CHECK_OK(gpudl_model_loss(m, &y)); CHECK_OK(gpudl_model_backward(m));
+        CHECK_OK(gpudl_model_params(m, NULL, &gv));
+        once = to_host(g, &gv);
+        CHECK_OK(gpudl_model_forward(m, &x, NULL)); CHECK_OK(gpudl_model_loss(m, &y)); CHECK_OK(gpudl_model_backward(m));
+        twice = to_host(g, &gv);
+        CHECK_OK(gpudl_model_zero_grad(m));
+        CHECK_OK(gpudl_model_params(m, NULL, &gv));
+        zero = to_host(g, &gv);
+        CHECK_OK(gpudl_model_zero_grad(m));
+        CHECK_OK(gpudl_model_forward(m, &x, NULL)); CHECK_OK(gpudl_model_loss(m, &y)); CHECK_OK(gpudl_model_backward(m));
+        again = to_host(g, &gv);
+        n = gpudl_tensor_numel(&once);
+        for (i = 0; i < n; i++) {
+            bad2 += fabsf(F(&twice)[i] - 2.0f * F(&once)[i]) > 1e-5f * (1.0f + fabsf(F(&once)[i]));
+            bad0 += F(&zero)[i] != 0.0f;
+            bad1 += F(&again)[i] != F(&once)[i];
+        }
+        CHECKF(bad2 == 0 && bad0 == 0 && bad1 == 0, "cuBLASLt %d: %d gradients did not accumulate, %d not zero after "
+               "zero_grad, %d differ from the first backward's after zero_grad", lt, bad2, bad0, bad1);
+        gpudl_tensor_free(c, &once); gpudl_tensor_free(c, &twice); gpudl_tensor_free(c, &zero); gpudl_tensor_free(c, &again);
+        gpudl_model_destroy(m);
+    }
+    g->use_lt = 1;
+    gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy); gpudl_tensor_free(g, &x); gpudl_tensor_free(g, &y);
+#endif
+}
