@@ -323,6 +323,7 @@ static struct {
     int64_t   unsupported[GRADE_NOPS];
     gpudl_check_report *report;          /* the check's report, being filled */
     int       from;                      /* cases before this index: decided already, skipped */
+    int       only;                      /* >= 0: this case only (the sanitizer's rerun) */
     const char *skip;                    /* groups decided already: "|g1|g2|" */
     int       sent, started;             /* cases sent to the grader; the case in flight (-1) */
     int       skipped[GPUDL_CHECK_MAX_CASES];
@@ -331,7 +332,7 @@ static struct {
 
 static int grade_skipped(int idx, const char *group) {
     char key[32];
-    if (idx < spy.from) return 1;
+    if (idx < spy.from || (spy.only >= 0 && idx != spy.only)) return 1;
     snprintf(key, sizeof key, "|%s|", group);
     return spy.skip && strstr(spy.skip, key) != NULL;
 }
@@ -675,10 +676,14 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--op")) op = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--from")) spy.from = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--skip")) spy.skip = argv[i + 1];
+        else if (!strcmp(argv[i], "--only")) spy.only = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--data")) dir = argv[i + 1];
         else if (!strcmp(argv[i], "--epochs")) epochs = atoi(argv[i + 1]);
     }
     (void)grade_nrules;
+    spy.only = -1;
+    for (i = 1; i + 1 < argc; i += 2)
+        if (!strcmp(argv[i], "--only")) spy.only = atoi(argv[i + 1]);
     if (!a) {
         fprintf(stderr, "this is the grader's runner: the grader (grade.c built without -DGRADE_RUNNER) starts it\n");
         return 2;
@@ -1522,6 +1527,51 @@ static void grade_check_op_children(grade_sub *s, const char *sandbox, const cha
     (void)c;
 }
 
+/* On the emulated device, an op whose groups computed wrong values runs
+   once more under the emulator's compute-sanitizer (racecheck, then
+   initcheck), only those groups' cases (the others are skipped), and what
+   the tool reports (a race or a read of uninitialised device memory, with
+   the source line) goes into the feedback. No points depend on it. */
+static void grade_sanitize(grade_sub *s, const char *sandbox, const char *runner, int i, const grade_op_res *r, double *budget_s) {
+    static const char *tools[] = {"racecheck", "initcheck"};
+    char only_s[16], op_s[16], tool_path[4300];
+    int k, t, first = -1;
+    if (!O.emulated) return;
+    snprintf(tool_path, sizeof tool_path, "%s/tests/emu/compute-sanitizer", O.kit);
+    if (access(tool_path, X_OK) != 0) return;
+    for (k = 0; k < r->ncases && first < 0; k++)   /* the first case that computed wrong values */
+        if (r->have[k] && !r->cases[k].kase.passed && r->cases[k].status == GPUDL_OK) first = k;
+    if (first < 0) return;
+    snprintf(op_s, sizeof op_s, "%d", i);
+    snprintf(only_s, sizeof only_s, "%d", first);
+    for (t = 0; t < 2 && *budget_s > 0; t++) {
+        char *argv[20];
+        grade_limits L = grade_runner_limits(sandbox, O.timeout_s + 10.0);
+        grade_child ch;
+        const char *p, *e;
+        int n = 0, lines = 0;
+        argv[n++] = tool_path; argv[n++] = (char *)"--tool"; argv[n++] = (char *)tools[t];
+        argv[n++] = (char *)"--print-limit"; argv[n++] = (char *)"3"; argv[n++] = (char *)runner;
+        argv[n++] = (char *)"--child"; argv[n++] = (char *)"check"; argv[n++] = (char *)"--assignment"; argv[n++] = (char *)O.a->name;
+        argv[n++] = (char *)"--op"; argv[n++] = op_s; argv[n++] = (char *)"--only"; argv[n++] = only_s; argv[n] = NULL;
+        L.out_keep = 32768;
+        grade_spawn(argv, &L, sandbox, NULL, &ch);
+        *budget_s -= ch.wall_s;
+        for (p = grade_str(&ch.out); *p && lines < 12; p = *e ? e + 1 : e) {
+            e = strchr(p, '\n');
+            if (!e) e = p + strlen(p);
+            if (strncmp(p, "=========", 9) || (e - p) < 11) continue;
+            if (strstr(p, "COMPUTE-SANITIZER") && strstr(p, "COMPUTE-SANITIZER") < e) continue;
+            if (strstr(p, "ERROR SUMMARY: 0 errors") && strstr(p, "ERROR SUMMARY: 0 errors") < e) continue;
+            if (!lines++)
+                grade_printf(&s->fb, "       compute-sanitizer --tool %s on %s's case %s, %s (the emulated device):\n", tools[t],
+                             O.a->checks[i].name, r->cases[first].kase.group, r->cases[first].kase.shape);
+            grade_printf(&s->fb, "         %.*s\n", (int)(e - p < 200 ? e - p : 200), p);
+        }
+        grade_child_free(&ch);
+    }
+}
+
 static const grade_rule *grade_rule_for(const grade_check *c, const char *g) {
     int i;
     for (i = 0; i < grade_nrules(c); i++)
@@ -1747,7 +1797,10 @@ static void grade_submission(grade_sub *s, int idx) {
 
     /* compile: -Wall, the headers it reads listed (-MD) */
     grade_argv_compiler(&av);
-    if (cuda) { grade_arg(&av, "-Xcompiler"); grade_arg(&av, "-Wall"); grade_args_words(&av, O.cuda_flags); }
+    if (cuda) {
+        grade_arg(&av, "-Xcompiler"); grade_arg(&av, "-Wall"); grade_args_words(&av, O.cuda_flags);
+        if (O.emulated) grade_arg(&av, "-g");   /* source lines in the sanitizer's reports */
+    }
     else { grade_arg(&av, "-Wall"); grade_arg(&av, "-fopenmp"); grade_arg(&av, "-DGPUDL_NO_CUDA"); }
     grade_arg(&av, "-I."); grade_arg(&av, "-MD"); grade_arg(&av, "-MF"); grade_arg(&av, "student.d");
     grade_arg(&av, "-c"); grade_arg(&av, grade_base(src)); grade_arg(&av, "-o"); grade_arg(&av, "student.o");
@@ -1822,6 +1875,7 @@ static void grade_submission(grade_sub *s, int idx) {
             if (res[i].implemented) grade_check_op_children(s, sandbox, runner, i, &res[i], &budget, &printed);
         }
         grade_score_op(s, i, &res[i]);
+        if (fields != -1 && res[i].implemented && !res[i].whole[0]) grade_sanitize(s, sandbox, runner, i, &res[i], &budget);
     }
     grade_printf(fb, "\nchecks: %.1f s\n", grade_now() - t0);
     if (printed.n) { grade_printf(fb, "your code printed (during the checks):\n%s", grade_str(&printed)); }
@@ -2092,7 +2146,10 @@ int main(int argc, char **argv) {
     { char cmd[4300]; snprintf(cmd, sizeof cmd, "%s", O.cache); for (char *p = cmd + 1; *p; p++) if (*p == '/') { *p = 0; mkdir(cmd, 0755); *p = '/'; } mkdir(cmd, 0755); }
     O.cache = grade_abs(O.cache);
     grade_env_setup();
-    if (O.emulated) {
+    if (O.emulated) {   /* the sanitizer's script, run in the sandbox */
+        char emu[4300];
+        snprintf(emu, sizeof emu, "%s/tests/emu", O.kit);
+        if (genv.nro < 31) genv.ro[genv.nro++] = grade_abs(emu);
         snprintf(O.emu_device, sizeof O.emu_device, "GPUDL_EMU_DEVICE=9.0:4G");   /* a 20 GB cudaMalloc fails, as on a full GPU */
         grade_env_add(genv.envp, O.emu_device);
     }

@@ -1,6 +1,6 @@
 # The hostile submissions of tests/grade/attacks/ (their README says how
 # they are written), each graded alone through make grade with --no-train
-# and a 3 s time limit. Sourced by tests/grade_test.sh (its grade, judge,
+# and a 2 s CPU time limit. Sourced by tests/grade_test.sh (its grade, judge,
 # ok and bad); each case failed on the grader before issue 25 (the README
 # of assignments/ says how).
 A=$B/attacks
@@ -34,7 +34,7 @@ hostile() {
     local src=$A/$f
     # a file without placeholders is graded where it is (include_rel.c's path is relative to it)
     if grep -q '@[A-Za-z_]*@' "tests/grade/attacks/$f"; then attack_src "$f" "$a"; else src=tests/grade/attacks/$f; fi
-    grade "$name" "$a" "$src" --no-train --timeout 3
+    grade "$name" "$a" "$src" --no-train --timeout 2
     judge "$name" "$want" "$must" "$allowed" || return
     if [ -n "$status" ] && ! grep -qF -- "$status" "$B/$name.log"; then bad "$name" "$score, but the log does not say '$status'"; return; fi
     if [ "$(wc -c <"$B/$name.log")" -gt 200000 ]; then bad "$name" "the log is $(wc -c <"$B/$name.log") bytes: output not capped"; return; fi
@@ -54,7 +54,7 @@ hostile hidden_exec      hidden_exec.c       maxpool zero "REFUSED: made a syste
 if [ -e /tmp/gpudl_attack_was_here ]; then bad attack_hidden_exec "the command ran: /tmp/gpudl_attack_was_here exists"; rm -f /tmp/gpudl_attack_was_here; fi
 hostile hidden_read      hidden_read.c       maxpool zero "not implemented"
 hostile sigalrm          sigalrm.c           maxpool zero "REFUSED: handles signals"
-hostile hidden_sigalrm   hidden_sigalrm.c    maxpool partial "CPU time limit" "maxpool forward: basic" "maxpool forward: .*"
+hostile hidden_sigalrm   hidden_sigalrm.c    maxpool partial "CPU time limit" "maxpool forward: large" "maxpool forward: large"
 hostile loop_student_ops loop_student_ops.c  maxpool zero "student_ops (or a static constructor of your file) used up its CPU time"
 hostile loop_ctor        loop_ctor.c         maxpool zero "student_ops (or a static constructor of your file) used up its CPU time"
 hostile loop_op          loop_op.c           maxpool partial "CPU time limit" "maxpool forward: large" "maxpool forward: large"
@@ -71,7 +71,7 @@ rm -rf "$B/attacks_class" "$B/attacks_class.csv"; mkdir -p "$B/attacks_class"
 cp "$A/tamper.c" "$B/attacks_class/a_tamper.c"; cp assignments/maxpool/starter.c "$B/attacks_class/b_starter.c"
 cp tests/grade/maxpool_overwrite.c "$B/attacks_class/c_overwrite.c"
 timeout 600 make --no-print-directory grade-class A=maxpool DIR="$B/attacks_class" OUT="$B/attacks_class.csv" \
-    GRADE_ARGS="--no-train --timeout 3 -j 1" >"$B/attack_tamper.log" 2>&1
+    GRADE_ARGS="--no-train --timeout 2 -j 1" >"$B/attack_tamper.log" 2>&1
 rows=$(cut -d, -f1-4 "$B/attacks_class.csv" 2>/dev/null | tail -n +2 | tr '\n' ' ')
 case $rows in
     "a_tamper.c,15,15,ok b_starter.c,0,15,ok c_overwrite.c,"1[0-4]",15,ok ") tamper_ok=1 ;;

@@ -71,6 +71,9 @@ expect relu_xent_solution  relu_xent assignments/relu_xent/solution.cu full
 expect xent_no_max         relu_xent tests/grade/xent_no_max.cu        partial "softmax-xent forward: large logits" "softmax-xent forward: large logits"
 expect relu_fmaxf          relu_xent tests/grade/relu_fmaxf.cu         partial "relu forward: nan/inf" "relu forward: nan/inf"
 expect xent_uninit         relu_xent tests/grade/xent_uninit.cu        partial "softmax-xent forward: basic" "softmax-xent forward: .*"
+# an illegal address is sticky: its group is lost, a fresh process (and device) goes on with the next
+expect relu_no_guard       relu_xent tests/grade/relu_no_guard.cu      partial "relu forward: odd sizes" "relu forward: .*"
+grep -q "your kernel faulted: cudaErrorIllegalAddress" "$B/relu_no_guard.log" || bad relu_no_guard "the fault is not named"
 
 echo "== sgemm (CUDA)"
 expect sgemm_starter       sgemm assignments/sgemm/starter.cu          zero
