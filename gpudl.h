@@ -1308,8 +1308,9 @@ GPUDL_API gpudl_status gpudl_model_step(gpudl_model *m);
    host calls. Anything that differs (another buffer or batch size, a new
    precision or optimizer, a learning rate that changes with the schedule,
    Adam's bias correction, dropout, the user's ops, custom layers, data
-   parallelism, profiling, a stream that is already capturing) runs the
-   calls one by one, with the same results. The graph reads x and target
+   parallelism, profiling) runs the calls one by one, with the same results;
+   on a stream that is already capturing (the user's own graph) the calls
+   are issued into that capture. The graph reads x and target
    where they were at capture: fill the same buffers (gpudl_dataset_batch
    does) or pass new ones. */
 GPUDL_API gpudl_status gpudl_model_train_step(gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *target);
