@@ -1297,7 +1297,7 @@ typedef struct grade_opts {
     const char *cc, *nvcc, *cache, *data, *out_csv, *feedback_dir, *work;
     char cuda_flags[1024];
     int emulated, jobs, train, verbose, timeout_s, epochs, keep, single;
-    char emu_include[4096], cuda_root[4096];
+    char emu_include[4096], cuda_root[4096], emu_dir[4096];
     char emu_device[64];
     size_t data_limit;
 } grade_opts;
@@ -1537,7 +1537,7 @@ static void grade_sanitize(grade_sub *s, const char *sandbox, const char *runner
     char only_s[16], op_s[16], tool_path[4300];
     int k, t, first = -1;
     if (!O.emulated) return;
-    snprintf(tool_path, sizeof tool_path, "%s/tests/emu/compute-sanitizer", O.kit);
+    snprintf(tool_path, sizeof tool_path, "%s/compute-sanitizer", O.emu_dir);   /* beside nvcc-emu */
     if (access(tool_path, X_OK) != 0) return;
     for (k = 0; k < r->ncases && first < 0; k++)   /* the first case that computed wrong values */
         if (r->have[k] && !r->cases[k].kase.passed && r->cases[k].status == GPUDL_OK) first = k;
@@ -2120,6 +2120,7 @@ int main(int argc, char **argv) {
             if ((slash = strrchr(buf, '/')) != NULL) *slash = 0;
             if (O.emulated) {
                 char inc[4300];
+                snprintf(O.emu_dir, sizeof O.emu_dir, "%s", buf);
                 snprintf(inc, sizeof inc, "%s/include", buf);
                 if (!realpath(inc, O.emu_include)) O.emu_include[0] = 0;
                 O.nvcc = strdup(real);
@@ -2146,10 +2147,8 @@ int main(int argc, char **argv) {
     { char cmd[4300]; snprintf(cmd, sizeof cmd, "%s", O.cache); for (char *p = cmd + 1; *p; p++) if (*p == '/') { *p = 0; mkdir(cmd, 0755); *p = '/'; } mkdir(cmd, 0755); }
     O.cache = grade_abs(O.cache);
     grade_env_setup();
-    if (O.emulated) {   /* the sanitizer's script, run in the sandbox */
-        char emu[4300];
-        snprintf(emu, sizeof emu, "%s/tests/emu", O.kit);
-        if (genv.nro < 31) genv.ro[genv.nro++] = grade_abs(emu);
+    if (O.emulated) {   /* the sanitizer's script (beside nvcc-emu), run in the sandbox */
+        if (genv.nro < 31 && O.emu_dir[0]) genv.ro[genv.nro++] = O.emu_dir;
         snprintf(O.emu_device, sizeof O.emu_device, "GPUDL_EMU_DEVICE=9.0:4G");   /* a 20 GB cudaMalloc fails, as on a full GPU */
         grade_env_add(genv.envp, O.emu_device);
     }
