@@ -1981,7 +1981,7 @@ static int grade_usage(const char *argv0) {
         "  --cc CC          the C compiler (default cc); --nvcc CMD the CUDA compiler (default: nvcc where\n"
         "                   nvidia-smi sees a GPU, else tests/emu/nvcc-emu from the kit, the emulated device)\n"
         "  --cuda-flags F   extra flags for nvcc's compiles and links (-I, -L, rpaths)\n"
-        "  --cache DIR      keep the grader's shared objects here between runs\n"
+        "  --cache DIR      where the runner's objects are kept between runs (default ~/.cache/gpudl-grade)\n"
         "  --work DIR       the run's scratch folder (default: a new one under $TMPDIR or /tmp); --keep keeps it\n"
         "  assignments:", argv0);
     for (i = 0; i < GRADE_NASSIGN; i++) fprintf(stderr, " %s", grade_assignments[i].name);
@@ -2143,7 +2143,13 @@ int main(int argc, char **argv) {
     chmod(O.work, 0711);
     snprintf(buf, sizeof buf, "%s/shared", O.work);
     mkdir(buf, 0755);
-    if (!O.cache) { snprintf(buf, sizeof buf, "%s/cache", O.work); O.cache = strdup(buf); }
+    if (!O.cache) {   /* the user's cache (hash-checked at each use), else the run's folder */
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && *xdg) snprintf(buf, sizeof buf, "%s/gpudl-grade", xdg);
+        else if (home && *home) snprintf(buf, sizeof buf, "%s/.cache/gpudl-grade", home);
+        else snprintf(buf, sizeof buf, "%s/cache", O.work);
+        O.cache = strdup(buf);
+    }
     { char cmd[4300]; snprintf(cmd, sizeof cmd, "%s", O.cache); for (char *p = cmd + 1; *p; p++) if (*p == '/') { *p = 0; mkdir(cmd, 0755); *p = '/'; } mkdir(cmd, 0755); }
     O.cache = grade_abs(O.cache);
     grade_env_setup();
