@@ -1303,12 +1303,12 @@ GPUDL_API gpudl_status gpudl_model_step(gpudl_model *m);
 /* One training step: zero_grad, forward on x, loss against target,
    backward and step, with their results and errors. On the GPU (desc.graphs
    0) the second of two consecutive steps with the same x and target
-   buffers, batch, precision, mode and optimizer settings is captured into a
-   CUDA graph, and the steps after it replay that graph: one launch, a few
-   host calls. Anything that differs (another buffer or batch size, a new
-   precision or optimizer, a learning rate that changes with the schedule,
-   Adam's bias correction, dropout, the user's ops, custom layers, data
-   parallelism, profiling) runs the calls one by one, with the same results;
+   buffers, batch, precision, mode and optimizer is captured into a CUDA
+   graph, and the steps after it replay that graph: one launch and a few
+   host calls (each replay sets the update's hyper-parameters: the learning
+   rate of the schedule, Adam's bias correction). Anything else (another
+   buffer or batch size, a new precision or optimizer, dropout, the user's
+   ops, custom layers, data parallelism, profiling) runs the calls one by one, with the same results;
    on a stream that is already capturing (the user's own graph) the calls
    are issued into that capture. The graph reads x and target
    where they were at capture: fill the same buffers (gpudl_dataset_batch
@@ -1464,6 +1464,8 @@ int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_des
    and the last block runs gpudl_scaler_update(st, d): the one launch of a step that changes state */
 int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
                        const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d, void *w16, int dt16);
+/* gpudl_k_optim_step's kernel (its first argument is the gpudl_optim_hp) */
+const void *gpudl_k_optim_step_fn(void);
 /* scale[0] = sum of g^2; scale[1] = max_norm / (norm + 1e-6) if norm > max_norm else 1;
    st: NULL, or the scaler's state: of the unscaled gradients */
 int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch,
@@ -6750,7 +6752,7 @@ typedef struct gpudl__graph_key {
     const void *x, *y, *params16, *opt_m, *opt_v, *scaler, *act0;
     int64_t batch;
     int xdt, ydt, precision, training, use_lt, math, check, pad_;
-    gpudl_optim_hp h;                    /* the step's hyper-parameters (Adam's change every step: no graph) */
+    int64_t nlayers;
 } gpudl__graph_key;
 
 #define GPUDL__MODEL_LIVE 0x6c646d67u   /* a model's tag while it lives ... */
@@ -6806,6 +6808,9 @@ struct gpudl_model {
     int scaler_ev_pending;
     int check_stale;                     /* a step failed after its non-finite check ran: clear the flag first */
     cudaGraphExec_t graph;               /* gpudl_model_train_step's captured step, or NULL */
+    cudaGraph_t graph_src;               /* what it was made from: it holds the update node's arguments */
+    cudaGraphNode_t graph_update;        /* the update's kernel node: each replay sets its hyper-parameters */
+    struct cudaKernelNodeParams graph_kp;   /* its launch shape, as captured */
     gpudl__graph_key graph_key;          /* what the last train step was (graph: what it was captured for) */
     int graph_seen, graph_refused;       /* steps in a row with that key; capture failed for it: run the calls */
     int in_graph;                        /* capturing: gpudl_model_step leaves its host calls to the caller */
@@ -8404,8 +8409,7 @@ static int gpudl__graph_key_of(gpudl_model *m, const gpudl_tensor *x, const gpud
     k->batch = x->ndim ? x->shape[0] : 0;
     k->xdt = (int)x->dtype; k->ydt = (int)y->dtype; k->precision = (int)m->precision; k->training = m->training;
     k->use_lt = ctx->use_lt; k->math = (int)ctx->math_mode; k->check = m->scaler.data != NULL;
-    k->h = gpudl__hparams(m);
-    if (m->opt.kind == GPUDL_OPTIM_SGD) k->h.bc1 = k->h.bc2 = 0.0f;   /* unused by SGD */
+    k->nlayers = m->nlayers;
     return 1;
 }
 #endif
@@ -8437,6 +8441,7 @@ GPUDL__DEF gpudl_status gpudl_model_train_step(gpudl_model *m, const gpudl_tenso
         m->graph_seen = 1;
         m->graph_refused = 0;
         if (m->graph) { cudaGraphExecDestroy(m->graph); m->graph = NULL; }
+        if (m->graph_src) { cudaGraphDestroy(m->graph_src); m->graph_src = NULL; }
         return gpudl__train_calls(m, x, target);
     }
     if (m->graph_refused || (!m->graph && m->graph_seen < 1)) return gpudl__train_calls(m, x, target);
@@ -8454,21 +8459,58 @@ GPUDL__DEF gpudl_status gpudl_model_train_step(gpudl_model *m, const gpudl_tenso
         e = cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal);
         s = e == cudaSuccess ? gpudl__train_calls(m, x, target) : GPUDL_OK;
         if (e == cudaSuccess) e = cudaStreamEndCapture(ctx->stream, &g);
+        if (e == cudaSuccess && s == GPUDL_OK) {   /* the update's node: its first argument is the hyper-parameters */
+            cudaGraphNode_t nodes[256];
+            size_t nn = sizeof nodes / sizeof nodes[0], j;
+            m->graph_update = NULL;
+            e = cudaGraphGetNodes(g, nodes, &nn);
+            for (j = 0; e == cudaSuccess && j < nn && j < sizeof nodes / sizeof nodes[0]; j++) {
+                enum cudaGraphNodeType t;
+                struct cudaKernelNodeParams kp;
+                if (cudaGraphNodeGetType(nodes[j], &t) != cudaSuccess || t != cudaGraphNodeTypeKernel) continue;
+                if (cudaGraphKernelNodeGetParams(nodes[j], &kp) == cudaSuccess && kp.func == gpudl_k_optim_step_fn()) {
+                    m->graph_update = nodes[j];
+                    m->graph_kp = kp;
+                }
+            }
+            if (e == cudaSuccess && !m->graph_update) e = cudaErrorNotSupported;   /* (the user's update ran instead) */
+        }
         if (e == cudaSuccess && s == GPUDL_OK) e = cudaGraphInstantiate(&m->graph, g, 0);
-        if (g) cudaGraphDestroy(g);
         m->in_graph = 0;
         if (e != cudaSuccess || s != GPUDL_OK) {   /* refused (a call that cannot be captured): nothing ran */
             (void)cudaGetLastError();
             if (m->graph) cudaGraphExecDestroy(m->graph);
+            if (g) cudaGraphDestroy(g);
             *m = keep;   /* the host's side as before the calls */
             m->graph = NULL;
+            m->graph_src = NULL;
             m->graph_refused = 1;
             ctx->last_error[0] = 0;
             return gpudl__train_calls(m, x, target);
         }
+        m->graph_src = g;
         m->graph_input = m->input;
         m->graph_batch = m->batch;
         m->step = keep.step;   /* the captured calls ran on the host only: the launch below is the step */
+    }
+    {   /* this step's hyper-parameters (learning rate, Adam's bias correction) into the update's node: its
+           arguments as gpudl_model_step passes them (gpudl_k_optim_step), the grid as captured */
+        struct cudaKernelNodeParams kp;
+        gpudl_optim_hp h = gpudl__hparams(m);
+        float *w = (float *)m->params.data, *m1 = (float *)m->opt_m.data, *m2 = (float *)m->opt_v.data;
+        const float *gr = (const float *)m->grads.data, *gscale = m->opt.clip_norm > 0.0f ? (const float *)m->clip.data + 1 : NULL;
+        int64_t n = m->nparams;
+        gpudl_scaler_state *st = m->scaler.data ? gpudl__scaler(m) : NULL;
+        int fp16 = m->precision == GPUDL_PRECISION_FP16, dt16 = (int)m->params16.dtype;
+        gpudl_scaler_desc d = m->sdesc;
+        uint16_t *w16 = (uint16_t *)m->params16.data;
+        void *args[12];
+        args[0] = &h; args[1] = &w; args[2] = &gr; args[3] = &m1; args[4] = &m2; args[5] = &n; args[6] = &gscale;
+        args[7] = &st; args[8] = &fp16; args[9] = &d; args[10] = &w16; args[11] = &dt16;
+        kp = m->graph_kp;
+        kp.kernelParams = args;
+        kp.extra = NULL;
+        GPUDL__CUDA(ctx, cudaGraphExecKernelNodeSetParams(m->graph, m->graph_update, &kp));
     }
     GPUDL__CUDA(ctx, cudaGraphLaunch(m->graph, ctx->stream));
     /* the host's side of the calls the graph ran */
@@ -8502,7 +8544,9 @@ static void gpudl__amp_release(gpudl_model *m) {
         if (m->scaler_seen) cudaFreeHost(m->scaler_seen);
         if (m->scaler_ev) cudaEventDestroy(m->scaler_ev);
         if (m->graph) cudaGraphExecDestroy(m->graph);   /* it reads the buffers released here */
+        if (m->graph_src) cudaGraphDestroy(m->graph_src);
         m->graph = NULL;
+        m->graph_src = NULL;
         m->graph_seen = m->graph_refused = 0;
         m->scaler_seen = NULL;
         m->scaler_ev = NULL;

@@ -1830,6 +1830,9 @@ int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g
     return (int)cudaGetLastError();
 }
 
+/* The update's kernel, for the graph node that gpudl_model_train_step gives each replay's hyper-parameters. */
+const void *gpudl_k_optim_step_fn(void) { return (const void *)gpudl_optim_step_kernel; }
+
 int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch,
                        const gpudl_scaler_state *st, int fp16) {
     unsigned nb = gpudl__blocks(n);

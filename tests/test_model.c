@@ -227,11 +227,11 @@ static void test_gpu_fused_parity(void) {
             CHECK_OK(gpudl_model_params(gm, &gp, NULL));
             back = to_host(g, &gp);
             e = max_rel(&back, &cp, 1.0);
-            printf("    cuBLASLt %s, %s: worst loss difference %.1e, weights %.1e\n", lt ? "on " : "off", p ? "fp16" : "fp32",
+            printf("    cuBLASLt %s, %s: worst loss difference %.1e, weights %.1e\n", lt ? "on " : "off", p & 1 ? "fp16" : "fp32",
                    (double)worst, e);
             CHECKF(worst < (p ? 2e-2f : 1e-4f), "losses GPU vs CPU differ by %g (cuBLASLt %d, %s)", (double)worst, lt,
-                   p ? "fp16" : "fp32");
-            CHECKF(e < (p ? 2e-2 : 1e-4), "weights GPU vs CPU differ by %g (cuBLASLt %d, %s)", e, lt, p ? "fp16" : "fp32");
+                   p & 1 ? "fp16" : "fp32");
+            CHECKF(e < (p ? 2e-2 : 1e-4), "weights GPU vs CPU differ by %g (cuBLASLt %d, %s)", e, lt, p & 1 ? "fp16" : "fp32");
             gpudl_tensor_free(c, &back);
             gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy); gpudl_tensor_free(g, &x); gpudl_tensor_free(g, &y);
             gpudl_model_destroy(cm); gpudl_model_destroy(gm);
@@ -847,8 +847,9 @@ static void test_gpu_emu_step_floor(void) {
         {"LeNet FP32", 1, GPUDL_PRECISION_FP32, 1, 28, 1}, {"LeNet FP16", 1, GPUDL_PRECISION_FP16, 1, 28, 1},
         {"MLP FP32 plain", 0, GPUDL_PRECISION_FP32, 0, 0, 0}, {"MLP FP16 plain", 0, GPUDL_PRECISION_FP16, 0, 0, 0},
         {"LeNet FP32 plain", 1, GPUDL_PRECISION_FP32, 0, 0, 0}, {"LeNet FP16 plain", 1, GPUDL_PRECISION_FP16, 0, 0, 0},
-        /* gpudl_model_train_step, replaying its graph (SGD: Adam's bias correction changes every step, no graph) */
+        /* gpudl_model_train_step, replaying its graph */
         {"MLP FP32 graph", 0, GPUDL_PRECISION_FP32, 1, 12, 1, 1}, {"MLP FP16 graph", 0, GPUDL_PRECISION_FP16, 1, 12, 0, 1},
+        {"LeNet FP32 graph", 1, GPUDL_PRECISION_FP32, 1, 28, 1, 1}, {"LeNet FP16 graph", 1, GPUDL_PRECISION_FP16, 1, 28, 1, 1},
     };
     static const char *phase[6] = {"batch", "zero_grad", "forward", "loss", "backward", "step"};
     gpudl_ctx *c = cpu_ctx();
@@ -872,10 +873,6 @@ static void test_gpu_emu_step_floor(void) {
         m = floor_model(g, cases[k].lenet, cases[k].prec);
         CHECK_OK(gpudl_dataset_create(g, &ds, &images, &labels, 128, 0.5f, 0.25f));
         if (cases[k].graph) {   /* 4 steps (the second key is captured at the third), the fifth counted */
-            gpudl_optim_desc od;
-            memset(&od, 0, sizeof od);
-            od.kind = GPUDL_OPTIM_SGD; od.lr = 0.01f; od.momentum = 0.9f;
-            if (cases[k].lenet) CHECK_OK(gpudl_model_set_optimizer(m, &od));
             for (step = 0; step < 5; step++) {
                 if (step == 4) { CHECK_OK(gpudl_ctx_sync(g)); cuemu_counters_reset(); }
                 CHECK_OK(gpudl_dataset_batch(g, &ds, 0, &x, &y));
@@ -942,7 +939,7 @@ static void test_gpu_emu_step_floor(void) {
 /* >>model: the training step as a CUDA graph (issue 26) --------------------- */
 
 #ifndef GPUDL_NO_CUDA
-static gpudl_model *graph_mlp(gpudl_ctx *g, int graphs, gpudl_precision prec, float lr) {
+static gpudl_model *graph_mlp(gpudl_ctx *g, int graphs, gpudl_precision prec, float lr, int adam) {
     gpudl_model *m;
     gpudl_model_desc md;
     gpudl_optim_desc od;
@@ -959,9 +956,12 @@ static gpudl_model *graph_mlp(gpudl_ctx *g, int graphs, gpudl_precision prec, fl
     md.graphs = graphs;
     GPUDL_CHECK(gpudl_model_build(m, &md));
     memset(&od, 0, sizeof od);
-    od.kind = GPUDL_OPTIM_SGD;
+    od.kind = adam ? GPUDL_OPTIM_ADAMW : GPUDL_OPTIM_SGD;
     od.lr = lr;
-    od.momentum = 0.9f;
+    od.momentum = adam ? 0.0f : 0.9f;
+    od.schedule = adam ? GPUDL_SCHED_COSINE : GPUDL_SCHED_CONSTANT;   /* a learning rate that changes every step */
+    od.warmup_steps = adam ? 2 : 0;
+    od.total_steps = adam ? 20 : 0;
     GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
     GPUDL_CHECK(gpudl_model_set_precision(m, prec, NULL));
     return m;
@@ -1002,9 +1002,9 @@ static void test_gpu_graph_step(void) {
     y = to_dev(g, &hy);
     xs8 = x; xs8.shape[0] = 8;   /* the first 8 rows: another batch size */
     ys8 = y; ys8.shape[0] = 8;
-    for (p = 0; p < 2; p++) {
-        gpudl_precision prec = p ? GPUDL_PRECISION_FP16 : GPUDL_PRECISION_FP32;
-        gpudl_model *a = graph_mlp(g, 0, prec, 0.05f), *b = graph_mlp(g, -1, prec, 0.05f);
+    for (p = 0; p < 4; p++) {   /* FP32, FP16 with SGD; then AdamW on a cosine schedule */
+        gpudl_precision prec = p & 1 ? GPUDL_PRECISION_FP16 : GPUDL_PRECISION_FP32;
+        gpudl_model *a = graph_mlp(g, 0, prec, 0.05f, p >= 2), *b = graph_mlp(g, -1, prec, 0.05f, p >= 2);
         float la = 0, lb = 0;
         int bad = 0, graphed = 0, prev_graphed = 0;
         for (step = 0; step < 12; step++) {
@@ -1014,7 +1014,7 @@ static void test_gpu_graph_step(void) {
             CHECK_OK(gpudl_ctx_sync(g));
             cuemu_counters_reset();
 #endif
-            if (step == 6) {   /* a new learning rate: a new key */
+            if (step == 6 && p < 2) {   /* a new learning rate: a new key */
                 gpudl_optim_desc od;
                 memset(&od, 0, sizeof od);
                 od.kind = GPUDL_OPTIM_SGD; od.lr = 0.02f; od.momentum = 0.9f;
@@ -1029,11 +1029,11 @@ static void test_gpu_graph_step(void) {
                 graphed++;
                 CHECKF(n.graph_launches == 1 && n.kernel_launches == 0 && n.library_calls == 0 && n.host_waits == 0 &&
                        (!replay || n.runtime_api_calls <= 10), "%s step %d: %llu graph launches, %llu kernels, %llu library calls, %llu CUDA "
-                       "calls, %llu waits", p ? "fp16" : "fp32", step, (unsigned long long)n.graph_launches,
+                       "calls, %llu waits", p & 1 ? "fp16" : "fp32", step, (unsigned long long)n.graph_launches,
                        (unsigned long long)n.kernel_launches, (unsigned long long)n.library_calls,
                        (unsigned long long)n.runtime_api_calls, (unsigned long long)n.host_waits);
                 if (step == 5) printf("    %s, a replayed step: 1 graph launch (%llu kernels, %llu library calls in it), "
-                                      "%llu CUDA runtime calls\n", p ? "FP16" : "FP32", (unsigned long long)n.graph_kernels,
+                                      "%llu CUDA runtime calls\n", p & 1 ? "FP16" : "FP32", (unsigned long long)n.graph_kernels,
                                       (unsigned long long)n.graph_library_calls, (unsigned long long)n.runtime_api_calls);
             }
             prev_graphed = n.graph_launches != 0;
@@ -1042,13 +1042,13 @@ static void test_gpu_graph_step(void) {
             CHECK_OK(gpudl_model_loss_value(a, &la));
             CHECK_OK(gpudl_model_loss_value(b, &lb));
             bad += la != lb;
-            if (step == 4 || step == 11) CHECKF(graph_same(a, b, 1), "%s step %d: gradients differ", p ? "fp16" : "fp32", step);
+            if (step == 4 || step == 11) CHECKF(graph_same(a, b, 1), "%s step %d: gradients differ", p & 1 ? "fp16" : "fp32", step);
             CHECK(gpudl_model_step_count(a) == gpudl_model_step_count(b));
         }
-        CHECKF(bad == 0, "%s: %d of 12 losses differ with graphs", p ? "fp16" : "fp32", bad);
-        CHECKF(graph_same(a, b, 0), "%s: the weights differ with graphs", p ? "fp16" : "fp32");
+        CHECKF(bad == 0, "%s: %d of 12 losses differ with graphs", p & 1 ? "fp16" : "fp32", bad);
+        CHECKF(graph_same(a, b, 0), "%s: the weights differ with graphs", p & 1 ? "fp16" : "fp32");
 #ifdef __CUEMU__
-        CHECKF(graphed >= 6, "%s: only %d of 12 steps were a graph", p ? "fp16" : "fp32", graphed);
+        CHECKF(graphed >= 6, "%s: only %d of 12 steps were a graph", p & 1 ? "fp16" : "fp32", graphed);
 #else
         (void)graphed; (void)prev_graphed;
 #endif
