@@ -503,6 +503,8 @@ GPUDL_API gpudl_status gpudl_device_info_get(gpudl_ctx *ctx, gpudl_device_info *
 
 int gpudl_k_probe(void *stream);
 const char *gpudl_k_archs(void);
+/* the device's multiprocessors, for the kernels' grid sizes (at context creation) */
+void gpudl_k_set_sm_count(int device, int sms);
 
 /* >>tensor ---------------------------------------------------------------- */
 /* Bytes per element of a dtype (0 for an invalid dtype). */
@@ -2444,6 +2446,13 @@ static gpudl_status gpudl__cuda_init(gpudl_ctx *ctx, const gpudl_ctx_desc *d) {
     ctx->workspace_bytes = d->workspace_bytes;
     GPUDL__CUDA(ctx, cudaMalloc(&ctx->workspace, ctx->workspace_bytes));
     GPUDL__CUBLAS(ctx, cublasSetWorkspace(ctx->cublas, ctx->workspace, ctx->workspace_bytes));
+    {   /* the kernels size their grids by the SM count */
+        int sms = 0;
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->cuda_device) == cudaSuccess && sms > 0)
+            gpudl_k_set_sm_count(ctx->cuda_device, sms);
+        else
+            (void)cudaGetLastError();
+    }
     ctx->scratch_floats = (size_t)gpudl_k_reduce_scratch();
     GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->scratch, ctx->scratch_floats * sizeof(float)));
     GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->tickets, 16 * sizeof(unsigned)));
