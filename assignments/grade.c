@@ -139,7 +139,13 @@ static int grade_nrules(const grade_check *c) {
 /* ---- the channel: what a runner child tells the grader -------------------- */
 /* Fixed-size records on fd 3 (a pipe; each record is written whole, in one
    write of less than PIPE_BUF bytes). The grader reads nothing else from a
-   child: what the child prints goes to the student's feedback only. */
+   child: what the child prints goes to the student's feedback only.
+   Each record carries the run's key: 64 random bits that the grader draws
+   for each child and passes as the last argument pair (--key HEX), which
+   the runner reads and overwrites in .preinit_array, before any code of
+   the student's runs. A submission can write to fd 3 with allowed calls
+   alone (stdout->_fileno = 3; fwrite), and grade.c's record layout is
+   public: without the key its records are dropped. */
 #define GRADE_MAGIC 0x67726431   /* "grd1" */
 #define GRADE_FD 3
 typedef enum grade_msg_kind {
@@ -153,6 +159,7 @@ typedef enum grade_msg_kind {
 #define GRADE_GUARD_SECCOMP 1
 typedef struct grade_msg {
     int32_t magic, kind, index, status, first, pad;
+    uint64_t key;                /* the run's key (--key): a record without it is not the runner's */
     int64_t a, b;
     gpudl_check_case kase;
     double  expected, got;
@@ -205,7 +212,8 @@ static int grade_seccomp(void) {
         SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_unshare, SYS_setns, SYS_mount, SYS_umount2,
         SYS_pivot_root, SYS_chroot, SYS_bpf, SYS_perf_event_open, SYS_userfaultfd, SYS_kexec_load, SYS_init_module,
         SYS_finit_module, SYS_delete_module, SYS_keyctl, SYS_add_key, SYS_request_key, SYS_open_by_handle_at,
-        SYS_name_to_handle_at, SYS_setrlimit, SYS_personality, SYS_seccomp};
+        SYS_name_to_handle_at, SYS_setrlimit, SYS_personality, SYS_seccomp,
+        SYS_setpgid, SYS_setsid};   /* leaving the process group would leave the grader's SIGKILL to the group */
     struct sock_filter f[128];
     struct sock_fprog prog;
     unsigned n = 0, i, pid = (unsigned)grade_raw(SYS_getpid, 0, 0, 0, 0, 0);
@@ -265,6 +273,7 @@ static int grade_seccomp(void) {
 }
 
 static int grade_guards;   /* GRADE_GUARD_* in place */
+static uint64_t grade_key;  /* the run's key (--key), from the grader; its text in argv is overwritten */
 
 static int grade_streq(const char *a, const char *b) {   /* no libc: a student's strcmp must not decide */
     while (*a && *a == *b) { a++; b++; }
@@ -272,7 +281,17 @@ static int grade_streq(const char *a, const char *b) {   /* no libc: a student's
 }
 
 static void grade_preinit(int argc, char **argv, char **envp) {
+    int i;
     (void)envp;
+    for (i = 1; i + 1 < argc; i++)
+        if (grade_streq(argv[i], "--key")) {
+            char *h = argv[i + 1];
+            for (grade_key = 0; *h; h++) {
+                int d = *h >= '0' && *h <= '9' ? *h - '0' : *h >= 'a' && *h <= 'f' ? *h - 'a' + 10 : 0;
+                grade_key = grade_key << 4 | (uint64_t)d;
+                *h = '0';   /* not left for the student's code to read (argv, /proc/self/cmdline) */
+            }
+        }
     if (argc > 1 && grade_streq(argv[1], "--child") && grade_seccomp()) grade_guards |= GRADE_GUARD_SECCOMP;
 }
 #if defined(__linux__)
@@ -284,6 +303,7 @@ static void grade_send(grade_msg *m) {
     const char *p = (const char *)m;
     size_t left = sizeof *m;
     m->magic = GRADE_MAGIC;
+    m->key = grade_key;
     while (left > 0) {
 #if defined(GRADE_SECCOMP)
         long w = grade_raw(SYS_write, GRADE_FD, (long)p, (long)left, 0, 0);
@@ -881,6 +901,7 @@ typedef struct grade_child {
     grade_buf out;                          /* its stdout + stderr, the first out_keep bytes */
     size_t   out_total;
     grade_msg *msgs;                        /* its records */
+    uint64_t key;                           /* the key its records must carry (a runner child) */
     int      nmsgs, cap;
 } grade_child;
 
@@ -1000,7 +1021,7 @@ static void grade_env_add(char **envp, const char *kv) {   /* envp has room: gra
 }
 
 static void grade_child_msg(grade_child *c, const grade_msg *m) {
-    if (m->magic != GRADE_MAGIC) return;
+    if (m->magic != GRADE_MAGIC || m->key != c->key) return;   /* not the runner's: forged by the student's code */
     if (c->nmsgs == c->cap) {
         int cap = c->cap ? 2 * c->cap : 64;
         grade_msg *p = (grade_msg *)realloc(c->msgs, sizeof *p * (size_t)cap);
@@ -1015,14 +1036,40 @@ static void grade_child_msg(grade_child *c, const grade_msg *m) {
    timeout that kills the whole group with SIGKILL (which no handler
    catches). A runner child (L->sandbox) also gets Landlock, a clean
    environment and the channel on fd 3. */
-static void grade_spawn(char *const argv[], const grade_limits *L, const char *sandbox, const char *data,
+/* A fresh key for a runner child's records: 64 bits of /dev/urandom
+   (mixed with the time, the process and a counter, never 0). */
+static uint64_t grade_new_key(void) {
+    static uint64_t count;
+    uint64_t k = 0, h;
+    double t = grade_now();
+    pid_t me = getpid();
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) { if (read(fd, &k, sizeof k) != (ssize_t)sizeof k) k = 0; close(fd); }
+    h = grade_hash((const char *)&t, sizeof t, 14695981039346656037ull);
+    h = grade_hash((const char *)&me, sizeof me, h);
+    count++;
+    h = grade_hash((const char *)&count, sizeof count, h);
+    k ^= h;
+    return k ? k : 1;
+}
+
+static void grade_spawn(char *const argv_in[], const grade_limits *L, const char *sandbox, const char *data,
                         grade_child *c) {
-    int out[2], ch[2] = {-1, -1}, st = 0, open_fds;
+    int out[2], ch[2] = {-1, -1}, st = 0, open_fds, na = 0;
     pid_t pid;
     double t0 = grade_now();
     grade_buf msgbuf = {0};
     struct rusage ru;
+    char *argv[48], key_s[24];
     memset(c, 0, sizeof *c);
+    while (argv_in[na] && na < 44) { argv[na] = argv_in[na]; na++; }
+    if (L->sandbox) {   /* the runner's last argument pair: the key its records must carry */
+        c->key = grade_new_key();
+        snprintf(key_s, sizeof key_s, "%016llx", (unsigned long long)c->key);
+        argv[na++] = (char *)"--key";
+        argv[na++] = key_s;
+    }
+    argv[na] = NULL;
     if (pipe(out) != 0) return;
     if (L->sandbox && pipe(ch) != 0) { close(out[0]); close(out[1]); return; }
     fflush(stdout); fflush(stderr);
@@ -1098,10 +1145,11 @@ static void grade_spawn(char *const argv[], const grade_limits *L, const char *s
     /* the pipes are closed (or we gave up on them): wait for the exit, still under the wall limit */
     memset(&ru, 0, sizeof ru);
     while (wait4(pid, &st, WNOHANG, &ru) == 0) {
-        if (grade_now() - t0 > L->wall_s) { c->timed_out = 1; kill(-pid, SIGKILL); wait4(pid, &st, 0, &ru); break; }
+        if (grade_now() - t0 > L->wall_s) { c->timed_out = 1; kill(-pid, SIGKILL); kill(pid, SIGKILL); wait4(pid, &st, 0, &ru); break; }
         usleep(2000);
     }
     kill(-pid, SIGKILL);   /* whatever is left of its group */
+    kill(pid, SIGKILL);    /* and the child itself, had it left the group (not reaped yet: pid is still ours) */
     if (out[0] >= 0) close(out[0]);
     if (ch[0] >= 0) close(ch[0]);
     free(msgbuf.p);
@@ -1737,7 +1785,7 @@ static const char *grade_check_object(const char *sandbox, char *why, size_t siz
         snprintf(name, sizeof name, "%s", sym);
         snprintf(own, sizeof own, "%s", linec && grade_nm_line(linec, &typec, &symc) ? symc : sym);
         own[strcspn(own, "(<")] = 0;   /* the function's own (qualified) name, without parameters */
-        if (type == 'U') {
+        if (type == 'U' || type == 'w' || type == 'v') {   /* a weak reference ('w': if (popen) popen(...)) is a call too */
             char buf[600];
             const char *r = strstr(own, "gpudl_") ? grade_call_refused(own, buf, sizeof buf) : grade_call_refused(name, buf, sizeof buf);
             if (r) { snprintf(why, size, "%s", r); bad = why; }
@@ -1910,7 +1958,8 @@ report:
     }
     if (s->status == GRADE_REFUSED || s->status == GRADE_COMPILE || s->status == GRADE_ERROR) {
         s->got = 0;
-        grade_printf(fb, "%s: %s\n", s->status == GRADE_REFUSED ? "REFUSED" : s->status == GRADE_COMPILE ? "NOT GRADED" : "ERROR", s->reason);
+        grade_printf(fb, "%s: %s\n", s->status == GRADE_REFUSED ? "REFUSED" : s->status == GRADE_COMPILE ? "NOT GRADED" : "ERROR",
+                     strncmp(s->reason, "REFUSED: ", 9) ? s->reason : s->reason + 9);   /* not "REFUSED: REFUSED: ..." */
     }
     s->seconds = grade_now() - t0;
     fb->limit = 0;   /* the last line always comes */
@@ -1921,9 +1970,9 @@ report:
 
 /* ---- the class: workers, the CSV, the summary --------------------------------- */
 static void grade_csv_field(FILE *f, const char *s) {
-    if (strpbrk(s, ",\"\n")) {
+    if (strpbrk(s, ",\"\n\r")) {
         fputc('"', f);
-        for (; *s; s++) { if (*s == '"') fputc('"', f); fputc(*s == '\n' ? ' ' : *s, f); }
+        for (; *s; s++) { if (*s == '"') fputc('"', f); fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f); }
         fputc('"', f);
     } else fputs(s, f);
 }
@@ -2067,8 +2116,12 @@ int main(int argc, char **argv) {
                 while (d && (e = readdir(d)) != NULL) {
                     size_t l = strlen(e->d_name);
                     char p[4096];
-                    if (e->d_name[0] == '.' || l < strlen(want) || strcmp(e->d_name + l - strlen(want), want)) continue;
+                    if (e->d_name[0] == '.') continue;
                     snprintf(p, sizeof p, "%s/%s", v, e->d_name);
+                    if (l < strlen(want) || strcmp(e->d_name + l - strlen(want), want)) {   /* alice.cpp: say so, no silent gap */
+                        if (!grade_is_dir(p)) fprintf(stderr, "grade: skipping %s: not a %s file (no row in the CSV)\n", p, want);
+                        continue;
+                    }
                     if (nfiles == cap) { cap = cap ? 2 * cap : 64; files = (grade_file *)realloc(files, sizeof *files * (size_t)cap); }
                     files[nfiles++].path = strdup(p);
                 }
@@ -2208,7 +2261,16 @@ int main(int argc, char **argv) {
                 if (pid == 0) {
                     char fbpath[8400], rowpath[4300], safe[256];
                     grade_submission(s, next);
+                    int j;
                     grade_safe_name(s->name, safe, sizeof safe);
+                    for (j = 0; j < next; j++) {   /* "a b.c" and "a_b.c", or x.c of two folders: one file each */
+                        char other[256];
+                        grade_safe_name(subs[j].name, other, sizeof other);
+                        if (!strcmp(other, safe)) {   /* '+' is never in a safe name: no clash with another */
+                            snprintf(safe + strlen(safe), sizeof safe - strlen(safe), "+%d", next + 1);
+                            break;
+                        }
+                    }
                     snprintf(fbpath, sizeof fbpath, "%s/%s.txt", fbdir, safe);
                     grade_write_file(fbpath, grade_str(&s->fb), s->fb.n);
                     snprintf(rowpath, sizeof rowpath, "%s/r%03d.row", O.work, next);

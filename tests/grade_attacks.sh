@@ -42,15 +42,18 @@ hostile() {
 }
 rm -f /tmp/gpudl_attack_was_here
 hostile fake_score       fake_score_atexit.c maxpool zero ""
+hostile forge_channel    forge_channel.c     maxpool zero "ended (exit status 0) in the middle of the check"
 hostile include_abs      include_abs.cu      sgemm   zero "REFUSED: includes"
 hostile include_rel      include_rel.c       maxpool zero "NOT GRADED"
 hostile dlopen_solution  dlopen_solution.c   maxpool zero "REFUSED:"
 hostile cublas           cublas.cu           sgemm   zero "REFUSED: calls cublas"
+hostile weak_cublas      weak_cublas.cu      sgemm   zero "REFUSED: calls cublas"
 hostile gpudl_matmul     gpudl_matmul.cu     sgemm   zero "REFUSED: calls gpudl's own"
 hostile gpudl_kernels    gpudl_kernels.cu    relu_xent zero "REFUSED: calls gpudl's own gpudl_k_act_fwd"
 hostile pool2d           pool2d.c            maxpool zero "REFUSED: calls gpudl's own"
 hostile system_popen     system_popen.c      maxpool zero "REFUSED: starts programs"
 hostile hidden_exec      hidden_exec.c       maxpool zero "REFUSED: made a system call the sandbox forbids"
+hostile weak_popen       weak_popen.c        maxpool zero "REFUSED: starts programs or processes (popen)"
 if [ -e /tmp/gpudl_attack_was_here ]; then bad attack_hidden_exec "the command ran: /tmp/gpudl_attack_was_here exists"; rm -f /tmp/gpudl_attack_was_here; fi
 hostile hidden_read      hidden_read.c       maxpool zero "not implemented"
 hostile sigalrm          sigalrm.c           maxpool zero "REFUSED: handles signals"
