@@ -2,7 +2,9 @@
 # they are written), each graded alone through make grade with --no-train
 # and a 2 s CPU time limit. Sourced by tests/grade_test.sh (its grade, judge,
 # ok and bad); each case failed on the grader before issue 25 (the README
-# of assignments/ says how).
+# of assignments/ says how); forge_channel, weak_popen and weak_cublas on
+# its first version (213d09e..9c9fa26: 15/15, refused only at run time,
+# 14/14), found in review.
 A=$B/attacks
 mkdir -p "$A"
 LIBC=$(${CC:-cc} -print-file-name=libc.so.6)
