@@ -163,13 +163,17 @@
        matmul      AVX2/AVX-512 GEMM, CBLAS    cuBLAS (+TF32 mode)       f32 f16 bf16
        arith       vectorised loops            own kernels               f32 f16 bf16
        activation  vectorised loops            own kernels               f32 f16 bf16
-       linear      GEMM, bias in its store     cuBLAS + bias(+act)       f32 f16 bf16
-                                               kernel, or cuBLASLt
+       linear      GEMM, bias in its store     cuBLASLt epilogues (bias, f32 f16 bf16
+                                               ReLU+mask, DRELU, BGRADB);
+                                               cuBLAS + kernels if none
        loss        loops (float64 sums)        own kernels               f32 f16 bf16
-       conv        im2col + GEMM               cuDNN + bias kernel       f32 f16 bf16
+       conv        im2col + GEMM               cuDNN (conv+bias+ReLU     f32 f16 bf16
+                                               fused where it can)
        pool        loops, SSE 2x2 path         own kernels               f32 f16 bf16
        batchnorm   loops (float64 sums)        own kernels               f32 f16 bf16
        dropout     vectorised loop             own kernel                f32 f16 bf16
+       transformer loops over rows and heads   cuBLAS batched GEMMs +    f32 f16 bf16
+                                               own kernels; fused path
        optim       one fused loop              one fused kernel          f32
        amp         loops                       own kernels               f16 bf16
        data        gather by index             gather kernel             u8 -> f32
@@ -2595,13 +2599,17 @@ GPUDL__DEF gpudl_device gpudl_ctx_device(const gpudl_ctx *ctx) { return ctx ? ct
 
 #ifndef GPUDL_NO_CUDA
 /* Waits for the context's stream, then reports what kernels found on the
-   way (a label out of range: the CPU refuses it at once; the GPU, which does
-   not stop to look, says so at the next wait). */
+   way (a label or an embedding id out of range: the CPU refuses it at once;
+   the GPU, which does not stop to look, says so at the next wait). */
 static gpudl_status gpudl__cuda_wait(gpudl_ctx *ctx) {
     GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     if (ctx->report && ctx->report[0] != INT32_MAX) {
         int32_t row = ctx->report[0];
         ctx->report[0] = INT32_MAX;
+        if (ctx->report[1] < 0)   /* the embedding's kernel reports -V */
+            return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "embedding: the id at position %d (b*T + t) was outside [0, %d) "
+                              "(found on the GPU, which reports it at the next wait; that row of y is NaN)", (int)row,
+                              (int)-ctx->report[1]);
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "softmax_xent: the label of row %d was outside [0, %d) (found on the "
                           "GPU, which reports it at the next wait; that loss is NaN)", (int)row, (int)ctx->report[1]);
     }
@@ -7904,6 +7912,7 @@ GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
    (gpudl_model_zero_grad without a memset): on the GPU, without the user's
    ops, when every layer with parameters is linear or conv2d (batch norm's
    and custom layers' backwards add). */
+#ifndef GPUDL_NO_CUDA
 static int gpudl__grads_overwritable(const gpudl_model *m) {
     int i;
     if (!GPUDL__ON_GPU(&m->grads) || m->ctx->any_ops[1] || gpudl_dist_size(m->dist) > 1) return 0;
@@ -7911,6 +7920,7 @@ static int gpudl__grads_overwritable(const gpudl_model *m) {
         if (m->layers[i].np && m->layers[i].kind != &gpudl__kind_linear && m->layers[i].kind != &gpudl__kind_conv2d) return 0;
     return 1;
 }
+#endif
 
 /* The gradients as zero_grad promised, for whoever reads them before a
    backward wrote them: the memset zero_grad put off. */

@@ -1076,7 +1076,7 @@ static void test_gpu_activations_nonfinite(void) {
    (forward, backward) and dropout on views at element offsets 0-3 (16-byte
    vector paths must fall back where a pointer is not aligned; the bytes
    around each output stay as they were). */
-HARNESS_MAYBE_UNUSED static void test_gpu_kernels_views_and_pool_cells(void) {   /* registered in tests/suite_train.c */
+static void test_gpu_kernels_views_and_pool_cells(void) {   /* registered in tests/suite_train.c */
     static const int64_t pools[][5] = {   /* H W k s p */
         {6, 6, 2, 2, 0}, {7, 9, 2, 2, 0}, {7, 9, 2, 3, 0}, {8, 8, 3, 3, 1}, {5, 7, 2, 2, 1}, {28, 28, 2, 2, 0}, {1, 1, 1, 1, 0},
     };

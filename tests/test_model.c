@@ -570,7 +570,7 @@ static void test_model_profile(void) {
 
 /* A small MLP on the GPU for the release and atomicity tests; NULL with
    *st set when build fails. */
-static gpudl_model *fault_mlp(gpudl_ctx *g, gpudl_status *st) {
+HARNESS_MAYBE_UNUSED static gpudl_model *fault_mlp(gpudl_ctx *g, gpudl_status *st) {
     gpudl_model *m;
     gpudl_model_desc md;
     int64_t in[1] = {12};
