@@ -1227,7 +1227,7 @@ __global__ void gpudl_embedding_fwd_kernel(T *y, const void *ids, int idt, const
         int64_t n = i / C, c = i % C, id = gpudl__id_at(ids, idt, n);
         if (id < 0 || id >= V) {
             y[i] = gpudl__from_f32<T>(NAN);
-            if (c == 0 && report) { report[1] = (int32_t)V; report[0] = (int32_t)n; }
+            if (c == 0 && report) { report[1] = -(int32_t)V; report[0] = (int32_t)n; }   /* < 0: an id, not a label */
             continue;
         }
         y[i] = gpudl__from_f32<T>(gpudl__to_f32(wte[id * C + c]) + (wpe ? gpudl__to_f32(wpe[(n % Tn) * C + c]) : 0.0f));
