@@ -27,10 +27,17 @@ typedef struct {
     gpudl_tensor x, y;
 } step_args;
 
+static int no_graph = 0;   /* --no-graph: the step as five calls, never captured */
+
+/* One training step: gpudl_model_train_step as shipped (on the GPU, a CUDA
+   graph replayed once the shapes repeat), or, with --no-graph, the five
+   calls it makes. */
 static gpudl_status train_step(gpudl_ctx *ctx, void *user) {
     step_args *a = (step_args *)user;
-    gpudl_status s = gpudl_model_zero_grad(a->m);
+    gpudl_status s;
     (void)ctx;
+    if (!no_graph) return gpudl_model_train_step(a->m, &a->x, &a->y);
+    s = gpudl_model_zero_grad(a->m);
     if (s == GPUDL_OK) s = gpudl_model_forward(a->m, &a->x, NULL);
     if (s == GPUDL_OK) s = gpudl_model_loss(a->m, &a->y);
     if (s == GPUDL_OK) s = gpudl_model_backward(a->m);
@@ -100,8 +107,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--amp")) amp = 1;
         else if (!strcmp(argv[i], "--profile")) profile = 1;
+        else if (!strcmp(argv[i], "--no-graph")) no_graph = 1;
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
-        else { fprintf(stderr, "usage: %s [--cpu] [--quick] [--amp] [--profile] [--csv PATH]\n", argv[0]); return 2; }
+        else {
+            fprintf(stderr, "usage: %s [--cpu] [--quick] [--amp] [--profile] [--no-graph] [--csv PATH]\n", argv[0]);
+            return 2;
+        }
     }
     memset(&cd, 0, sizeof cd);
     cd.device = cpu ? GPUDL_DEVICE_CPU : GPUDL_DEVICE_AUTO;
@@ -139,18 +150,19 @@ int main(int argc, char **argv) {
         bd.reps = quick ? 5 : 20;
         bd.min_sample_ms = gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 5.0 : 1.0;
         bd.flops = flops;
-        /* On the GPU each configuration runs twice: as shipped, then with the
-           cuBLASLt bias/ReLU epilogue (an experiment, off by default: the
-           pair of rows decides whether it should be on). */
-        for (lt = 0; lt <= (gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 1 : 0); lt++) {
-            const char *impl = lt ? "gpudl-cublaslt" : "gpudl";
+        /* On the GPU each configuration runs twice: as shipped (cuBLASLt's
+           epilogues on, the default since issue 26), then on the plain path
+           (cuBLAS GEMMs + gpudl's bias/activation kernels, gpudl_ctx_desc.cublaslt
+           = -1): the pair of rows says what the epilogues are worth. */
+        for (lt = 1; lt >= (gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? 0 : 1); lt--) {
+            const char *impl = lt ? "gpudl" : "gpudl-plain";
 #ifndef GPUDL_NO_CUDA
             ctx->use_lt = lt;
 #endif
             GPUDL_CHECK(gpudl_bench(ctx, train_step, &a, &bd, &br));
             printf("%-6s %-5s %6lld %11.3f %11.3f %10.1f %12.0f %10.2f%s\n", runs[r].model, precs[q].name, (long long)n,
                    br.median_ms, br.min_ms, br.gflops, 1e3 * (double)n / br.median_ms, (double)mr.activations / 1048576.0,
-                   lt ? "  (cuBLASLt epilogue)" : "");
+                   lt ? "" : "  (plain path: no cuBLASLt epilogues)");
             fflush(stdout);
             if (f) fprintf(f, "%s,%s,%s,%s,%lld,%d,%.6f,%.6f,%.6f,%.3f,%.1f,%zu\n",
                            gpudl_ctx_device(ctx) == GPUDL_DEVICE_CUDA ? "gpu" : "cpu", impl, precs[q].name, runs[r].model,
@@ -158,7 +170,7 @@ int main(int argc, char **argv) {
                            br.min_ms, br.max_ms, br.gflops, 1e3 * (double)n / br.median_ms, mr.activations);
         }
 #ifndef GPUDL_NO_CUDA
-        ctx->use_lt = 0;
+        ctx->use_lt = 1;
 #endif
         if (profile) {   /* where the step's time goes (timed apart: the profiler waits around each layer) */
             static char rep[8192];
