@@ -912,6 +912,7 @@ typedef struct grade_child {
     size_t   out_total;
     grade_msg *msgs;                        /* its records */
     uint64_t key;                           /* the key its records must carry (a runner child) */
+    int      tampered;                      /* not started: the submission's linked program changed since the link */
     int      nmsgs, cap;
 } grade_child;
 
@@ -1051,6 +1052,13 @@ static void grade_child_msg(grade_child *c, const grade_msg *m) {
    environment and the channel on fd 3. */
 /* A fresh key for a runner child's records: 64 bits of /dev/urandom
    (mixed with the time, the process and a counter, never 0). */
+/* The submission's linked program and its hash after the link: a child
+   may write its own folder, so each runner child first checks that the
+   program it is about to start is still the one the grader linked (a
+   replaced one would get the run's key on its command line). */
+static char grade_cur_runner[4200];
+static uint64_t grade_cur_runner_hash;
+
 static uint64_t grade_new_key(void) {
     static uint64_t count;
     uint64_t k = 0, h;
@@ -1083,6 +1091,10 @@ static void grade_spawn(char *const argv_in[], const grade_limits *L, const char
         argv[na++] = key_s;
     }
     argv[na] = NULL;
+    if (L->sandbox && grade_cur_runner[0] && grade_hash_file(grade_cur_runner) != grade_cur_runner_hash) {
+        c->started = 1; c->tampered = 1; c->sig = SIGSYS;   /* reported as refused */
+        return;
+    }
     if (pipe(out) != 0) return;
     if (L->sandbox && pipe(ch) != 0) { close(out[0]); close(out[1]); return; }
     fflush(stdout); fflush(stderr);
@@ -1181,6 +1193,7 @@ static void grade_spawn(char *const argv_in[], const grade_limits *L, const char
 static const char *grade_child_why(const grade_child *c, const grade_limits *L, char *buf, size_t size) {
     buf[0] = 0;
     if (!c->started) snprintf(buf, size, "the grader could not start a process");
+    else if (c->tampered) snprintf(buf, size, "REFUSED: the program the grader linked was changed in its folder by your code");
     else if (c->flooded) snprintf(buf, size, "printed more than %zu MB (an output flood): stopped", L->out_kill >> 20);
     else if (c->timed_out == 2) snprintf(buf, size, "used up its CPU time limit of %d s (an endless loop? a grid that never ends?)", L->cpu_s);
     else if (c->timed_out) snprintf(buf, size, "took longer than %.0f s (an endless loop? waiting forever?)", L->wall_s);
@@ -1904,7 +1917,11 @@ static void grade_submission(grade_sub *s, int idx) {
     log.n = 0;
     i = grade_run_capture(av.v, &log, 300, sandbox);
     grade_argv_free(&av);
+    snprintf(grade_cur_runner, sizeof grade_cur_runner, "%s", runner);
+    chmod(runner, 0555);
+    grade_cur_runner_hash = grade_hash_file(runner);
     if (i != 0) {
+        grade_cur_runner[0] = 0;
         grade_printf(fb, "the linker says:\n");
         grade_quote(fb, grade_str(&log), log.n, 4096);
         grade_set_status(s, GRADE_COMPILE, "the file does not link with the grader (does it define student_ops, with extern \"C\" in a .cu?)");

@@ -18,13 +18,13 @@ libc_off() {   # the distance in libc from printf to $1
 attack_src() {
     local f=$1 a=$2 sol
     sol=assignments/$a/solution.cu; [ "$a" = maxpool ] && sol=assignments/$a/solution.c
-    python3 - "$f" "$sol" "$A/$f" "$PWD" "$(libc_off system)" "$(libc_off fopen)" "$(libc_off opendir)" "$(libc_off readdir)" "$(libc_off signal)" <<'PY'
+    python3 - "$f" "$sol" "$A/$f" "$PWD" "$(libc_off system)" "$(libc_off fopen)" "$(libc_off opendir)" "$(libc_off readdir)" "$(libc_off signal)" "$(libc_off rename)" <<'PY'
 import sys
-f, sol, out, repo, o_sys, o_fopen, o_opendir, o_readdir, o_signal = sys.argv[1:]
+f, sol, out, repo, o_sys, o_fopen, o_opendir, o_readdir, o_signal, o_rename = sys.argv[1:]
 s = open('tests/grade/attacks/' + f).read()
 solution = open(sol).read().replace('student_ops', 'solution_ops')
 s = s.replace('@SOLUTION@', solution).replace('@REPO@', repo)
-for k, v in (('system', o_sys), ('fopen', o_fopen), ('opendir', o_opendir), ('readdir', o_readdir), ('signal', o_signal)):
+for k, v in (('system', o_sys), ('fopen', o_fopen), ('opendir', o_opendir), ('readdir', o_readdir), ('signal', o_signal), ('rename', o_rename)):
     s = s.replace('@OFF_%s@' % k, v or '0')
 open(out, 'w').write(s)
 PY
@@ -56,6 +56,7 @@ hostile pool2d           pool2d.c            maxpool zero "REFUSED: calls gpudl'
 hostile system_popen     system_popen.c      maxpool zero "REFUSED: starts programs"
 hostile hidden_exec      hidden_exec.c       maxpool zero "REFUSED: made a system call the sandbox forbids"
 hostile weak_popen       weak_popen.c        maxpool zero "REFUSED: starts programs or processes (popen)"
+hostile hidden_replace   hidden_replace.c    maxpool zero "REFUSED: the program the grader linked was changed"
 if [ -e /tmp/gpudl_attack_was_here ]; then bad attack_hidden_exec "the command ran: /tmp/gpudl_attack_was_here exists"; rm -f /tmp/gpudl_attack_was_here; fi
 hostile hidden_read      hidden_read.c       maxpool zero "not implemented"
 hostile sigalrm          sigalrm.c           maxpool zero "REFUSED: handles signals"

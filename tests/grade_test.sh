@@ -117,6 +117,8 @@ class() {
 class maxpool maxpool assignments/maxpool/starter.c=zero assignments/maxpool/solution.c=full \
     tests/grade/maxpool_overwrite.c=partial tests/grade/cheat_empty.c=zero tests/grade/maxpool_crash.c=partial
 class sgemm sgemm assignments/sgemm/starter.cu=zero assignments/sgemm/solution.cu=full tests/grade/sgemm_trans_b.cu=partial
+class relu_xent relu_xent assignments/relu_xent/starter.cu=zero assignments/relu_xent/solution.cu=full \
+    tests/grade/relu_fmaxf.cu=partial
 
 echo "== hostile submissions (tests/grade/attacks)"
 . tests/grade_attacks.sh
