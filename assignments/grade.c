@@ -214,7 +214,23 @@ static int grade_seccomp(void) {
         SYS_finit_module, SYS_delete_module, SYS_keyctl, SYS_add_key, SYS_request_key, SYS_open_by_handle_at,
         SYS_name_to_handle_at, SYS_setrlimit, SYS_personality, SYS_seccomp,
         SYS_setpgid, SYS_setsid};   /* leaving the process group would leave the grader's SIGKILL to the group */
-    struct sock_filter f[128];
+    /* signals and file descriptors of other processes by other ways than
+       kill (Landlock scopes signals only from ABI 6, Linux 6.12): EPERM */
+    static const int eperm_nrs[] = {SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo
+#if defined(SYS_pidfd_open)
+        , SYS_pidfd_open
+#endif
+#if defined(SYS_pidfd_send_signal)
+        , SYS_pidfd_send_signal
+#endif
+#if defined(SYS_pidfd_getfd)
+        , SYS_pidfd_getfd
+#endif
+#if defined(SYS_kcmp)
+        , SYS_kcmp
+#endif
+    };
+    struct sock_filter f[160];
     struct sock_fprog prog;
     unsigned n = 0, i, pid = (unsigned)grade_raw(SYS_getpid, 0, 0, 0, 0, 0);
 #define GRADE_BPF(c, kk, t, e) do { f[n].code = (unsigned short)(c); f[n].jt = (unsigned char)(t); \
@@ -234,6 +250,10 @@ static int grade_seccomp(void) {
     GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES, 0, 0);
     GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, SYS_tkill, 0, 1);
     GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM, 0, 0);
+    for (i = 0; i < sizeof eperm_nrs / sizeof eperm_nrs[0]; i++) {
+        GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, eperm_nrs[i], 0, 1);
+        GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM, 0, 0);
+    }
     GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1);   /* glibc falls back to clone, which the filter can read */
     GRADE_BPF(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS, 0, 0);
     GRADE_BPF(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4);
