@@ -2129,7 +2129,7 @@ static int grade_cmp_file(const void *a, const void *b) { return strcmp(((const 
 
 int main(int argc, char **argv) {
     grade_file *files = NULL;
-    int nfiles = 0, cap = 0, i, nfolders = 0, bad = 0;
+    int nfiles = 0, cap = 0, i, nfolders = 0, nloose = 0, bad = 0;
     char err[4096], work_tmpl[4096], buf[4200];
     const char *kit_given = NULL;
     double t0 = grade_now();
@@ -2182,6 +2182,7 @@ int main(int argc, char **argv) {
                 if (d) closedir(d);
             } else {
                 if (!grade_exists(v)) { fprintf(stderr, "grade: no file %s\n", v); return 2; }
+                nloose++;
                 if (nfiles == cap) { cap = cap ? 2 * cap : 64; files = (grade_file *)realloc(files, sizeof *files * (size_t)cap); }
                 files[nfiles++].path = strdup(v);
             }
@@ -2308,8 +2309,8 @@ int main(int argc, char **argv) {
             while (running < O.jobs && next < nfiles) {
                 grade_sub *s = &subs[next];
                 pid_t pid;
-                s->path = files[next].path;
-                snprintf(s->name, sizeof s->name, "%s", grade_base(files[next].path));
+                s->path = files[next].path;   /* from several folders: the path names the row (a/x.c, b/x.c) */
+                snprintf(s->name, sizeof s->name, "%s", nfolders + nloose > 1 ? files[next].path : grade_base(files[next].path));
                 fflush(stdout); fflush(stderr);
                 pid = fork();
                 if (pid == 0) {
