@@ -1507,11 +1507,12 @@ GPUDL_API gpudl_status gpudl_fashion_mnist_load(gpudl_ctx *ctx, const char *dir,
 /* A dataset resident on the context's device: images as F32 (N, C, H, W)
    normalised as (pixel / 255 - mean) / std, labels as I32 (N). Batches are
    gathered on the device from a shuffled index (one upload per epoch, no
-   per-batch host-to-device copies). */
+   per-batch host-to-device copies), as F32 unless gpudl_dataset_set_dtype
+   asks for F16 or BF16. */
 typedef struct gpudl_dataset {
     gpudl_tensor images, labels;   /* (N,C,H,W) f32, (N) i32 on the device */
     gpudl_tensor perm;             /* (N) i32 on the device: this epoch's order */
-    gpudl_tensor xb, yb;           /* (batch,C,H,W), (batch) batch buffers */
+    gpudl_tensor xb, yb;           /* (batch,C,H,W) f32 (or gpudl_dataset_set_dtype's), (batch) i32 batch buffers */
     int64_t n, batch;
     uint64_t seed;
     int shard_rank, shard_size;    /* gpudl_dataset_shard; 0, 0: the whole batch */
@@ -1530,9 +1531,20 @@ GPUDL_API gpudl_status gpudl_dataset_shuffle(gpudl_ctx *ctx, gpudl_dataset *ds, 
      GPUDL_ERR_CUDA, GPUDL_ERR_CUDA_FATAL   the gather kernel failed to launch */
 GPUDL_API int64_t gpudl_dataset_num_batches(const gpudl_dataset *ds);
 GPUDL_API gpudl_status gpudl_dataset_batch(gpudl_ctx *ctx, gpudl_dataset *ds, int64_t b, gpudl_tensor *x, gpudl_tensor *y);
+/* The dtype of the batches gpudl_dataset_batch gives: GPUDL_F32 (the
+   default), or GPUDL_F16 / GPUDL_BF16, the normalised F32 values rounded
+   once as gpudl_tensor_cast rounds them (the same bits), in the gather
+   itself. A model whose activations are that dtype (GPUDL_PRECISION_FP16
+   or BF16) then takes the batch without casting it: one kernel fewer per
+   step, and half the batch's bytes. The batch buffer is replaced: views
+   of the old one are stale.
+   Returns GPUDL_OK, or
+     GPUDL_ERR_INVALID_ARG  ds is NULL or not created, or dtype is not a float dtype
+     GPUDL_ERR_OOM, GPUDL_ERR_CUDA   the new buffer could not be allocated (the old one is kept) */
+GPUDL_API gpudl_status gpudl_dataset_set_dtype(gpudl_ctx *ctx, gpudl_dataset *ds, gpudl_dtype dtype);
 
-int gpudl_k_gather(void *stream, float *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
-                   int64_t start, int64_t count, int64_t sample);
+int gpudl_k_gather(void *stream, void *xb, int xb_dtype, int32_t *yb, const float *images, const int32_t *labels,
+                   const int32_t *perm, int64_t start, int64_t count, int64_t sample);
 
 /* >>io -------------------------------------------------------------------- */
 /* Saves parameters, batch-norm statistics, optimizer state, step count and
@@ -7656,7 +7668,11 @@ static gpudl_status gpudl__model_forward(gpudl_model *m, const gpudl_tensor *x, 
     gpudl_ctx *ctx = m->ctx;
     int i, k;
     char sx[96], sh[64];
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl__check_on(ctx, x, "x"));
+    if (x->dtype != GPUDL_F32 && x->dtype != m->act_dtype)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_forward: x is %s; the model takes f32%s%s",
+                          gpudl_tensor_describe(x, sx, sizeof sx), m->act_dtype != GPUDL_F32 ? " or its activations' " : "",
+                          m->act_dtype != GPUDL_F32 ? gpudl_dtype_name(m->act_dtype) : "");
     if (x->device != m->params.device)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_forward: x is %s but the model lives on %s",
                           gpudl_tensor_describe(x, sx, sizeof sx), gpudl__device_name(m->params.device));
@@ -7669,7 +7685,7 @@ static gpudl_status gpudl__model_forward(gpudl_model *m, const gpudl_tensor *x, 
     m->input = *x;
     m->batch = x->shape[0];
     m->have_loss = 0;
-    if (m->act_dtype != GPUDL_F32) {   /* 16-bit activations start with the input */
+    if (x->dtype != m->act_dtype) {   /* 16-bit activations start with the input (one given in their dtype is used as it is) */
         m->input = gpudl__view(&m->input16, 0, m->batch, m->in_ndim, m->in_shape);
         GPUDL__TRY(gpudl_tensor_cast(ctx, &m->input, x));
     }
@@ -9372,20 +9388,39 @@ GPUDL__DEF gpudl_status gpudl_dataset_batch(gpudl_ctx *ctx, gpudl_dataset *ds, i
     sample = gpudl_tensor_numel(&ds->images) / ds->n;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(&ds->images)) {
-        GPUDL__LAUNCH(ctx, gpudl_k_gather(ctx->stream, (float *)ds->xb.data, (int32_t *)ds->yb.data, (const float *)ds->images.data,
-                                          (const int32_t *)ds->labels.data, (const int32_t *)ds->perm.data, start, count, sample));
+        GPUDL__LAUNCH(ctx, gpudl_k_gather(ctx->stream, ds->xb.data, (int)ds->xb.dtype, (int32_t *)ds->yb.data,
+                                          (const float *)ds->images.data, (const int32_t *)ds->labels.data,
+                                          (const int32_t *)ds->perm.data, start, count, sample));
     } else
 #endif
     {
+        size_t es = gpudl_dtype_size(ds->xb.dtype);
         GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (count * sample > 65536))
         for (i = 0; i < count; i++) {
             int64_t k = ((const int32_t *)ds->perm.data)[start + i];
-            memcpy((float *)ds->xb.data + i * sample, (const float *)ds->images.data + k * sample, sizeof(float) * (size_t)sample);
+            const float *src = (const float *)ds->images.data + k * sample;
+            char *dst = (char *)ds->xb.data + (size_t)(i * sample) * es;
+            if (ds->xb.dtype == GPUDL_F32) memcpy(dst, src, sizeof(float) * (size_t)sample);
+            else gpudl__convert(dst, ds->xb.dtype, src, GPUDL_F32, sample);   /* gpudl_tensor_cast's rounding */
             ((int32_t *)ds->yb.data)[i] = ((const int32_t *)ds->labels.data)[k];
         }
     }
     *x = gpudl__view(&ds->xb, 0, count, 3, ds->images.shape + 1);
     *y = gpudl__view(&ds->yb, 0, count, 0, NULL);
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_dataset_set_dtype(gpudl_ctx *ctx, gpudl_dataset *ds, gpudl_dtype dtype) {
+    gpudl_tensor nb;
+    GPUDL__ENTER(ctx);
+    if (!ds || !ds->xb.data) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_set_dtype: NULL or uncreated dataset");
+    if (dtype != GPUDL_F32 && dtype != GPUDL_F16 && dtype != GPUDL_BF16)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_set_dtype: %s batches; need f32, f16 or bf16",
+                          gpudl_dtype_name(dtype));
+    if (ds->xb.dtype == dtype) return GPUDL_OK;
+    GPUDL__TRY(gpudl_tensor_create(ctx, &nb, dtype, ds->xb.ndim, ds->xb.shape));   /* first: on failure the old one stays */
+    gpudl_tensor_free(ctx, &ds->xb);
+    ds->xb = nb;
     return GPUDL_OK;
 }
 

@@ -1926,40 +1926,57 @@ int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_des
 /* >>data ------------------------------------------------------------------ */
 
 /* Rows perm[start .. start + count) of images (sample floats each) into
-   xb, their labels into yb. Samples of a multiple of 4 floats (MNIST's
-   784) with both arrays 16-byte aligned move as float4: 8 bytes per
-   element, read and write, in a quarter of the instructions. */
-template <typename I, int V>
-__device__ __forceinline__ void gpudl__gather_rows(float *xb, int32_t *yb, const float *images, const int32_t *labels,
+   xb as T (F32, or F16 / BF16 rounded once, as gpudl_k_cast rounds), their
+   labels into yb. Samples of a multiple of V floats (MNIST's 784) with both
+   arrays 16-byte aligned move V at a time: 16-byte stores (four floats, or
+   eight 16-bit values read as two float4), in a fraction of the
+   instructions. */
+template <int V, typename T> struct gpudl__gather_move {
+    static __device__ __forceinline__ void run(T *dst, const float *src) {
+        float f[V];
+        gpudl__vload<V, float>(f, src);
+        gpudl__vstore<V, T>(dst, f);
+    }
+};
+template <typename T> struct gpudl__gather_move<1, T> {
+    static __device__ __forceinline__ void run(T *dst, const float *src) { *dst = gpudl__from_f32<T>(*src); }
+};
+
+template <typename T, typename I, int V>
+__device__ __forceinline__ void gpudl__gather_rows(T *xb, int32_t *yb, const float *images, const int32_t *labels,
                                                    const int32_t *perm, I start, I count, I sample) {
-    typedef typename gpudl__raw<V * 4>::type R;
     I sv = sample / V;
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < count * sv; i += (I)gridDim.x * blockDim.x) {
         I r = i / sv, col = i - r * sv;
         int64_t k = perm[start + r];   /* the dataset may pass 2^31 floats: its offsets stay 64-bit */
-        ((R *)xb)[i] = ((const R *)images)[k * (int64_t)sv + col];
+        gpudl__gather_move<V, T>::run(xb + (int64_t)i * V, images + (k * (int64_t)sv + col) * V);
         if (col == 0) yb[r] = labels[k];
     }
 }
 
-__global__ void gpudl_gather_kernel(float *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
+template <typename T>
+__global__ void gpudl_gather_kernel(T *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
                                     int64_t start, int64_t count, int64_t sample) {
-    bool vec = sample % 4 == 0 && gpudl__aligned16(xb) && gpudl__aligned16(images);
+    const int V = sizeof(T) == 4 ? 4 : 8;   /* 16 bytes stored */
+    bool vec = sample % V == 0 && gpudl__aligned16(xb) && gpudl__aligned16(images);
     if (count * sample <= INT32_MAX && start + count <= INT32_MAX) {
-        if (vec) gpudl__gather_rows<uint32_t, 4>(xb, yb, images, labels, perm, (uint32_t)start, (uint32_t)count, (uint32_t)sample);
-        else gpudl__gather_rows<uint32_t, 1>(xb, yb, images, labels, perm, (uint32_t)start, (uint32_t)count, (uint32_t)sample);
+        if (vec) gpudl__gather_rows<T, uint32_t, V>(xb, yb, images, labels, perm, (uint32_t)start, (uint32_t)count, (uint32_t)sample);
+        else gpudl__gather_rows<T, uint32_t, 1>(xb, yb, images, labels, perm, (uint32_t)start, (uint32_t)count, (uint32_t)sample);
     } else {
-        if (vec) gpudl__gather_rows<int64_t, 4>(xb, yb, images, labels, perm, start, count, sample);
-        else gpudl__gather_rows<int64_t, 1>(xb, yb, images, labels, perm, start, count, sample);
+        if (vec) gpudl__gather_rows<T, int64_t, V>(xb, yb, images, labels, perm, start, count, sample);
+        else gpudl__gather_rows<T, int64_t, 1>(xb, yb, images, labels, perm, start, count, sample);
     }
 }
 
 extern "C" {
 
-int gpudl_k_gather(void *stream, float *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
-                   int64_t start, int64_t count, int64_t sample) {
-    gpudl_gather_kernel<<<gpudl__vblocks(sample % 4 ? count * sample : count * sample / 4), GPUDL__THREADS, 0,
-                          (cudaStream_t)stream>>>(xb, yb, images, labels, perm, start, count, sample);
+int gpudl_k_gather(void *stream, void *xb, int xb_dtype, int32_t *yb, const float *images, const int32_t *labels,
+                   const int32_t *perm, int64_t start, int64_t count, int64_t sample) {
+    GPUDL__DISPATCH(xb_dtype, T, {
+        const int64_t V = sizeof(T) == 4 ? 4 : 8;
+        gpudl_gather_kernel<T><<<gpudl__vblocks(sample % V ? count * sample : count * sample / V), GPUDL__THREADS, 0,
+                                 (cudaStream_t)stream>>>((T *)xb, yb, images, labels, perm, start, count, sample);
+    });
     return (int)cudaGetLastError();
 }
 

@@ -349,3 +349,86 @@ static void test_fashion_mnist_find(void) {
     CHECKF(strstr(gpudl_ctx_last_error(c), "neither") != NULL, "%s", gpudl_ctx_last_error(c));
     gpudl_ctx_destroy(c);
 }
+
+/* gpudl_dataset_set_dtype: F16 and BF16 batches hold exactly the F32
+   batch cast by gpudl_tensor_cast (the normalisation in FP32, rounded once
+   in the gather), on ctx's device: MNIST's 784 floats a sample (the GPU's
+   16-byte path) and an odd 3x5x7 (its scalar path), every batch of a
+   shuffled epoch, the short last one included; back to F32, the F32 batch. */
+static void dataset_dtype_case(gpudl_ctx *ctx) {
+    static const int64_t shapes[2][4] = {{37, 1, 28, 28}, {23, 3, 5, 7}};
+    static const gpudl_dtype dts[2] = {GPUDL_F16, GPUDL_BF16};
+    gpudl_ctx *c = cpu_ctx();
+    int si, di;
+    for (si = 0; si < 2; si++)
+        for (di = 0; di < 2; di++) {
+            int64_t N = shapes[si][0], i, b, nb;
+            gpudl_tensor images = mk(c, GPUDL_U8, 4, shapes[si]), labels = mk(c, GPUDL_U8, 1, &N);
+            gpudl_dataset a, h;
+            int bad = 0;
+            for (i = 0; i < gpudl_tensor_numel(&images); i++)
+                ((uint8_t *)images.data)[i] = (uint8_t)(gpudl_rng_bits(11 + (uint64_t)si, (uint64_t)i) & 255);
+            for (i = 0; i < N; i++) ((uint8_t *)labels.data)[i] = (uint8_t)(i % 10);
+            CHECK_OK(gpudl_dataset_create(ctx, &a, &images, &labels, 16, 0.2860f, 0.3530f));
+            CHECK_OK(gpudl_dataset_create(ctx, &h, &images, &labels, 16, 0.2860f, 0.3530f));
+            CHECK_OK(gpudl_dataset_set_dtype(ctx, &h, dts[di]));
+            CHECK_OK(gpudl_dataset_set_dtype(ctx, &h, dts[di]));   /* again: nothing to do */
+            CHECK(h.xb.dtype == dts[di] && a.xb.dtype == GPUDL_F32);
+            CHECK_OK(gpudl_dataset_shuffle(ctx, &a, 1, 2));
+            CHECK_OK(gpudl_dataset_shuffle(ctx, &h, 1, 2));
+            nb = gpudl_dataset_num_batches(&h);
+            CHECK(nb == (N + 15) / 16 && nb == gpudl_dataset_num_batches(&a));
+            for (b = 0; b < nb; b++) {
+                gpudl_tensor xa, ya, xh, yh, cast, hc, hh, ha, hy;
+                CHECK_OK(gpudl_dataset_batch(ctx, &a, b, &xa, &ya));
+                CHECK_OK(gpudl_dataset_batch(ctx, &h, b, &xh, &yh));
+                CHECK(xh.dtype == dts[di] && xh.ndim == 4 && xh.shape[0] == xa.shape[0] && xh.shape[3] == shapes[si][3]);
+                CHECK_OK(gpudl_tensor_create(ctx, &cast, dts[di], xa.ndim, xa.shape));
+                CHECK_OK(gpudl_tensor_cast(ctx, &cast, &xa));
+                hc = to_host(ctx, &cast);
+                hh = to_host(ctx, &xh);
+                ha = to_host(ctx, &ya);
+                hy = to_host(ctx, &yh);
+                bad += memcmp(hc.data, hh.data, gpudl_tensor_bytes(&hc)) != 0 || memcmp(ha.data, hy.data, gpudl_tensor_bytes(&ha)) != 0;
+                if (b == 0) {   /* and the values themselves: (pixel / 255 - mean) / std in FP32, rounded once */
+                    gpudl_tensor hp = to_host(ctx, &h.perm);
+                    int64_t sample = gpudl_tensor_numel(&images) / N, k = ((int32_t *)hp.data)[0], j;
+                    for (j = 0; j < sample; j += 13) {   /* sample 0's elements */
+                        float v = (((const uint8_t *)images.data)[k * sample + j] / 255.0f - 0.2860f) / 0.3530f;
+                        uint16_t want = dts[di] == GPUDL_F16 ? gpudl_f32_to_f16(v) : gpudl_f32_to_bf16(v);
+                        if (((uint16_t *)hh.data)[j] != want) { bad++; break; }
+                    }
+                    gpudl_tensor_free(c, &hp);
+                }
+                gpudl_tensor_free(c, &hc); gpudl_tensor_free(c, &hh); gpudl_tensor_free(c, &ha); gpudl_tensor_free(c, &hy);
+                gpudl_tensor_free(ctx, &cast);
+            }
+            CHECKF(bad == 0, "%s on %s, sample %lld: %d of %lld batches differ from the cast F32 batch", gpudl_dtype_name(dts[di]),
+                   ctx == c ? "the CPU" : "the GPU", (long long)(gpudl_tensor_numel(&images) / N), bad, (long long)nb);
+            {   /* back to F32: the F32 batch */
+                gpudl_tensor xa, ya, xh, yh, h1, h2;
+                CHECK_OK(gpudl_dataset_set_dtype(ctx, &h, GPUDL_F32));
+                CHECK_OK(gpudl_dataset_batch(ctx, &a, 1, &xa, &ya));
+                CHECK_OK(gpudl_dataset_batch(ctx, &h, 1, &xh, &yh));
+                h1 = to_host(ctx, &xa);
+                h2 = to_host(ctx, &xh);
+                CHECK(xh.dtype == GPUDL_F32 && memcmp(h1.data, h2.data, gpudl_tensor_bytes(&h1)) == 0);
+                gpudl_tensor_free(c, &h1); gpudl_tensor_free(c, &h2);
+            }
+            CHECK_ST(gpudl_dataset_set_dtype(ctx, &h, GPUDL_I32), GPUDL_ERR_INVALID_ARG);
+            CHECK(h.xb.dtype == GPUDL_F32 && h.xb.data != NULL);   /* refused: the buffer kept */
+            gpudl_dataset_free(ctx, &a);
+            gpudl_dataset_free(ctx, &h);
+            CHECK_ST(gpudl_dataset_set_dtype(ctx, &h, GPUDL_F16), GPUDL_ERR_INVALID_ARG);   /* freed: not created */
+            gpudl_tensor_free(c, &images);
+            gpudl_tensor_free(c, &labels);
+        }
+    CHECK_ST(gpudl_dataset_set_dtype(ctx, NULL, GPUDL_F16), GPUDL_ERR_INVALID_ARG);
+}
+
+HARNESS_MAYBE_UNUSED static void test_dataset_dtype(void) { dataset_dtype_case(cpu_ctx()); }
+
+HARNESS_MAYBE_UNUSED static void test_gpu_dataset_dtype(void) {
+    NEED_GPU(g);
+    dataset_dtype_case(g);
+}
