@@ -176,7 +176,7 @@
                                                own kernels; fused path
        optim       one fused loop              one fused kernel          f32
        amp         loops                       own kernels               f16 bf16
-       data        gather by index             gather kernel             u8 -> f32
+       data        gather by index             gather kernel             u8 -> f32 f16 bf16
        The CPU computes f16/bf16 through f32 copies and rounds once; batch
        norm's parameters and statistics, losses and optimizer state are f32.
 

@@ -92,6 +92,11 @@ int main(int argc, char **argv) {
         od.total_steps = epochs * gpudl_dataset_num_batches(&train);
         GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
         GPUDL_CHECK(gpudl_model_set_precision(m, precs[k].p, NULL));   /* the one line that changes */
+        /* batches made in the activations' dtype: no cast kernel per step */
+        GPUDL_CHECK(gpudl_dataset_set_dtype(ctx, &train, precs[k].p == GPUDL_PRECISION_FP16   ? GPUDL_F16
+                                                         : precs[k].p == GPUDL_PRECISION_BF16 ? GPUDL_BF16
+                                                                                              : GPUDL_F32));
+        GPUDL_CHECK(gpudl_dataset_set_dtype(ctx, &test, train.xb.dtype));
         GPUDL_CHECK(gpudl_model_memory(m, 0, &mem[k]));
         GPUDL_CHECK(gpudl_ctx_sync(ctx));
         t0 = gpudl_now();

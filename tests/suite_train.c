@@ -129,6 +129,10 @@ static const test_case tests[] = {
     {"gpu_emu_step_floor", test_gpu_emu_step_floor},
     {"gpu_graph_step", test_gpu_graph_step},
     {"gpu_zero_grad_contract", test_gpu_zero_grad_contract},
+    {"dataset_dtype", test_dataset_dtype},
+    {"gpu_dataset_dtype", test_gpu_dataset_dtype},
+    {"model_input_16bit", test_model_input_16bit},
+    {"gpu_model_input_16bit", test_gpu_model_input_16bit},
 };
 
 int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }
