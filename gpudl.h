@@ -7001,7 +7001,7 @@ GPUDL__DEF gpudl_status gpudl_model_create(gpudl_ctx *ctx, gpudl_model **out, in
     GPUDL__TRY(gpudl__check_shape(ctx, GPUDL_F32, ndim, sample_shape, &n));
     m = (gpudl_model *)GPUDL_MALLOC(sizeof *m);
     if (!m) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model_create: no host memory");
-    memset(m, 0, sizeof *m);
+    memset((void *)m, 0, sizeof *m);   /* void *: in C++ the struct holds CUDA's dim3 (not trivial) */
     m->tag = GPUDL__MODEL_LIVE;
     m->ctx = ctx;
     m->next = ctx->models;
@@ -7042,7 +7042,7 @@ GPUDL__DEF void gpudl_model_destroy(gpudl_model *m) {
     gpudl_tensor_free(ctx, &m->preds); gpudl_tensor_free(ctx, &m->dinput);
     GPUDL_FREE(m->prof);
     GPUDL_FREE(m->layers);
-    memset(m, 0, sizeof *m);   /* a shell: its tag says it is dead, its context who to tell */
+    memset((void *)m, 0, sizeof *m);   /* a shell: its tag says it is dead, its context who to tell */
     m->tag = GPUDL__MODEL_DEAD;
     m->ctx = ctx;
     GPUDL_FREE(ctx->dead[ctx->dead_next]);
