@@ -1107,6 +1107,43 @@ GPUDL_API gpudl_status gpudl_model_add_batchnorm2d(gpudl_model *m, int64_t chann
 GPUDL_API gpudl_status gpudl_model_add_dropout(gpudl_model *m, float p);
 GPUDL_API gpudl_status gpudl_model_add_flatten(gpudl_model *m);
 
+/* Transformers (the ops of >>transformer as layers). A model of sequences
+   takes token ids: create it with the sample shape {T} (T positions) and
+   start it with an embedding; forward then takes x (N, T) I32 or U8 (ids,
+   never cast), and layers see samples (T, C). A linear layer on (T, F)
+   samples acts on each position (a GEMM over N T rows); activations,
+   dropout and layer norm act elementwise or per position; softmax
+   cross-entropy on (T, V) outputs takes targets (N, T) I32/U8 and averages
+   over all N T positions (PyTorch's F.cross_entropy on the flattened
+   logits). gpudl_model_predict and _count_correct take 1-D outputs only.
+   embedding   token and position: y[n,t] = wte[id] + wpe[t]; parameters
+               "wte.weight" (vocab, C) and "wpe.weight" (T, C), drawn from
+               normal(0, 0.02) (GPT-2's init); the first layer only.
+   layernorm   over the last dim (C): "weight" (ones), "bias" (zeros), F32
+               under mixed precision; eps 1e-5.
+   attention   causal multi-head self-attention with its projections, as
+               nanoGPT's CausalSelfAttention: qkv = x c_attn^T + b (3C), the
+               heads' softmax(q k^T / sqrt(HS)) v, then c_proj; parameters
+               "c_attn.weight" (3C, C), "c_attn.bias", "c_proj.weight" (C, C),
+               "c_proj.bias". heads divides C. Keeps qkv and the attention
+               weights (N heads T T) for backward (gpudl_attention_forward);
+               where those weights would outweigh the layer's other buffers
+               (heads T > 16 C, head size <= 256) it runs the fused kernels
+               instead (gpudl_attention_fused_forward: T, not T^2, memory).
+   residual_begin / residual_end   x + f(x) around the layers between them
+               (nested pairs allowed): end adds begin's input to its own
+               input (same shape); the gradient flows through both paths.
+   gpudl_model_set_name names the last added layer for checkpoints: its
+   tensors are saved as "<name>.<param>" instead of "<index>.<param>"
+   (nanoGPT's names: "transformer.h.0.attn" gives
+   "transformer.h.0.attn.c_attn.weight"; up to 95 characters; unique). */
+GPUDL_API gpudl_status gpudl_model_add_embedding(gpudl_model *m, int64_t vocab, int64_t channels);
+GPUDL_API gpudl_status gpudl_model_add_layernorm(gpudl_model *m, int64_t channels);
+GPUDL_API gpudl_status gpudl_model_add_attention(gpudl_model *m, int64_t channels, int64_t heads);
+GPUDL_API gpudl_status gpudl_model_add_residual_begin(gpudl_model *m);
+GPUDL_API gpudl_status gpudl_model_add_residual_end(gpudl_model *m);
+GPUDL_API gpudl_status gpudl_model_set_name(gpudl_model *m, const char *name);
+
 /* A custom layer: a layer the kit does not have (a LayerNorm, a residual
    block, a student's GELU), as forward and backward callbacks, written in C
    or CUDA, with the shapes of its parameters. It lives in the model like
