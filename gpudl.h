@@ -6771,7 +6771,8 @@ enum {
     GPUDL__KIND_VIEW = 1,         /* the output is the input's memory, reshaped */
     GPUDL__KIND_F32_PARAMS = 2,   /* the parameters stay f32 under mixed precision */
     GPUDL__KIND_SEE_THROUGH = 4,  /* the init looks past it for the activation that follows a layer */
-    GPUDL__KIND_CUSTOM = 8        /* the user's (gpudl_model_add_custom): names and callbacks in u.custom */
+    GPUDL__KIND_CUSTOM = 8,       /* the user's (gpudl_model_add_custom): names and callbacks in u.custom */
+    GPUDL__KIND_IDS = 16          /* takes token ids (I32/U8, never cast): the first layer only */
 };
 
 typedef struct gpudl__kind {
@@ -6799,12 +6800,19 @@ struct gpudl__layer {
     gpudl_tensor saved;                  /* (savedshape) what forward keeps for backward; bn: (2, C) batch mean, 1/std;
                                             GPU linear before a ReLU: (max_batch, mask ld / 32) the ReLU's bit mask */
     int mask_ok;                         /* linear: the last forward wrote saved's mask (cuBLASLt RELU_AUX_BIAS) */
+    int64_t saved_per_sample;            /* F32 floats per sample that forward keeps (savedshape (max_batch, this)) */
+    int64_t work_per_sample;             /* activations' dtype, per sample: a kind's own intermediates (attention's
+                                            qkv, heads' output, their gradients, weights), allocated with the outputs */
+    gpudl_tensor work;                   /* (max_batch, work_per_sample), or empty */
+    char name[96];                       /* gpudl_model_set_name: the checkpoint's prefix, or "" ("<index>") */
     union {                              /* what each kind knows of itself */
         gpudl_conv2d_desc conv;
         struct { gpudl_act fn; float alpha; } act;
         gpudl_pool2d_desc pool;
         struct { int64_t channels; } bn;
         struct { float p; uint64_t offset; } dropout;   /* offset: counter of the last forward's mask */
+        struct { int64_t heads; int fused; } attn;
+        struct { int other; } res;                      /* begin: its end's index; end: its begin's */
         struct {                                         /* the user's desc, its strings copied */
             gpudl_layer_desc d;
             char name[24], pnames[GPUDL__MAX_PARAMS][24];
@@ -6931,6 +6939,7 @@ static size_t gpudl__model_held(gpudl_ctx *ctx, const gpudl_model *m) {
         n += l->out.owner == 1 && gpudl__live_has(ctx, l->out.data);
         n += l->dout.owner == 1 && gpudl__live_has(ctx, l->dout.data);
         n += l->saved.owner == 1 && gpudl__live_has(ctx, l->saved.data);
+        n += l->work.owner == 1 && gpudl__live_has(ctx, l->work.data);
     }
     return n;
 }
@@ -6966,6 +6975,7 @@ static void gpudl__acts_free(gpudl_model *m) {
         int view = l->kind->flags & GPUDL__KIND_VIEW;
         if (!view) gpudl_tensor_free(m->ctx, &l->out);
         if (!view || i == 0) gpudl_tensor_free(m->ctx, &l->dout);
+        gpudl_tensor_free(m->ctx, &l->work);
         memset(&l->out, 0, sizeof l->out);
         memset(&l->dout, 0, sizeof l->dout);
     }
@@ -6977,12 +6987,13 @@ static void gpudl__acts_free(gpudl_model *m) {
    nothing: on failure the old buffers stay as they were. */
 static gpudl_status gpudl__acts_alloc(gpudl_model *m, gpudl_dtype dt) {
     gpudl_ctx *ctx = m->ctx;
-    gpudl_tensor *nb = (gpudl_tensor *)GPUDL_MALLOC(sizeof(gpudl_tensor) * (size_t)(2 * m->nlayers + 1));
+    /* nb: [2 i] layer i's output, [2 i + 1] its gradient, [2 n] the input's copy, [2 n + 1 + i] layer i's work */
+    gpudl_tensor *nb = (gpudl_tensor *)GPUDL_MALLOC(sizeof(gpudl_tensor) * (size_t)(3 * m->nlayers + 1));
     gpudl_status s = GPUDL_OK;
     int64_t shape[4];
     int i;
-    if (!nb) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model: no host memory for %d layer buffers", 2 * m->nlayers);
-    memset(nb, 0, sizeof(gpudl_tensor) * (size_t)(2 * m->nlayers + 1));
+    if (!nb) return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model: no host memory for %d layer buffers", 3 * m->nlayers);
+    memset(nb, 0, sizeof(gpudl_tensor) * (size_t)(3 * m->nlayers + 1));
     shape[0] = m->desc.max_batch;
     for (i = 0; i < m->nlayers && s == GPUDL_OK; i++) {
         gpudl__layer *l = &m->layers[i];
@@ -6994,12 +7005,17 @@ static gpudl_status gpudl__acts_alloc(gpudl_model *m, gpudl_dtype dt) {
         s = gpudl_tensor_create(ctx, &nb[2 * i], dt, 1 + l->out_ndim, shape);
         if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &nb[2 * i + 1], dt, 1 + l->out_ndim, shape);
     }
-    if (s == GPUDL_OK && dt != GPUDL_F32) {
+    if (s == GPUDL_OK && dt != GPUDL_F32 && !(m->layers[0].kind->flags & GPUDL__KIND_IDS)) {
         memcpy(shape + 1, m->in_shape, sizeof m->in_shape);
         s = gpudl_tensor_create(ctx, &nb[2 * m->nlayers], dt, 1 + m->in_ndim, shape);
     }
+    for (i = 0; i < m->nlayers && s == GPUDL_OK; i++)
+        if (m->layers[i].work_per_sample) {
+            shape[1] = m->layers[i].work_per_sample;
+            s = gpudl_tensor_create(ctx, &nb[2 * m->nlayers + 1 + i], dt, 2, shape);
+        }
     if (s != GPUDL_OK) {
-        for (i = 0; i < 2 * m->nlayers + 1; i++) gpudl_tensor_free(ctx, &nb[i]);
+        for (i = 0; i < 3 * m->nlayers + 1; i++) gpudl_tensor_free(ctx, &nb[i]);
         GPUDL_FREE(nb);
         return s;
     }
@@ -7020,6 +7036,7 @@ static gpudl_status gpudl__acts_alloc(gpudl_model *m, gpudl_dtype dt) {
         l->out = nb[2 * i];
         l->dout = nb[2 * i + 1];
     }
+    for (i = 0; i < m->nlayers; i++) m->layers[i].work = nb[2 * m->nlayers + 1 + i];
     m->input16 = nb[2 * m->nlayers];
     m->act_dtype = dt;
     GPUDL_FREE(nb);
@@ -7312,6 +7329,131 @@ static gpudl_status gpudl__conv_bwd(gpudl__pass *p) {
 static const gpudl__kind gpudl__kind_conv2d = {"conv2d", {"weight", "bias", NULL}, {NULL}, 0, gpudl__fan_init, gpudl__conv_fwd,
                                                gpudl__conv_bwd};
 
+/* ---- the transformer's kinds (>>transformer's ops as layers) ---- */
+
+/* (N, ..., F) as (N ..., F): a linear layer on (T, F) samples acts on each position. */
+static gpudl_tensor gpudl__rows2(const gpudl_tensor *t) {
+    gpudl_tensor v = *t;
+    if (t->ndim > 2) {
+        int64_t f = t->shape[t->ndim - 1];
+        v.shape[0] = gpudl_tensor_numel(t) / f;
+        v.shape[1] = f;
+        v.ndim = 2;
+    }
+    return v;
+}
+/* A pass's activations as rows (for a linear layer on (T, F) samples). */
+static void gpudl__pass_rows(gpudl__pass *p) {
+    p->x = gpudl__rows2(&p->x);
+    p->y = gpudl__rows2(&p->y);
+    p->dy = gpudl__rows2(&p->dy);
+    if (p->dx) *p->dx = gpudl__rows2(p->dx);
+    p->dx_masked = gpudl__rows2(&p->dx_masked);
+}
+
+#define GPUDL__GPT_STD 0.02f   /* GPT-2's init of embeddings and attention weights: normal(0, 0.02) */
+static gpudl_status gpudl__normal_init(gpudl__pass *p, int j) {
+    return gpudl__fill_random(p->m->ctx, &p->p[j], p->m->seed, (uint64_t)p->l->poff[j], 1, 0.0f, GPUDL__GPT_STD);
+}
+
+static gpudl_status gpudl__emb_init(gpudl__pass *p) {
+    GPUDL__TRY(gpudl__normal_init(p, 0));
+    return gpudl__normal_init(p, 1);
+}
+static gpudl_status gpudl__emb_fwd(gpudl__pass *p) { return gpudl_embedding_forward(p->m->ctx, &p->y, &p->x, &p->p[0], &p->p[1]); }
+static gpudl_status gpudl__emb_bwd(gpudl__pass *p) {   /* ids have no gradient */
+    return gpudl_embedding_backward(p->m->ctx, &p->g[0], &p->g[1], &p->dy, &p->x);
+}
+static const gpudl__kind gpudl__kind_embedding = {"embedding", {"wte.weight", "wpe.weight", NULL}, {NULL}, GPUDL__KIND_IDS,
+                                                  gpudl__emb_init, gpudl__emb_fwd, gpudl__emb_bwd};
+
+/* Layer norm's saved statistics for the current batch: mean, then rstd (max_batch R apart). */
+static void gpudl__ln_saved(const gpudl_model *m, const gpudl__layer *l, gpudl_tensor *mean, gpudl_tensor *rstd) {
+    int64_t r = l->saved_per_sample / 2, n = m->batch * r;
+    *mean = gpudl__view(&l->saved, 0, -1, 1, &n);
+    *rstd = gpudl__view(&l->saved, m->desc.max_batch * r, -1, 1, &n);
+}
+static gpudl_status gpudl__ln_init(gpudl__pass *p) { return gpudl_tensor_fill(p->m->ctx, &p->p[0], 1.0f); }
+static gpudl_status gpudl__ln_fwd(gpudl__pass *p) {
+    gpudl_tensor mean, rstd;
+    gpudl__ln_saved(p->m, p->l, &mean, &rstd);
+    return gpudl_layernorm_forward(p->m->ctx, &p->y, &mean, &rstd, &p->x, &p->p[0], &p->p[1], 1e-5f);
+}
+static gpudl_status gpudl__ln_bwd(gpudl__pass *p) {
+    gpudl_tensor mean, rstd;
+    gpudl__ln_saved(p->m, p->l, &mean, &rstd);
+    return gpudl_layernorm_backward(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0], &mean, &rstd);
+}
+static const gpudl__kind gpudl__kind_layernorm = {"layernorm", {"weight", "bias", NULL}, {NULL}, GPUDL__KIND_F32_PARAMS,
+                                                  gpudl__ln_init, gpudl__ln_fwd, gpudl__ln_bwd};
+
+/* Attention's intermediates for the current batch, in its work buffer
+   (regions sized for max_batch): qkv (N,T,3C), the heads' output ya
+   (N,T,C), their gradients, and the weights (N,NH,T,T) (unfused) or, in
+   saved (F32), lse (N,NH,T) (fused). */
+typedef struct gpudl__attn_bufs { gpudl_tensor qkv, ya, dqkv, dya, att; } gpudl__attn_bufs;
+static void gpudl__attn_bufs_of(const gpudl_model *m, const gpudl__layer *l, gpudl__attn_bufs *b) {
+    int64_t T = l->in_shape[0], C = l->in_shape[1], NH = l->u.attn.heads, B = m->desc.max_batch, N = m->batch;
+    int64_t s3[2], s1[2], sa[3];
+    s3[0] = T; s3[1] = 3 * C;
+    s1[0] = T; s1[1] = C;
+    sa[0] = NH; sa[1] = T; sa[2] = T;
+    b->qkv = gpudl__view(&l->work, 0, N, 2, s3);
+    b->ya = gpudl__view(&l->work, B * T * 3 * C, N, 2, s1);
+    b->dqkv = gpudl__view(&l->work, B * T * 4 * C, N, 2, s3);
+    b->dya = gpudl__view(&l->work, B * T * 7 * C, N, 2, s1);
+    if (l->u.attn.fused) b->att = gpudl__view(&l->saved, 0, N, 2, sa);   /* lse (N,NH,T) F32 */
+    else b->att = gpudl__view(&l->work, B * T * 8 * C, N, 3, sa);
+}
+static gpudl_status gpudl__attn_init(gpudl__pass *p) {   /* weights normal(0, 0.02), biases 0 */
+    GPUDL__TRY(gpudl__normal_init(p, 0));
+    return gpudl__normal_init(p, 2);
+}
+static gpudl_status gpudl__attn_fwd(gpudl__pass *p) {
+    gpudl_ctx *ctx = p->m->ctx;
+    gpudl__attn_bufs b;
+    gpudl_tensor x2, q2, ya2, y2;
+    gpudl__attn_bufs_of(p->m, p->l, &b);
+    x2 = gpudl__rows2(&p->x); q2 = gpudl__rows2(&b.qkv); ya2 = gpudl__rows2(&b.ya); y2 = gpudl__rows2(&p->y);
+    GPUDL__TRY(gpudl_linear_forward(ctx, &q2, &x2, &p->p[0], &p->p[1]));
+    if (p->l->u.attn.fused) GPUDL__TRY(gpudl_attention_fused_forward(ctx, &b.ya, &b.att, &b.qkv, p->l->u.attn.heads));
+    else GPUDL__TRY(gpudl_attention_forward(ctx, &b.ya, &b.att, &b.qkv, p->l->u.attn.heads));
+    return gpudl_linear_forward(ctx, &y2, &ya2, &p->p[2], &p->p[3]);
+}
+static gpudl_status gpudl__attn_bwd(gpudl__pass *p) {
+    gpudl_ctx *ctx = p->m->ctx;
+    gpudl__attn_bufs b;
+    gpudl_tensor x2, dq2, ya2, dya2, dy2, dx2;
+    gpudl__attn_bufs_of(p->m, p->l, &b);
+    x2 = gpudl__rows2(&p->x); dq2 = gpudl__rows2(&b.dqkv); ya2 = gpudl__rows2(&b.ya); dya2 = gpudl__rows2(&b.dya);
+    dy2 = gpudl__rows2(&p->dy);
+    GPUDL__TRY(gpudl_linear_backward(ctx, &dya2, &p->g[2], &p->g[3], &dy2, &ya2, &p->p[2]));
+    if (p->l->u.attn.fused)
+        GPUDL__TRY(gpudl_attention_fused_backward(ctx, &b.dqkv, &b.dya, &b.qkv, &b.ya, &b.att, p->l->u.attn.heads));
+    else GPUDL__TRY(gpudl_attention_backward(ctx, &b.dqkv, &b.dya, &b.qkv, &b.att, p->l->u.attn.heads));
+    if (p->dx) dx2 = gpudl__rows2(p->dx);
+    return gpudl_linear_backward(ctx, p->dx ? &dx2 : NULL, &p->g[0], &p->g[1], &dq2, &x2, &p->p[0]);
+}
+static const gpudl__kind gpudl__kind_attention = {"attention", {"c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias",
+                                                  NULL}, {NULL}, 0, gpudl__attn_init, gpudl__attn_fwd, gpudl__attn_bwd};
+
+/* A residual pair: begin is a view of its input (nothing to do forward);
+   end adds begin's input to its own. Backward, end passes dy on down the
+   inner path (a copy) and begin adds end's dy to what the inner path gave
+   back: the two paths' gradients summed where they meet. */
+static gpudl_status gpudl__res_begin_bwd(gpudl__pass *p) {
+    gpudl_tensor dend = gpudl__layer_output(p->m, p->l->u.res.other, 1);
+    return gpudl__axpby(p->m->ctx, &p->dy, 1.0f, &dend, 1.0f);
+}
+static gpudl_status gpudl__res_end_fwd(gpudl__pass *p) {
+    gpudl_tensor r = gpudl__layer_output(p->m, p->l->u.res.other, 0);   /* begin's output: its input's memory */
+    return gpudl_add(p->m->ctx, &p->y, &p->x, &r);
+}
+static gpudl_status gpudl__res_end_bwd(gpudl__pass *p) { return p->dx ? gpudl__copy_same(p->m->ctx, p->dx, &p->dy) : GPUDL_OK; }
+static const gpudl__kind gpudl__kind_res_begin = {"residual", {NULL}, {NULL}, GPUDL__KIND_VIEW | GPUDL__KIND_SEE_THROUGH, NULL,
+                                                  NULL, gpudl__res_begin_bwd};
+static const gpudl__kind gpudl__kind_res_end = {"res_end", {NULL}, {NULL}, 0, NULL, gpudl__res_end_fwd, gpudl__res_end_bwd};
+
 /* ---- adding layers: check the arguments, fill in the shapes ---- */
 
 GPUDL__DEF gpudl_status gpudl_model_add_linear(gpudl_model *m, int64_t in_features, int64_t out_features) {
@@ -7321,13 +7463,15 @@ GPUDL__DEF gpudl_status gpudl_model_add_linear(gpudl_model *m, int64_t in_featur
     if (in_features < 1 || out_features < 1)
         return GPUDL__ADD_ERR(m, GPUDL_ERR_INVALID_ARG, "add_linear: features must be >= 1 (got %lld -> %lld)",
                           (long long)in_features, (long long)out_features);
-    if (m->cur_ndim != 1 || m->cur_shape[0] != in_features)
+    if (m->cur_ndim > 2 || m->cur_shape[m->cur_ndim - 1] != in_features)   /* (F), or (T, F): per position */
         return GPUDL__ADD_ERR(m, GPUDL_ERR_SHAPE, "add_linear(%lld -> %lld): the previous layer gives %s per sample%s",
                           (long long)in_features, (long long)out_features, gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh),
-                          m->cur_ndim > 1 ? " (add a flatten first)" : "");
+                          m->cur_ndim > 2 ? " (add a flatten first)" : "");
     memset(&l, 0, sizeof l);
     l.kind = &gpudl__kind_linear;
-    l.out_ndim = 1; l.out_shape[0] = out_features;
+    l.out_ndim = m->cur_ndim;
+    l.out_shape[0] = m->cur_ndim == 2 ? m->cur_shape[0] : out_features;
+    l.out_shape[l.out_ndim - 1] = out_features;
     l.pshape[0] = gpudl__shape4(2, out_features, in_features, 0, 0);
     l.pshape[1] = gpudl__shape4(1, out_features, 0, 0, 0);
     return gpudl__add(m, &l);
@@ -7444,6 +7588,135 @@ GPUDL__DEF gpudl_status gpudl_model_add_flatten(gpudl_model *m) {
     l.out_ndim = 1;
     l.out_shape[0] = gpudl__prod(m->cur_ndim, m->cur_shape);
     return gpudl__add(m, &l);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_embedding(gpudl_model *m, int64_t vocab, int64_t channels) {
+    gpudl__layer l;
+    char sh[64];
+    GPUDL__TRY(gpudl__model_live(m, "model_add_embedding"));
+    if (vocab < 1 || channels < 1)
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_INVALID_ARG, "add_embedding: vocab and channels must be >= 1 (got %lld, %lld)",
+                              (long long)vocab, (long long)channels);
+    if (m->nlayers != 0 || m->in_ndim != 1)
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_SHAPE, "add_embedding: the first layer of a model of sequences, created with the "
+                              "sample shape {T} (%s)", m->nlayers ? "layers were added before it" :
+                              gpudl__shape_str(m->in_ndim, m->in_shape, sh, sizeof sh));
+    memset(&l, 0, sizeof l);
+    l.kind = &gpudl__kind_embedding;
+    l.out_ndim = 2; l.out_shape[0] = m->in_shape[0]; l.out_shape[1] = channels;
+    l.pshape[0] = gpudl__shape4(2, vocab, channels, 0, 0);
+    l.pshape[1] = gpudl__shape4(2, m->in_shape[0], channels, 0, 0);
+    return gpudl__add(m, &l);
+}
+
+/* The checks of a layer that takes (..., C) per sample. */
+static gpudl_status gpudl__add_channels(gpudl_model *m, const char *what, int64_t channels, int need2d) {
+    char sh[64];
+    if (channels < 1)
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_INVALID_ARG, "%s: channels must be >= 1 (got %lld)", what, (long long)channels);
+    if (m->cur_shape[m->cur_ndim - 1] != channels || (need2d && m->cur_ndim != 2))
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_SHAPE, "%s(%lld): the previous layer gives %s per sample; need %s", what,
+                              (long long)channels, gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh),
+                              need2d ? "(T, channels)" : "(..., channels)");
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_layernorm(gpudl_model *m, int64_t channels) {
+    gpudl__layer l;
+    GPUDL__TRY(gpudl__model_live(m, "model_add_layernorm"));
+    GPUDL__TRY(gpudl__add_channels(m, "add_layernorm", channels, 0));
+    memset(&l, 0, sizeof l);
+    l.kind = &gpudl__kind_layernorm;
+    l.pshape[0] = gpudl__shape4(1, channels, 0, 0, 0);
+    l.pshape[1] = gpudl__shape4(1, channels, 0, 0, 0);
+    l.saved_per_sample = 2 * (gpudl__prod(m->cur_ndim, m->cur_shape) / channels);   /* mean and rstd per row */
+    return gpudl__add(m, &l);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_attention(gpudl_model *m, int64_t channels, int64_t heads) {
+    gpudl__layer l;
+    int64_t T, C = channels;
+    GPUDL__TRY(gpudl__model_live(m, "model_add_attention"));
+    GPUDL__TRY(gpudl__add_channels(m, "add_attention", channels, 1));
+    if (heads < 1 || C % heads)
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_INVALID_ARG, "add_attention: heads (%lld) must divide channels (%lld)",
+                              (long long)heads, (long long)C);
+    T = m->cur_shape[0];
+    memset(&l, 0, sizeof l);
+    l.kind = &gpudl__kind_attention;
+    l.u.attn.heads = heads;
+    /* the weights (heads T T per sample) when they fit, else the fused kernels' T memory */
+    l.u.attn.fused = heads * T > 16 * C && C / heads <= GPUDL__FUSED_MAX_HS;
+    l.pshape[0] = gpudl__shape4(2, 3 * C, C, 0, 0);
+    l.pshape[1] = gpudl__shape4(1, 3 * C, 0, 0, 0);
+    l.pshape[2] = gpudl__shape4(2, C, C, 0, 0);
+    l.pshape[3] = gpudl__shape4(1, C, 0, 0, 0);
+    l.work_per_sample = 8 * T * C + (l.u.attn.fused ? 0 : heads * T * T);
+    l.saved_per_sample = l.u.attn.fused ? heads * T : 0;
+    return gpudl__add(m, &l);
+}
+
+/* Open residual pairs: begins whose end is still to come (u.res.other -1). */
+static int gpudl__open_residual(const gpudl_model *m) {
+    int i, depth = 0;
+    for (i = m->nlayers - 1; i >= 0; i--) {
+        const gpudl__layer *l = &m->layers[i];
+        if (l->kind == &gpudl__kind_res_end) depth++;
+        else if (l->kind == &gpudl__kind_res_begin && depth-- == 0) return i;
+    }
+    return -1;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_residual_begin(gpudl_model *m) {
+    gpudl__layer l;
+    GPUDL__TRY(gpudl__model_live(m, "model_add_residual_begin"));
+    memset(&l, 0, sizeof l);
+    l.kind = &gpudl__kind_res_begin;
+    l.u.res.other = -1;
+    return gpudl__add(m, &l);
+}
+
+GPUDL__DEF gpudl_status gpudl_model_add_residual_end(gpudl_model *m) {
+    gpudl__layer l;
+    int b;
+    char s1[64], s2[64];
+    GPUDL__TRY(gpudl__model_live(m, "model_add_residual_end"));
+    b = gpudl__open_residual(m);
+    if (b < 0) return GPUDL__ADD_ERR(m, GPUDL_ERR_INVALID_ARG, "add_residual_end: no residual_begin to close");
+    if (b == m->nlayers - 1)
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_INVALID_ARG, "add_residual_end: nothing between it and its residual_begin (layer %d)", b);
+    if (m->cur_ndim != m->layers[b].out_ndim ||
+        memcmp(m->cur_shape, m->layers[b].out_shape, sizeof(int64_t) * (size_t)m->cur_ndim))
+        return GPUDL__ADD_ERR(m, GPUDL_ERR_SHAPE, "add_residual_end: the path gives %s per sample, its residual_begin (layer "
+                              "%d) took %s: x + f(x) needs one shape", gpudl__shape_str(m->cur_ndim, m->cur_shape, s1, sizeof s1),
+                              b, gpudl__shape_str(m->layers[b].out_ndim, m->layers[b].out_shape, s2, sizeof s2));
+    memset(&l, 0, sizeof l);
+    l.kind = &gpudl__kind_res_end;
+    l.u.res.other = b;
+    GPUDL__TRY(gpudl__add(m, &l));
+    m->layers[b].u.res.other = m->nlayers - 1;
+    return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_set_name(gpudl_model *m, const char *name) {
+    gpudl__layer *l;
+    size_t n;
+    int i;
+    GPUDL__TRY(gpudl__model_live(m, "model_set_name"));
+    GPUDL__ENTER(m->ctx);
+    if (m->built) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_set_name: the model is built; name layers as you add them");
+    if (m->nlayers == 0) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_set_name: no layer yet (it names the last added)");
+    l = &m->layers[m->nlayers - 1];
+    n = name ? strlen(name) : 0;
+    if (n == 0 || n >= sizeof l->name)
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_set_name: a name of 1 to %d characters (got %s%zu)",
+                          (int)sizeof l->name - 1, name ? "" : "NULL, ", n);
+    for (i = 0; i + 1 < m->nlayers; i++)
+        if (!strcmp(m->layers[i].name, name))
+            return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_set_name: layer %d is already named '%s' (a checkpoint "
+                              "needs one name per tensor)", i, name);
+    memcpy(l->name, name, n + 1);
+    return GPUDL_OK;
 }
 
 /* A custom layer (gpudl_model_add_custom): its kind calls the user's
@@ -7588,9 +7861,13 @@ GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc
         m->desc.init < GPUDL_INIT_DEFAULT || m->desc.init > GPUDL_INIT_XAVIER)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: bad desc (max_batch >= 0, loss, init)");
     if (m->desc.max_batch == 0) m->desc.max_batch = 128;
-    if (m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT && m->cur_ndim != 1)
-        return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "model_build: softmax cross-entropy needs K scores per sample, the last "
-                          "layer gives %s (add flatten and linear)", gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh));
+    if (m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT && m->cur_ndim != 1 && m->cur_ndim != 2)
+        return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "model_build: softmax cross-entropy needs K scores per sample (or (T, K): "
+                          "per position), the last layer gives %s (add flatten and linear)",
+                          gpudl__shape_str(m->cur_ndim, m->cur_shape, sh, sizeof sh));
+    for (i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == &gpudl__kind_res_begin && m->layers[i].u.res.other < 0)
+            return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: the residual_begin at layer %d has no residual_end", i);
     B = m->desc.max_batch;
     m->seed = m->desc.seed ? m->desc.seed : ctx->rng_seed;
     for (i = 0; i < m->nlayers; i++) {   /* the layout: each parameter 64-float aligned, the buffers packed */
@@ -7608,11 +7885,14 @@ GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc
     for (i = 0; i + 1 < m->nlayers; i++)   /* the GPU's ReLU masks (cuBLASLt's RELU_AUX_BIAS, then DRELU) */
         if (ctx->device == GPUDL_DEVICE_CUDA && m->layers[i].kind == &gpudl__kind_linear &&
             m->layers[i + 1].kind == &gpudl__kind_act && m->layers[i + 1].u.act.fn == GPUDL_ACT_RELU)
-            m->layers[i].savedshape = gpudl__shape4(2, B, gpudl__relu_mask_ld(m->layers[i].out_shape[0]) / 32, 0, 0);
+            m->layers[i].savedshape = gpudl__shape4(2, B * gpudl__prod(m->layers[i].out_ndim - 1, m->layers[i].out_shape),
+                                                    gpudl__relu_mask_ld(m->layers[i].out_shape[m->layers[i].out_ndim - 1]) / 32, 0, 0);
+    for (i = 0; i < m->nlayers; i++)
+        if (m->layers[i].saved_per_sample) m->layers[i].savedshape = gpudl__shape4(2, B, m->layers[i].saved_per_sample, 0, 0);
     for (i = 0; i < m->nlayers && s == GPUDL_OK; i++)
         if (m->layers[i].savedshape.ndim) s = gpudl_tensor_create(ctx, &m->layers[i].saved, GPUDL_F32, m->layers[i].savedshape.ndim, m->layers[i].savedshape.d);
     if (s == GPUDL_OK && m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT) {
-        two[0] = B; two[1] = m->cur_shape[0];
+        two[0] = B * (m->cur_ndim == 2 ? m->cur_shape[0] : 1); two[1] = m->cur_shape[m->cur_ndim - 1];
         s = gpudl_tensor_create(ctx, &m->probs, GPUDL_F32, 2, two);
     }
     if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &m->loss, GPUDL_F32, 1, &one);
@@ -7678,6 +7958,7 @@ static gpudl_status gpudl__forward_fused(gpudl__pass *p, int *done) {
     if ((!linear && l->kind != &gpudl__kind_conv2d) || !a || a->kind != &gpudl__kind_act) return GPUDL_OK;
     if (ctx->any_ops[1]) return GPUDL_OK;   /* the user's ops run one by one, as called */
     post = gpudl__layer_output(m, p->i + 1, 0);
+    if (linear) post = gpudl__rows2(&post);
     if (linear && a->u.act.fn == GPUDL_ACT_RELU) {
         /* with cuBLASLt: bias and ReLU in the GEMM, only the ReLU's output
            written (its backward reads that output, see gpudl__act_bwd), and
@@ -7694,8 +7975,9 @@ static gpudl_status gpudl__forward_fused(gpudl__pass *p, int *done) {
     if (linear) GPUDL__TRY(gpudl_linear_forward(ctx, &p->y, &p->x, &p->p[0], NULL));
     else GPUDL__TRY(gpudl_conv2d_forward(ctx, &p->y, &p->x, &p->p[0], NULL, &l->u.conv));
     GPUDL__LAUNCH(ctx, gpudl_k_bias_act(ctx->stream, (int)a->u.act.fn, a->u.act.alpha, p->y.data, post.data, p->p[1].data,
-                                        (int)p->y.dtype, gpudl_tensor_numel(&p->y), l->out_shape[0],
-                                        gpudl__prod(l->out_ndim - 1, l->out_shape + 1)));
+                                        (int)p->y.dtype, gpudl_tensor_numel(&p->y),
+                                        linear ? l->out_shape[l->out_ndim - 1] : l->out_shape[0],
+                                        linear ? 1 : gpudl__prod(l->out_ndim - 1, l->out_shape + 1)));
     *done = 1;
     return GPUDL_OK;
 }
@@ -7705,8 +7987,12 @@ static gpudl_status gpudl__model_forward(gpudl_model *m, const gpudl_tensor *x, 
     gpudl_ctx *ctx = m->ctx;
     int i, k;
     char sx[96], sh[64];
+    int ids = (m->layers[0].kind->flags & GPUDL__KIND_IDS) != 0;   /* a model of sequences takes token ids */
     GPUDL__TRY(gpudl__check_on(ctx, x, "x"));
-    if (x->dtype != GPUDL_F32 && x->dtype != m->act_dtype)
+    if (ids && x->dtype != GPUDL_I32 && x->dtype != GPUDL_U8)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_forward: x is %s; the model starts with an embedding and takes "
+                          "token ids (I32 or U8)", gpudl_tensor_describe(x, sx, sizeof sx));
+    if (!ids && x->dtype != GPUDL_F32 && x->dtype != m->act_dtype)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_forward: x is %s; the model takes f32%s%s",
                           gpudl_tensor_describe(x, sx, sizeof sx), m->act_dtype != GPUDL_F32 ? " or its activations' " : "",
                           m->act_dtype != GPUDL_F32 ? gpudl_dtype_name(m->act_dtype) : "");
@@ -7722,7 +8008,7 @@ static gpudl_status gpudl__model_forward(gpudl_model *m, const gpudl_tensor *x, 
     m->input = *x;
     m->batch = x->shape[0];
     m->have_loss = 0;
-    if (x->dtype != m->act_dtype) {   /* 16-bit activations start with the input (one given in their dtype is used as it is) */
+    if (!ids && x->dtype != m->act_dtype) {   /* 16-bit activations start with the input (one given in their dtype is used as it is) */
         m->input = gpudl__view(&m->input16, 0, m->batch, m->in_ndim, m->in_shape);
         GPUDL__TRY(gpudl_tensor_cast(ctx, &m->input, x));
     }
@@ -7738,6 +8024,7 @@ static gpudl_status gpudl__model_forward(gpudl_model *m, const gpudl_tensor *x, 
         gpudl__pass_begin(m, i, gpudl__wsrc(m, l), &p);
         p.x = gpudl__layer_input(m, i);
         p.y = gpudl__layer_output(m, i, 0);
+        if (l->kind == &gpudl__kind_linear && l->in_ndim == 2) gpudl__pass_rows(&p);   /* per position */
 #ifndef GPUDL_NO_CUDA
         if (GPUDL__ON_GPU(&p.x)) {
             int done;
@@ -7767,19 +8054,33 @@ static gpudl_status gpudl__model_loss(gpudl_model *m, const gpudl_tensor *target
        scale where the scale lives (no host sync), before the one rounding */
     dscale = m->precision == GPUDL_PRECISION_FP16 ? &gpudl__scaler(m)->scale : NULL;
     if (m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT) {
-        gpudl_tensor probs = gpudl__view(&m->probs, 0, m->batch, 1, m->cur_shape);
+        int64_t rows = m->batch, K = m->cur_shape[m->cur_ndim - 1];
+        gpudl_tensor probs, tv = *target;
+        if (m->cur_ndim == 2) {   /* (N, T, K) scores: N T rows, targets (N, T) */
+            char sx[96];
+            rows *= m->cur_shape[0];
+            if (target->ndim != 2 || target->shape[0] != m->batch || target->shape[1] != m->cur_shape[0])
+                return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "model_loss: target is %s; scores per position (%lld, %lld) take "
+                                  "labels (N, T) = (%lld, %lld)", gpudl_tensor_describe(target, sx, sizeof sx),
+                                  (long long)m->cur_shape[0], (long long)K, (long long)m->batch, (long long)m->cur_shape[0]);
+            tv.ndim = 1;
+            tv.shape[0] = rows;
+            out = gpudl__rows2(&out);
+            dout = gpudl__rows2(&dout);
+            target = &tv;
+        }
+        probs = gpudl__view(&m->probs, 0, rows, 1, &K);
 #ifndef GPUDL_NO_CUDA
         if (GPUDL__ON_GPU(&out) && !GPUDL__OVR(m->ctx, &out, softmax_xent_forward) &&
             !GPUDL__OVR(m->ctx, &out, softmax_xent_backward)) {   /* one launch: forward, mean, gradient */
-            int64_t K = m->cur_shape[0];
             float *scratch = NULL;
-            GPUDL__TRY(gpudl__check_labels(m->ctx, target, &out, m->batch));
+            GPUDL__TRY(gpudl__check_labels(m->ctx, target, &out, rows));
             GPUDL__TRY(gpudl__same_device(m->ctx, "model_loss", "target", target, "output", &out));
             GPUDL__TRY(gpudl__dev_scratch(m->ctx, (size_t)gpudl_k_reduce_scratch(), &scratch));
             GPUDL__LAUNCH(m->ctx, gpudl_k_softmax_xent_fused(m->ctx->stream, (float *)m->loss.data,
                                                              (unsigned *)((float *)m->clip.data + 2), (float *)probs.data,
                                                              dout.data, out.data, (int)out.dtype, target->data,
-                                                             (int)target->dtype, m->batch, K, 1.0f, dscale, scratch,
+                                                             (int)target->dtype, rows, K, 1.0f, dscale, scratch,
                                                              m->ctx->report));
             m->have_loss = 1;
             gpudl__prof_add(m, 2 * m->nlayers + GPUDL__PROF_LOSS, t0);
@@ -7868,7 +8169,9 @@ static gpudl_status gpudl__model_backward(gpudl_model *m) {
             p.mask = m->layers[i - 2].saved.data;
             p.dx_masked = gpudl__view(&m->layers[i - 2].dout, 0, m->batch, l->in_ndim, l->in_shape);
         }
+        if (l->kind == &gpudl__kind_linear && l->in_ndim == 2) gpudl__pass_rows(&p);   /* per position */
         if (l->kind->flags & GPUDL__KIND_VIEW) {   /* dx is dy's memory, except for a first layer's */
+            if (l->kind->backward) GPUDL__TRY(l->kind->backward(&p));   /* a residual's begin: end's dy added */
             if (i == 0 && p.dx) GPUDL__TRY(gpudl__copy_same(m->ctx, p.dx, &p.dy));
         } else if (l->kind->backward) {
 #ifndef GPUDL_NO_CUDA
@@ -8109,9 +8412,10 @@ GPUDL__DEF const char *gpudl_model_summary(const gpudl_model *m, char *buf, size
     n += (size_t)snprintf(buf, size, "input %s\n", gpudl__shape_str(m->in_ndim, m->in_shape, a, sizeof a));
     for (i = 0; i < m->nlayers && n < size; i++) {
         const gpudl__layer *l = &m->layers[i];
-        n += (size_t)snprintf(buf + n, size - n, "%3d %-9s %12s -> %-12s %9lld params\n", i, gpudl__lname(l),
+        n += (size_t)snprintf(buf + n, size - n, "%3d %-9s %12s -> %-12s %9lld params%s%s\n", i, gpudl__lname(l),
                               gpudl__shape_str(l->in_ndim, l->in_shape, a, sizeof a),
-                              gpudl__shape_str(l->out_ndim, l->out_shape, b, sizeof b), (long long)l->nparam_elems);
+                              gpudl__shape_str(l->out_ndim, l->out_shape, b, sizeof b), (long long)l->nparam_elems,
+                              l->name[0] ? "  " : "", l->name);
     }
     if (n < size) snprintf(buf + n, size - n, "parameters: %lld (flat buffer %lld floats)\n",
                            (long long)gpudl__count_params(m), (long long)m->nparams);
@@ -8134,6 +8438,7 @@ GPUDL__DEF gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_
         if (!(l->kind->flags & GPUDL__KIND_VIEW)) r->activations += 2 * per;   /* output and its gradient */
         else if (i == 0) r->activations += per;                                /* a first view owns its gradient */
         if (l->saved.data) r->other += gpudl_tensor_bytes(&l->saved);
+        r->activations += (size_t)l->work_per_sample * gpudl_dtype_size(m->act_dtype) * (size_t)batch;   /* attention's */
     }
     if (m->input16.data)   /* the input's 16-bit copy */
         r->activations += (size_t)gpudl__prod(m->in_ndim, m->in_shape) * gpudl_dtype_size(m->act_dtype) * (size_t)batch;
@@ -8727,14 +9032,17 @@ static void gpudl__param_name(const gpudl_model *m, int64_t idx, char *buf, size
         int j;
         for (j = 0; j < l->np; j++)
             if (idx >= l->poff[j] && idx < l->poff[j] + gpudl__prod(l->pshape[j].ndim, l->pshape[j].d))
-                snprintf(buf, size, "'%d.%s' (element %lld)", i, gpudl__pname(l, j), (long long)(idx - l->poff[j]));
+            {
+                if (l->name[0]) snprintf(buf, size, "'%s.%s' (element %lld)", l->name, gpudl__pname(l, j), (long long)(idx - l->poff[j]));
+                else snprintf(buf, size, "'%d.%s' (element %lld)", i, gpudl__pname(l, j), (long long)(idx - l->poff[j]));
+            }
     }
 }
 
 /* Persistent overflow: from the state seen so far, without waiting. */
 static gpudl_status gpudl__amp_check(gpudl_model *m) {
     gpudl_scaler_state *st;
-    char name[96];
+    char name[160];
     if (!m->scaler_seen) return GPUDL_OK;
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(&m->params)) {
@@ -9495,7 +9803,8 @@ static int gpudl__ck_items(const gpudl_model *m, gpudl__ck_item *items, int max)
             int buf = k >= l->np, j = buf ? k - l->np : k;
             const gpudl__shape *sh = buf ? &l->bufshape[j] : &l->pshape[j];
             gpudl__ck_item *it = &items[n];
-            snprintf(it->name, sizeof it->name, "%d.%s", i, buf ? l->kind->bufs[j] : gpudl__pname(l, j));
+            if (l->name[0]) snprintf(it->name, sizeof it->name, "%s.%s", l->name, buf ? l->kind->bufs[j] : gpudl__pname(l, j));
+            else snprintf(it->name, sizeof it->name, "%d.%s", i, buf ? l->kind->bufs[j] : gpudl__pname(l, j));
             it->flat = buf ? &m->buffers : &m->params;
             it->off = buf ? l->bufoff[j] : l->poff[j];
             it->ndim = sh->ndim;
@@ -9991,6 +10300,7 @@ done:
 static double gpudl__loss64(gpudl_model *m, const gpudl_tensor *target) {
     gpudl_tensor out = gpudl__layer_output(m, m->nlayers - 1, 0);
     int64_t N = m->batch, K = gpudl_tensor_numel(&out) / N, r, k;
+    if (m->desc.loss != GPUDL_LOSS_MSE && m->cur_ndim == 2) { N *= m->cur_shape[0]; K = m->cur_shape[1]; }   /* per position */
     const float *z = (const float *)out.data;
     double total = 0;
     if (m->desc.loss == GPUDL_LOSS_MSE) {
@@ -10013,7 +10323,7 @@ GPUDL__DEF gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, c
     float *g_an = NULL, *dx_an = NULL, *bufs = NULL, *vals;
     uint64_t off0;
     int64_t i, j, nx;
-    int li, part;
+    int li, part, ids;
     gpudl_status s = GPUDL_OK;
     GPUDL__TRY(gpudl__check_built(m, "gradcheck"));
     ctx = m->ctx;
@@ -10028,10 +10338,11 @@ GPUDL__DEF gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, c
     if (atol <= 0) atol = 1e-5;
     if (rtol <= 0) rtol = 1e-2;
     memset(&xc, 0, sizeof xc);
-    GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
-    GPUDL__TRY(gpudl_tensor_create_on(ctx, &xc, GPUDL_DEVICE_CPU, GPUDL_F32, x->ndim, x->shape));
+    ids = (m->layers[0].kind->flags & GPUDL__KIND_IDS) != 0;   /* token ids: no gradient, only the parameters are checked */
+    if (!ids) GPUDL__TRY(gpudl__check_f32(ctx, x, "x"));
+    GPUDL__TRY(gpudl_tensor_create_on(ctx, &xc, GPUDL_DEVICE_CPU, x->dtype, x->ndim, x->shape));
     GPUDL__TRY(gpudl_tensor_copy(ctx, &xc, x));
-    nx = gpudl_tensor_numel(x);
+    nx = ids ? 0 : gpudl_tensor_numel(x);
     if (!m->dinput.data) {
         int64_t shape[4];
         shape[0] = m->desc.max_batch;
@@ -10039,7 +10350,7 @@ GPUDL__DEF gpudl_status gpudl_gradcheck(gpudl_model *m, const gpudl_tensor *x, c
         s = gpudl_tensor_create(ctx, &m->dinput, GPUDL_F32, 1 + m->in_ndim, shape);
     }
     g_an = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)m->nparams);
-    dx_an = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)nx);
+    dx_an = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)(nx + 1));
     bufs = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)(m->nbuffers + 1));
     if (s == GPUDL_OK && (!g_an || !dx_an || !bufs)) s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "gradcheck: no host memory");
     if (s != GPUDL_OK) goto done;

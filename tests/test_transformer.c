@@ -999,3 +999,342 @@ static void test_gpu_transformer_block(void) {
     tr_block_free(c, &k);
     tr_block_free(g, &gk);
 }
+
+/* ---- the GPT as a model (gpudl_model_add_embedding, _layernorm, _attention, residuals) ---- */
+
+typedef struct { int64_t V, T, C, NH, L; } tr_gpt;
+
+/* A GPT of cfg on ctx, nanoGPT's names when named; built for max_batch 4. */
+static gpudl_model *tr_gpt_model(gpudl_ctx *ctx, const tr_gpt *g, int named) {
+    gpudl_model *m;
+    gpudl_model_desc md;
+    char name[96];
+    int64_t l;
+    GPUDL_CHECK(gpudl_model_create(ctx, &m, 1, &g->T));
+    GPUDL_CHECK(gpudl_model_add_embedding(m, g->V, g->C));
+    if (named) GPUDL_CHECK(gpudl_model_set_name(m, "transformer"));
+#define TR_NAME(...) do { if (named) { snprintf(name, sizeof name, __VA_ARGS__); GPUDL_CHECK(gpudl_model_set_name(m, name)); } } while (0)
+    for (l = 0; l < g->L; l++) {
+        GPUDL_CHECK(gpudl_model_add_residual_begin(m));
+        GPUDL_CHECK(gpudl_model_add_layernorm(m, g->C)); TR_NAME("transformer.h.%lld.ln_1", (long long)l);
+        GPUDL_CHECK(gpudl_model_add_attention(m, g->C, g->NH)); TR_NAME("transformer.h.%lld.attn", (long long)l);
+        GPUDL_CHECK(gpudl_model_add_residual_end(m));
+        GPUDL_CHECK(gpudl_model_add_residual_begin(m));
+        GPUDL_CHECK(gpudl_model_add_layernorm(m, g->C)); TR_NAME("transformer.h.%lld.ln_2", (long long)l);
+        GPUDL_CHECK(gpudl_model_add_linear(m, g->C, 4 * g->C)); TR_NAME("transformer.h.%lld.mlp.c_fc", (long long)l);
+        GPUDL_CHECK(gpudl_model_add_act(m, GPUDL_ACT_GELU, 0.0f));
+        GPUDL_CHECK(gpudl_model_add_linear(m, 4 * g->C, g->C)); TR_NAME("transformer.h.%lld.mlp.c_proj", (long long)l);
+        GPUDL_CHECK(gpudl_model_add_residual_end(m));
+    }
+    GPUDL_CHECK(gpudl_model_add_layernorm(m, g->C)); TR_NAME("transformer.ln_f");
+    GPUDL_CHECK(gpudl_model_add_linear(m, g->C, g->V)); TR_NAME("lm_head");
+#undef TR_NAME
+    memset(&md, 0, sizeof md);
+    md.max_batch = 4;
+    md.seed = 7;
+    GPUDL_CHECK(gpudl_model_build(m, &md));
+    return m;
+}
+
+/* The parameters' offsets in the flat buffer: in layer order, each tensor
+   on a 64-float boundary (gpudl_model_params' documented layout). */
+static int64_t tr_gpt_layout(const tr_gpt *g, int64_t *off) {
+    int64_t V = g->V, T = g->T, C = g->C, n[64], k = 0, i, l, at = 0;
+    n[k++] = V * C; n[k++] = T * C;
+    for (l = 0; l < g->L; l++) {
+        n[k++] = C; n[k++] = C; n[k++] = 3 * C * C; n[k++] = 3 * C; n[k++] = C * C; n[k++] = C;
+        n[k++] = C; n[k++] = C; n[k++] = 4 * C * C; n[k++] = 4 * C; n[k++] = 4 * C * C; n[k++] = C;
+    }
+    n[k++] = C; n[k++] = C; n[k++] = V * C; n[k++] = V;
+    for (i = 0; i < k; i++) { off[i] = at; at = (at + n[i] + 63) / 64 * 64; }
+    return k;
+}
+
+static void tr_lin_ref(double *y, const double *x, const double *w, const double *b, int64_t R, int64_t F, int64_t O) {
+    int64_t r, o, f;
+    for (r = 0; r < R; r++)
+        for (o = 0; o < O; o++) {
+            double acc = b[o];
+            for (f = 0; f < F; f++) acc += x[r * F + f] * w[o * F + f];
+            y[r * O + o] = acc;
+        }
+}
+
+/* The GPT's logits (N,T,V) in float64 from the flat parameters P. */
+static void tr_gpt_ref(const tr_gpt *g, const double *P, const gpudl_tensor *ids, int64_t N, double *logits) {
+    int64_t V = g->V, T = g->T, C = g->C, R = N * T, off[64], k = 2, l, i;
+    double *x = dalloc(R * C), *h = dalloc(R * C), *qkv = dalloc(R * 3 * C), *a = dalloc(R * C), *f = dalloc(R * 4 * C);
+    tr_gpt_layout(g, off);
+    tr_emb_ref(x, ids, P + off[0], P + off[1], R, T, C);
+    for (l = 0; l < g->L; l++, k += 12) {
+        tr_ln_ref(h, NULL, NULL, x, P + off[k], P + off[k + 1], R, C, 1e-5);
+        tr_lin_ref(qkv, h, P + off[k + 2], P + off[k + 3], R, C, 3 * C);
+        tr_attn_ref(a, NULL, qkv, N, T, C, g->NH);
+        tr_lin_ref(h, a, P + off[k + 4], P + off[k + 5], R, C, C);
+        for (i = 0; i < R * C; i++) x[i] += h[i];
+        tr_ln_ref(h, NULL, NULL, x, P + off[k + 6], P + off[k + 7], R, C, 1e-5);
+        tr_lin_ref(f, h, P + off[k + 8], P + off[k + 9], R, C, 4 * C);
+        for (i = 0; i < R * 4 * C; i++) f[i] = 0.5 * f[i] * (1 + erf(f[i] / sqrt(2.0)));
+        tr_lin_ref(h, f, P + off[k + 10], P + off[k + 11], R, 4 * C, C);
+        for (i = 0; i < R * C; i++) x[i] += h[i];
+    }
+    tr_ln_ref(h, NULL, NULL, x, P + off[k], P + off[k + 1], R, C, 1e-5);
+    tr_lin_ref(logits, h, P + off[k + 2], P + off[k + 3], R, C, V);
+    free(x); free(h); free(qkv); free(a); free(f);
+}
+
+/* Parameters uniform in [-0.4, 0.4) (layer norms' weights in [0.6, 1.4)): larger than the init, so every path counts. */
+static void tr_gpt_fill(gpudl_ctx *ctx, gpudl_model *m, const tr_gpt *g) {
+    gpudl_tensor p;
+    int64_t off[64], k = tr_gpt_layout(g, off), l, i;
+    GPUDL_CHECK(gpudl_model_params(m, &p, NULL));
+    if (p.device == GPUDL_DEVICE_CPU) {
+        float *w = (float *)p.data;
+        uint32_t s = 12345;
+        for (i = 0; i < gpudl_tensor_numel(&p); i++) { s = s * 1664525u + 1013904223u; w[i] = ((float)(s >> 8) / 16777216.0f - 0.5f) * 0.8f; }
+        for (l = 0; l <= g->L; l++) {   /* ln_1, ln_2 of each block, then ln_f: weight near 1 */
+            int64_t lns[2], nl = l < g->L ? 2 : 1, j;
+            lns[0] = l < g->L ? 2 + 12 * l : k - 4;
+            lns[1] = 2 + 12 * l + 6;
+            for (j = 0; j < nl; j++)
+                for (i = 0; i < g->C; i++) w[off[lns[j]] + i] += 1.0f;
+        }
+    }
+    (void)ctx;
+}
+
+static const tr_gpt tr_gpt_cases[2] = {
+    {11, 7, 12, 3, 2},   /* the weights path: heads T (21) <= 16 C */
+    {9, 37, 8, 4, 1}     /* heads T (148) > 16 C (128): the fused kernels */
+};
+
+static gpudl_tensor tr_ids_i32(int64_t N, int64_t T, int64_t V, uint32_t seed) { return tr_ids(GPUDL_I32, N, T, V, seed); }
+
+/* Forward against the float64 GPT, every gradient against central differences (gpudl_gradcheck). */
+static void test_transformer_model(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int cs;
+    for (cs = 0; cs < 2; cs++) {
+        const tr_gpt *g = &tr_gpt_cases[cs];
+        int64_t N = 3, R = N * g->T, np;
+        gpudl_model *m = tr_gpt_model(c, g, 0);
+        gpudl_tensor x = tr_ids_i32(N, g->T, g->V, 11 + cs), y = tr_ids_i32(N, g->T, g->V, 21 + cs), out, p;
+        gpudl_gradcheck_result r;
+        double *P, *ref;
+        int64_t i;
+        tr_gpt_fill(c, m, g);
+        GPUDL_CHECK(gpudl_model_params(m, &p, NULL));
+        np = gpudl_tensor_numel(&p);
+        P = dalloc(np);
+        for (i = 0; i < np; i++) P[i] = ((const float *)p.data)[i];
+        ref = dalloc(R * g->V);
+        tr_gpt_ref(g, P, &x, N, ref);
+        GPUDL_CHECK(gpudl_model_forward(m, &x, &out));
+        CHECK(out.ndim == 3 && out.shape[0] == N && out.shape[1] == g->T && out.shape[2] == g->V);
+        TR_CLOSE(cs ? "fused GPT logits" : "GPT logits", &out, ref, R * g->V, 2e-5);
+        GPUDL_CHECK(gpudl_gradcheck(m, &x, &y, 1e-3, 1e-4, 2e-2, 24, &r));
+        CHECKF(r.failed == 0 && r.checked > 200, "GPT %d gradcheck: %lld of %lld failed, worst %s", cs, (long long)r.failed,
+               (long long)r.checked, r.worst);
+        free(P); free(ref);
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y);
+        gpudl_model_destroy(m);
+    }
+}
+
+/* A change to token t changes no output before t, forward and (through the
+   loss of the positions before t) no gradient. */
+static void test_transformer_model_causal(void) {
+    gpudl_ctx *c = cpu_ctx();
+    const tr_gpt *g = &tr_gpt_cases[0];
+    int64_t N = 2, T = g->T, V = g->V, t0 = 4, i;
+    gpudl_model *m = tr_gpt_model(c, g, 0);
+    gpudl_tensor x = tr_ids_i32(N, T, V, 5), out;
+    float *a = (float *)malloc(sizeof(float) * (size_t)(N * T * V));
+    int changed = 0;
+    tr_gpt_fill(c, m, g);
+    GPUDL_CHECK(gpudl_model_forward(m, &x, &out));
+    memcpy(a, out.data, sizeof(float) * (size_t)(N * T * V));
+    for (i = 0; i < N; i++) ((int32_t *)x.data)[i * T + t0] = (((int32_t *)x.data)[i * T + t0] + 1) % (int32_t)V;
+    GPUDL_CHECK(gpudl_model_forward(m, &x, &out));
+    for (i = 0; i < N * T * V; i++) {
+        int64_t t = i / V % T;
+        if (t < t0) CHECKF(a[i] == ((float *)out.data)[i], "logit %lld (position %lld < %lld) changed", (long long)i, (long long)t, (long long)t0);
+        else changed += a[i] != ((float *)out.data)[i];
+    }
+    CHECK(changed > 0);
+    free(a);
+    gpudl_tensor_free(c, &x);
+    gpudl_model_destroy(m);
+}
+
+/* A tiny GPT memorises a fixed batch: AdamW from the default init, loss
+   from about ln V (2.4) to under 0.5 in 40 steps, on the CPU (and FP16 /
+   BF16 through the same loop: the 16-bit recipe's tests are elsewhere). */
+static void tr_gpt_learns_on(gpudl_ctx *ctx, gpudl_precision prec, int fused) {
+    const tr_gpt *g = &tr_gpt_cases[fused];
+    int64_t N = 3;
+    gpudl_model *m = tr_gpt_model(ctx, g, 1);
+    gpudl_tensor hx = tr_ids_i32(N, g->T, g->V, 3), hy = tr_ids_i32(N, g->T, g->V, 4), x, y;
+    gpudl_optim_desc od;
+    float first = 0, last = 0;
+    int it;
+    x = ctx == cpu_ctx() ? hx : to_dev(ctx, &hx);
+    y = ctx == cpu_ctx() ? hy : to_dev(ctx, &hy);
+    if (prec != GPUDL_PRECISION_FP32) GPUDL_CHECK(gpudl_model_set_precision(m, prec, NULL));
+    memset(&od, 0, sizeof od);
+    od.kind = GPUDL_OPTIM_ADAMW; od.lr = 3e-3f; od.clip_norm = 1.0f;
+    GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+    for (it = 0; it < 40; it++) {
+        GPUDL_CHECK(gpudl_model_train_step(m, &x, &y));
+        if (it == 0) GPUDL_CHECK(gpudl_model_loss_value(m, &first));
+    }
+    GPUDL_CHECK(gpudl_model_loss_value(m, &last));
+    CHECKF(first > 1.5f && last < 0.5f * first && last == last, "loss %g -> %g in 40 steps (precision %d, %s)", (double)first,
+           (double)last, (int)prec, fused ? "fused" : "weights");
+    if (ctx != cpu_ctx()) { gpudl_tensor_free(ctx, &x); gpudl_tensor_free(ctx, &y); }
+    gpudl_tensor_free(cpu_ctx(), &hx); gpudl_tensor_free(cpu_ctx(), &hy);
+    gpudl_model_destroy(m);
+}
+static void test_transformer_model_learns(void) {
+    tr_gpt_learns_on(cpu_ctx(), GPUDL_PRECISION_FP32, 0);
+    tr_gpt_learns_on(cpu_ctx(), GPUDL_PRECISION_BF16, 0);
+}
+
+/* nanoGPT's names in the checkpoint; a round trip gives the same logits; a
+   model without the names refuses the file, naming a tensor. */
+static void test_transformer_model_checkpoint(void) {
+    gpudl_ctx *c = cpu_ctx();
+    const tr_gpt *g = &tr_gpt_cases[0];
+    gpudl_model *m = tr_gpt_model(c, g, 1), *m2 = tr_gpt_model(c, g, 1), *m3 = tr_gpt_model(c, g, 0);
+    gpudl_tensor x = tr_ids_i32(2, g->T, g->V, 9), out;
+    const char *path = "build/test/gpt_ckpt.safetensors";
+    static const char *names[] = {"\"transformer.wte.weight\"", "\"transformer.wpe.weight\"", "\"transformer.h.1.ln_1.bias\"",
+                                  "\"transformer.h.0.attn.c_attn.weight\"", "\"transformer.h.1.attn.c_proj.bias\"",
+                                  "\"transformer.h.0.mlp.c_fc.weight\"", "\"transformer.ln_f.weight\"", "\"lm_head.weight\""};
+    char *head = (char *)calloc(1, 1 << 16);
+    float *a = (float *)malloc(sizeof(float) * (size_t)(2 * g->T * g->V));
+    FILE *f;
+    size_t i;
+    tr_gpt_fill(c, m, g);
+    GPUDL_CHECK(gpudl_model_save(c, m, path));
+    f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (f) { size_t got = fread(head, 1, (1 << 16) - 1, f); (void)got; fclose(f); }
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) CHECKF(strstr(head + 8, names[i]) != NULL, "no %s in the checkpoint", names[i]);
+    GPUDL_CHECK(gpudl_model_forward(m, &x, &out));
+    memcpy(a, out.data, sizeof(float) * (size_t)(2 * g->T * g->V));
+    GPUDL_CHECK(gpudl_model_load(c, m2, path));
+    GPUDL_CHECK(gpudl_model_forward(m2, &x, &out));
+    CHECK(memcmp(a, out.data, sizeof(float) * (size_t)(2 * g->T * g->V)) == 0);
+    CHECK(gpudl_model_load(c, m3, path) != GPUDL_OK);
+    CHECKF(strstr(gpudl_ctx_last_error(c), "0.wte.weight") != NULL || strstr(gpudl_ctx_last_error(c), "transformer") != NULL,
+           "message: %s", gpudl_ctx_last_error(c));
+    free(head); free(a);
+    remove(path);
+    gpudl_tensor_free(c, &x);
+    gpudl_model_destroy(m); gpudl_model_destroy(m2); gpudl_model_destroy(m3);
+}
+
+/* Wrong use: a clear status, nothing built. */
+static void test_transformer_model_bad(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    int64_t T = 5, F = 6, sh2[2] = {2, 5};
+    gpudl_tensor xf, x, y1;
+    /* an embedding after another layer */
+    GPUDL_CHECK(gpudl_model_create(c, &m, 1, &F));
+    GPUDL_CHECK(gpudl_model_add_linear(m, F, F));
+    CHECK(gpudl_model_add_embedding(m, 5, 4) == GPUDL_ERR_SHAPE);
+    CHECK(gpudl_model_build(m, NULL) == GPUDL_ERR_SHAPE);
+    gpudl_model_destroy(m);
+    /* residual_end without a begin; a begin never closed; a path that changes the shape */
+    GPUDL_CHECK(gpudl_model_create(c, &m, 1, &T));
+    GPUDL_CHECK(gpudl_model_add_embedding(m, 7, 4));
+    CHECK(gpudl_model_add_residual_end(m) == GPUDL_ERR_INVALID_ARG);
+    gpudl_model_destroy(m);
+    GPUDL_CHECK(gpudl_model_create(c, &m, 1, &T));
+    GPUDL_CHECK(gpudl_model_add_embedding(m, 7, 4));
+    GPUDL_CHECK(gpudl_model_add_residual_begin(m));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 4, 7));
+    CHECK(gpudl_model_build(m, NULL) == GPUDL_ERR_INVALID_ARG);
+    CHECK(strstr(gpudl_ctx_last_error(c), "no residual_end") != NULL);
+    CHECK(gpudl_model_add_residual_end(m) == GPUDL_ERR_SHAPE);
+    gpudl_model_destroy(m);
+    /* heads that do not divide C; a duplicate name; layer norm of the wrong width */
+    GPUDL_CHECK(gpudl_model_create(c, &m, 1, &T));
+    GPUDL_CHECK(gpudl_model_add_embedding(m, 7, 6));
+    GPUDL_CHECK(gpudl_model_set_name(m, "emb"));
+    CHECK(gpudl_model_add_attention(m, 6, 4) == GPUDL_ERR_INVALID_ARG);
+    gpudl_model_destroy(m);
+    GPUDL_CHECK(gpudl_model_create(c, &m, 1, &T));
+    GPUDL_CHECK(gpudl_model_add_embedding(m, 7, 6));
+    GPUDL_CHECK(gpudl_model_set_name(m, "emb"));
+    CHECK(gpudl_model_add_layernorm(m, 5) == GPUDL_ERR_SHAPE);
+    gpudl_model_destroy(m);
+    GPUDL_CHECK(gpudl_model_create(c, &m, 1, &T));
+    GPUDL_CHECK(gpudl_model_add_embedding(m, 7, 6));
+    GPUDL_CHECK(gpudl_model_set_name(m, "emb"));
+    GPUDL_CHECK(gpudl_model_add_layernorm(m, 6));
+    CHECK(gpudl_model_set_name(m, "emb") == GPUDL_ERR_INVALID_ARG);
+    CHECK(gpudl_model_set_name(m, "") == GPUDL_ERR_INVALID_ARG);
+    GPUDL_CHECK(gpudl_model_add_linear(m, 6, 7));
+    GPUDL_CHECK(gpudl_model_build(m, NULL));
+    /* floats for ids; targets (N) for scores (N,T,V); predict on (T,V) outputs */
+    xf = mk(c, GPUDL_F32, 2, sh2);
+    GPUDL_CHECK(gpudl_tensor_fill(c, &xf, 1.0f));
+    CHECK(gpudl_model_forward(m, &xf, NULL) == GPUDL_ERR_INVALID_ARG);
+    x = tr_ids_i32(2, T, 7, 1);
+    y1 = tr_ids(GPUDL_I32, 2, 1, 7, 2);
+    GPUDL_CHECK(gpudl_model_forward(m, &x, NULL));
+    CHECK(gpudl_model_loss(m, &y1) == GPUDL_ERR_SHAPE);
+    CHECK(gpudl_model_predict(m, NULL) == GPUDL_ERR_INVALID_ARG);
+    gpudl_tensor_free(c, &xf); gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y1);
+    gpudl_model_destroy(m);
+}
+
+/* The same GPT on the GPU and the CPU: logits, loss, every gradient; then
+   training steps (the second one captured as a CUDA graph) in FP32, and
+   FP16 learning. Both attention paths. */
+static void test_gpu_transformer_model(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int cs;
+    NEED_GPU(gctx);
+    for (cs = 0; cs < 2; cs++) {
+        const tr_gpt *g = &tr_gpt_cases[cs];
+        int64_t N = 3;
+        gpudl_model *m = tr_gpt_model(c, g, 1), *gm = tr_gpt_model(gctx, g, 1);
+        gpudl_tensor hx = tr_ids_i32(N, g->T, g->V, 31), hy = tr_ids_i32(N, g->T, g->V, 32), x, y, p, gp, gr, ggr, out, gout;
+        gpudl_optim_desc od;
+        float l1, l2;
+        int it;
+        x = to_dev(gctx, &hx); y = to_dev(gctx, &hy);
+        tr_gpt_fill(c, m, g);
+        GPUDL_CHECK(gpudl_model_params(m, &p, &gr));
+        GPUDL_CHECK(gpudl_model_params(gm, &gp, &ggr));
+        GPUDL_CHECK(gpudl_tensor_copy(gctx, &gp, &p));
+        GPUDL_CHECK(gpudl_model_zero_grad(m)); GPUDL_CHECK(gpudl_model_zero_grad(gm));
+        GPUDL_CHECK(gpudl_model_forward(m, &hx, &out)); GPUDL_CHECK(gpudl_model_forward(gm, &x, &gout));
+        tr_gpu_vs_cpu(gctx, cs ? "fused GPT logits" : "GPT logits", GPUDL_F32, &gout, &out, 2e-5);
+        GPUDL_CHECK(gpudl_model_loss(m, &hy)); GPUDL_CHECK(gpudl_model_loss(gm, &y));
+        GPUDL_CHECK(gpudl_model_loss_value(m, &l1)); GPUDL_CHECK(gpudl_model_loss_value(gm, &l2));
+        CHECKF(fabs(l1 - l2) <= 1e-5 * fabs(l1), "loss CPU %g GPU %g", (double)l1, (double)l2);
+        GPUDL_CHECK(gpudl_model_backward(m)); GPUDL_CHECK(gpudl_model_backward(gm));
+        tr_gpu_vs_cpu(gctx, cs ? "fused GPT gradients" : "GPT gradients", GPUDL_F32, &ggr, &gr, 1e-4);
+        memset(&od, 0, sizeof od);
+        od.kind = GPUDL_OPTIM_SGD; od.lr = 0.05f; od.momentum = 0.9f; od.clip_norm = 1.0f;   /* linear in the gradients: */
+        GPUDL_CHECK(gpudl_model_set_optimizer(m, &od)); GPUDL_CHECK(gpudl_model_set_optimizer(gm, &od));   /* (Adam's first
+            steps turn a 1e-9 gradient's rounding into a step of lr either way) */
+        for (it = 0; it < 4; it++) {   /* steps 2 and 3: the graph captured, then replayed */
+            GPUDL_CHECK(gpudl_model_train_step(m, &hx, &hy));
+            GPUDL_CHECK(gpudl_model_train_step(gm, &x, &y));
+        }
+        GPUDL_CHECK(gpudl_model_loss_value(m, &l1)); GPUDL_CHECK(gpudl_model_loss_value(gm, &l2));
+        CHECKF(fabs(l1 - l2) <= 1e-4 * fabs(l1), "after 4 steps: loss CPU %g GPU %g", (double)l1, (double)l2);
+        GPUDL_CHECK(gpudl_model_params(gm, &gp, NULL));
+        tr_gpu_vs_cpu(gctx, "GPT weights after 4 steps", GPUDL_F32, &gp, &p, 1e-4);
+        gpudl_tensor_free(gctx, &x); gpudl_tensor_free(gctx, &y);
+        gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy);
+        gpudl_model_destroy(m); gpudl_model_destroy(gm);
+    }
+    tr_gpt_learns_on(gctx, GPUDL_PRECISION_FP16, 0);
+}
