@@ -129,6 +129,7 @@ static const test_case tests[] = {
     {"gpu_transformer_counts", test_gpu_transformer_counts},
     {"gpu_transformer_block", test_gpu_transformer_block},
     {"gpu_transformer_model", test_gpu_transformer_model},
+    {"gpu_transformer_step_counts", test_gpu_emu_gpt_step_counts},
     {"gpu_emu_model_release", test_gpu_emu_model_release},
     {"gpu_kernels_views_and_pool_cells", test_gpu_kernels_views_and_pool_cells},
     {"gpu_step_atomic", test_gpu_step_atomic},

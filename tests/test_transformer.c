@@ -1338,3 +1338,80 @@ static void test_gpu_transformer_model(void) {
     }
     tr_gpt_learns_on(gctx, GPUDL_PRECISION_FP16, 0);
 }
+
+#ifdef __CUEMU__
+static uint64_t tr_ops(const cuemu_counters *a, const cuemu_counters *b) {
+    return (b->kernel_launches - a->kernel_launches) + (b->library_calls - a->library_calls) + (b->memset_calls - a->memset_calls) +
+           (b->memcpy_calls - a->memcpy_calls);
+}
+#endif
+
+/* Device operations of a steady-state GPT training step (the example's
+   recipe: AdamW, clipping, FP32 and FP16), per phase, on the emulated
+   device; and with the graph. */
+static void test_gpu_emu_gpt_step_counts(void) {
+#ifndef __CUEMU__
+    SKIP("counts device operations on the emulated device (tests/emu) only");
+#else
+    static const tr_gpt g = {24, 16, 32, 4, 2};
+    static const char *phase[5] = {"zero_grad", "forward", "loss", "backward", "step"};
+    gpudl_ctx *c = cpu_ctx();
+    int pi;
+    NEED_GPU(gctx);
+    for (pi = 0; pi < 3; pi++) {
+        gpudl_precision prec = pi == 1 ? GPUDL_PRECISION_FP16 : GPUDL_PRECISION_FP32;
+        gpudl_model *m = tr_gpt_model(gctx, &g, 1);
+        gpudl_tensor hx = tr_ids_i32(4, g.T, g.V, 1), hy = tr_ids_i32(4, g.T, g.V, 2), x = to_dev(gctx, &hx), y = to_dev(gctx, &hy);
+        gpudl_optim_desc od;
+        cuemu_counters n[6];
+        char line[256];
+        size_t len = 0;
+        int step, ph;
+        memset(&od, 0, sizeof od);
+        od.kind = GPUDL_OPTIM_ADAMW; od.lr = 1e-3f; od.weight_decay = 0.1f; od.clip_norm = 1.0f;
+        GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+        GPUDL_CHECK(gpudl_model_set_precision(m, prec, NULL));
+        if (pi == 2) {   /* gpudl_model_train_step: captured at the second step, replayed after */
+            for (step = 0; step < 4; step++) {
+                if (step == 3) { GPUDL_CHECK(gpudl_ctx_sync(gctx)); cuemu_counters_reset(); }
+                GPUDL_CHECK(gpudl_model_train_step(m, &x, &y));
+            }
+            cuemu_counters_get(&n[0]);
+            printf("    GPT FP32 graph: %llu graph launch (%llu kernels, %llu library calls, %llu memsets, %llu copies), "
+                   "%llu outside, %llu CUDA API calls\n", (unsigned long long)n[0].graph_launches,
+                   (unsigned long long)n[0].graph_kernels, (unsigned long long)n[0].graph_library_calls,
+                   (unsigned long long)n[0].graph_memsets, (unsigned long long)n[0].graph_memcpys,
+                   (unsigned long long)(n[0].kernel_launches + n[0].library_calls + n[0].memset_calls + n[0].memcpy_calls),
+                   (unsigned long long)n[0].runtime_api_calls);
+            CHECKF(n[0].graph_launches == 1, "the GPT step is not one graph launch (%llu)", (unsigned long long)n[0].graph_launches);
+        } else {
+            for (step = 0; step < 3; step++) {
+                if (step == 2) { GPUDL_CHECK(gpudl_ctx_sync(gctx)); cuemu_counters_reset(); cuemu_counters_get(&n[0]); }
+                GPUDL_CHECK(gpudl_model_zero_grad(m));
+                if (step == 2) cuemu_counters_get(&n[1]);
+                GPUDL_CHECK(gpudl_model_forward(m, &x, NULL));
+                if (step == 2) cuemu_counters_get(&n[2]);
+                GPUDL_CHECK(gpudl_model_loss(m, &y));
+                if (step == 2) cuemu_counters_get(&n[3]);
+                GPUDL_CHECK(gpudl_model_backward(m));
+                if (step == 2) cuemu_counters_get(&n[4]);
+                GPUDL_CHECK(gpudl_model_step(m));
+                if (step == 2) cuemu_counters_get(&n[5]);
+            }
+            for (ph = 0; ph < 5; ph++)
+                len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %llu", ph ? ", " : "", phase[ph],
+                                        (unsigned long long)tr_ops(&n[ph], &n[ph + 1]));
+            printf("    GPT %s (2 blocks): %llu device ops (%llu kernels, %llu library calls, %llu memsets, %llu copies): %s\n",
+                   pi ? "FP16" : "FP32", (unsigned long long)tr_ops(&n[0], &n[5]), (unsigned long long)n[5].kernel_launches,
+                   (unsigned long long)n[5].library_calls, (unsigned long long)n[5].memset_calls,
+                   (unsigned long long)n[5].memcpy_calls, line);
+            CHECKF(n[5].mallocs == 0 && n[5].frees == 0 && n[5].host_allocs == 0 && n[5].host_waits == 0,
+                   "a steady-state GPT step allocates or waits (%llu mallocs, %llu waits)", (unsigned long long)n[5].mallocs,
+                   (unsigned long long)n[5].host_waits);
+        }
+        gpudl_tensor_free(gctx, &x); gpudl_tensor_free(gctx, &y);
+        gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy);
+        gpudl_model_destroy(m);
+    }
+#endif
+}
