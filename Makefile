@@ -29,12 +29,13 @@ endif
 $(call lazy,HAVE_NCCL,$(if $(HAVE_NVCC),printf '\043include <nccl.h>\n' | $(NVCC) $$(CUDA_FLAGS) -x cu -E - >/dev/null 2>&1 && echo yes))
 $(call lazy,HAVE_OPENBLAS,printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: all help demo doctor data matmul-demo grade grade-class plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention gpu-static model clean
-EXAMPLES = build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck build/doctor
+.PHONY: all help demo demo-gpt bench-gpt doctor data matmul-demo grade grade-class plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention gpu-static model clean
+EXAMPLES = build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck build/doctor build/gpt_text
 all: $(EXAMPLES)
 
 help:
 	@echo "make demo          train the demo CNN on Fashion-MNIST (GPU if there is one, else the CPU)"
+	@echo "make demo-gpt      train a small character-level GPT on Debian's license texts, then sample it (a few minutes on a CPU)"
 	@echo "make doctor        check the build on this machine: driver, GPU, libraries, CPU, data; says what to fix"
 	@echo "make matmul-demo   time t @ t and a 10000^2 product on the CPU and the GPU"
 	@echo "make               build every example into build/"
@@ -49,6 +50,7 @@ help:
 	@echo "make test-sanitize the CPU suites under ASan/UBSan"
 	@echo "make fuzz          libFuzzer on the IDX and checkpoint loaders (clang)"
 	@echo "make bench         benchmarks: tables, CSV and pictures (bench/*.png) under bench/"
+	@echo "make bench-gpt     the GPT step on the CPU: gpudl against PyTorch and JAX, same threads (bench/gpt_step.py)"
 	@echo "make bench-dist    data parallel on the CPU cores: 1 rank x 2 threads against 2 ranks x 1"
 	@echo "make bench-contention  1 and 2 OpenMP threads, idle and beside a busy core (bench/contention.csv)"
 	@echo "make gpu-static    NVIDIA's compiler on the kernels, no GPU needed: registers, spills, occupancy (sm_80/90/100/120),"
@@ -86,6 +88,19 @@ demo: build/cnn_fashion data
 
 data:
 	@sh data/prepare.sh
+
+# A small GPT (examples/gpt_text.c: 4 layers, 4 heads, width 128, context 64)
+# trained on the license texts of Debian's base-files, then sampled; the
+# checkpoint, with nanoGPT's names, goes to build/gpt_text.safetensors. On
+# the GPU where nvidia-smi sees one (the nvcc build), else on the CPU with
+# cc's build (quicker to build, its OpenMP threads bound one per core).
+# DEMO_ARGS="--steps 300 --temperature 0.5 FILE" changes the run.
+build/gpt_text_cpu: examples/gpt_text.c gpudl.h | build
+	$(CC) $(CFLAGS) -fopenmp -DGPUDL_NO_CUDA -I. -o $@ examples/gpt_text.c -lm
+demo-gpt:
+	@if [ -n "$(HAVE_NVCC)" ] && nvidia-smi -L >/dev/null 2>&1; then \
+	    $(MAKE) --no-print-directory build/gpt_text && $(CUDA_RUN) ./build/gpt_text --out build/gpt_text.safetensors $(DEMO_ARGS); \
+	else $(MAKE) --no-print-directory build/gpt_text_cpu && ./build/gpt_text_cpu --out build/gpt_text.safetensors $(DEMO_ARGS); fi
 
 # Teaching (assignments/README.md). build/grade/grade is the grader
 # (assignments/grade.c built by cc, no student code in it): per submission
@@ -253,6 +268,11 @@ bench-matmul: build/bench_matmul
 	else echo "torch_matmul.py SKIPPED: no PyTorch with a GPU here"; fi
 # The anchors' Python (PyTorch, JAX): BENCH_PY=venv/bin/python make bench (bench/README.md)
 BENCH_PY ?= python3
+# The GPT step on the CPU against PyTorch and JAX, interleaved rounds, same
+# thread count (bench/gpt_step.py; each anchor run by the Python that has it:
+# build/torchvenv, build/jaxvenv, or BENCH_PY; bench/gpt_step.csv).
+bench-gpt: build/gpt_text_cpu
+	$(BENCH_PY) bench/gpt_step.py $(BENCH_ARGS)
 # Data parallel on this machine's cores: 1 rank x 2 threads against 2 ranks x 1 (bench/dist.csv).
 bench-dist:
 	bash bench/bench_dist.sh $(BENCH_ROUNDS)

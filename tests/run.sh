@@ -319,6 +319,25 @@ for run in "gradcheck|To check your own layer|" "cpu_vs_gpu|FP32 +CPU|--small --
     fi
 done
 
+section "the GPT example, short, from its drop-in cc build: it must learn; its checkpoint read back in numpy (and PyTorch)"
+# gpt_text --short fails unless its held-out loss falls below the loss of the training text's character
+# frequencies there; check_gpt.py checks nanoGPT's names and shapes, and recomputes the example's held-out
+# logits and loss from the checkpoint in float64 numpy (and, where torch imports, with load_state_dict(strict=True))
+GPT_TEXT=; [ -f /usr/share/common-licenses/GPL-3 ] || { cat README.md gpudl.h > $B/gpt_corpus.txt; GPT_TEXT=$PWD/$B/gpt_corpus.txt; }
+if [ -x $B/dropin_gpt_text/gpt_text ] && (cd $B/dropin_gpt_text && ./gpt_text --short --cpu $GPT_TEXT --out gpt.safetensors \
+        --eval-dump gpt.eval >gpt.log 2>&1) && grep -q '^val loss' $B/dropin_gpt_text/gpt.log && ! grep -q FAIL $B/dropin_gpt_text/gpt.log; then
+    printf 'ok      %-34s %s\n' example_cpu_gpt_text_learns "$(grep '^val loss' $B/dropin_gpt_text/gpt.log | cut -c1-90)"; passed=$((passed + 1))
+else
+    printf 'FAIL    %-34s (./gpt_text --short --cpu: no val loss line, or it said FAIL)\n' example_cpu_gpt_text_learns
+    tail -8 $B/dropin_gpt_text/gpt.log 2>/dev/null | sed 's/^/        /'; failed=$((failed + 1))
+fi
+if python3 -c 'import numpy' >/dev/null 2>&1 && [ -f $B/dropin_gpt_text/gpt.safetensors ]; then
+    check gpt_checkpoint_numpy_forward python3 tests/check_gpt.py $B/dropin_gpt_text/gpt.safetensors $B/dropin_gpt_text/gpt.eval
+    sed -n 's/^check_gpt: /        /p' $B/gpt_checkpoint_numpy_forward.log | cut -c1-200
+else
+    skip gpt_checkpoint_numpy_forward "no numpy for python3, or no checkpoint (pip install numpy)"
+fi
+
 section "CPU core suite, single-threaded build (CPU tests only)"
 if $CC -std=c99 -O2 -DGPUDL_NO_CUDA -o $B/suite_core_1thread tests/suite_core.c -lm >$B/suite_core_1thread.log 2>&1; then
     run_suite $B/suite_core_1thread --cpu-only
