@@ -154,6 +154,15 @@ else
 fi
 example mlp_fashion     'test accuracy: [0-9.]+%'  --data "$DATA" --epochs 1
 example mixed_precision 'BF16'                     --data "$DATA" --epochs 1
+# the GPT example on the emulated GPU: --short's learning check in full (100 steps), 10 steps in the core;
+# then its held-out logits, computed on the GPU path, against check_gpt.py's float64 numpy forward of its checkpoint
+if [ $CORE = 1 ]; then example gpt_text 'checkpoint: ' --short --steps 10 --sample 20 --out $B/gpt_text.safetensors --eval-dump $B/gpt_text.eval
+else example gpt_text '^val loss' --short --out $B/gpt_text.safetensors --eval-dump $B/gpt_text.eval; fi
+if [ -x $B/gpt_text ] && python3 -c 'import numpy' >/dev/null 2>&1; then
+    if python3 tests/check_gpt.py $B/gpt_text.safetensors $B/gpt_text.eval >$B/gpt_check.log 2>&1; then
+        ok gpt_text_checkpoint_numpy "$(sed -n 's/^check_gpt: .*numpy float64 forward/numpy float64 forward/p' $B/gpt_check.log | cut -c1-90)"
+    else bad gpt_text_checkpoint_numpy "(python3 tests/check_gpt.py $B/gpt_text.safetensors $B/gpt_text.eval)"; tail -5 $B/gpt_check.log | sed 's/^/        /'; fi
+fi
 if [ $CORE = 0 ]; then
     example gradcheck       'To check your own layer'
     example cpu_vs_gpu      'GPU'                      --small
