@@ -1047,13 +1047,15 @@ GPUDL_HD static inline int64_t gpudl__id_at(const void *ids, int dt, int64_t i) 
 int gpudl_k_embedding_fwd(void *stream, void *y, const void *ids, int ids_dtype, const void *wte, const void *wpe, int dtype,
                           int64_t N, int64_t T, int64_t V, int64_t C, int32_t *report);
 int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy, int dtype, const void *ids, int ids_dtype,
-                          int64_t B, int64_t T, int64_t V, int64_t C);
+                          int64_t B, int64_t T, int64_t V, int64_t C, int overwrite);
 int gpudl_k_layernorm_fwd(void *stream, void *y, float *mean, float *rstd, const void *x, int dtype, const float *gamma,
                           const float *beta, int64_t R, int64_t C, float eps);
-/* scratch: gpudl_k_layernorm_scratch(R, C) floats; dx, dgamma, dbeta may be NULL */
+/* scratch: gpudl_k_layernorm_scratch(R, C) floats; dx, dgamma, dbeta may be NULL; overwrite: dgamma, dbeta
+   written (=), else added to (+=); the same for the embedding's dwte, dwpe (a model's first backward after zero_grad) */
 int64_t gpudl_k_layernorm_scratch(int64_t R, int64_t C);
 int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
-                          const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C, float *scratch);
+                          const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C, float *scratch,
+                          int overwrite);
 /* (B,T,3,NH,HS) qkv <-> q, k, v (B,NH,T,HS) each; to_heads 0 is the reverse (dq, dk, dv into dqkv) */
 int gpudl_k_attn_split(void *stream, void *q, void *k, void *v, void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
                        int64_t HS, int to_heads);
@@ -1126,10 +1128,10 @@ GPUDL_API gpudl_status gpudl_model_add_flatten(gpudl_model *m);
                heads' softmax(q k^T / sqrt(HS)) v, then c_proj; parameters
                "c_attn.weight" (3C, C), "c_attn.bias", "c_proj.weight" (C, C),
                "c_proj.bias". heads divides C. Keeps qkv and the attention
-               weights (N heads T T) for backward (gpudl_attention_forward);
-               where those weights would outweigh the layer's other buffers
-               (heads T > 16 C, head size <= 256) it runs the fused kernels
-               instead (gpudl_attention_fused_forward: T, not T^2, memory).
+               weights (N heads T T) for backward (gpudl_attention_forward),
+               or runs the fused kernels (gpudl_attention_fused_forward: T,
+               not T^2, memory; fewer launches): gpudl_model_desc.attention
+               says which.
    residual_begin / residual_end   x + f(x) around the layers between them
                (nested pairs allowed): end adds begin's input to its own
                input (same shape); the gradient flows through both paths.
@@ -1209,7 +1211,17 @@ GPUDL_API gpudl_status gpudl_model_add_custom(gpudl_model *m, const gpudl_layer_
                over the gradients; -1 = off. FP16 always checks (loss scaling).
    graphs      0 = on: on the GPU, gpudl_model_train_step captures a step
                into a CUDA graph once its shapes and settings repeat, and
-               replays it as one launch; -1 = off (every call issued). */
+               replays it as one launch; -1 = off (every call issued).
+   attention   the attention layers' path: 0 = chosen per layer (below),
+               1 = cuBLAS GEMMs and a softmax kernel, keeping the weights
+               (gpudl_attention_forward), 2 = the fused kernels
+               (gpudl_attention_fused_forward; head size <= 256).
+               Chosen: fused where the weights would outweigh the layer's
+               other buffers (heads T > 16 C), and on the GPU also where
+               the attention is small enough to be bound by launches
+               (max_batch heads T^2 <= 393216: the fused kernels' one
+               launch forward and three backward, against the GEMM path's
+               five and seven; the reason is in >>model). */
 typedef struct gpudl_model_desc {
     int64_t    max_batch;
     gpudl_loss loss;
@@ -1217,6 +1229,7 @@ typedef struct gpudl_model_desc {
     uint64_t   seed;
     int        check_finite;
     int        graphs;
+    int        attention;
 } gpudl_model_desc;
 
 /* Lays out and allocates the parameters, gradients, batch-norm buffers and
@@ -1253,8 +1266,8 @@ GPUDL_API gpudl_status gpudl_model_loss_value(gpudl_model *m, float *loss);
 GPUDL_API gpudl_status gpudl_model_backward(gpudl_model *m);
 /* Sets the gradients to zero, as far as any reader can tell: gpudl_model_params'
    grads view, gpudl_model_step and the next backward all see zeros. On the
-   GPU, when every layer with parameters is linear or conv2d (and no user
-   ops or data parallelism), no memset is issued: the next backward writes
+   GPU, when every layer with parameters is linear, conv2d, embedding,
+   layernorm or attention (and no user ops or data parallelism), no memset is issued: the next backward writes
    each gradient (GEMMs with beta 0) instead of adding to it, and the memset
    is issued only if something reads the gradients first through the API.
    A grads view taken before zero_grad and read directly (a copy of its
@@ -6254,8 +6267,9 @@ GPUDL__DEF gpudl_status gpudl_embedding_forward(gpudl_ctx *ctx, gpudl_tensor *y,
     return GPUDL_OK;
 }
 
-GPUDL__DEF gpudl_status gpudl_embedding_backward(gpudl_ctx *ctx, gpudl_tensor *dwte, gpudl_tensor *dwpe, const gpudl_tensor *dy,
-                                                 const gpudl_tensor *ids) {
+/* overwrite (GPU only, a model's backward after zero_grad): the gradients written, not added to */
+static gpudl_status gpudl__embedding_bwd(gpudl_ctx *ctx, gpudl_tensor *dwte, gpudl_tensor *dwpe, const gpudl_tensor *dy,
+                                         const gpudl_tensor *ids, int overwrite) {
     int64_t B, T, V = 0, C, N, n, c;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_ids(ctx, ids, "embedding backward"));
@@ -6281,10 +6295,11 @@ GPUDL__DEF gpudl_status gpudl_embedding_backward(gpudl_ctx *ctx, gpudl_tensor *d
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(dy)) {
         GPUDL__LAUNCH(ctx, gpudl_k_embedding_bwd(ctx->stream, dwte ? (float *)dwte->data : NULL, dwpe ? (float *)dwpe->data : NULL,
-                                                 dy->data, (int)dy->dtype, ids->data, (int)ids->dtype, B, T, V, C));
+                                                 dy->data, (int)dy->dtype, ids->data, (int)ids->dtype, B, T, V, C, overwrite));
         return GPUDL_OK;
     }
 #endif
+    (void)overwrite;
     if (dwte) {
         float *dw = (float *)dwte->data;
         GPUDL__TRY(gpudl__ids_in_range(ctx, ids, V, "embedding backward"));
@@ -6299,6 +6314,10 @@ GPUDL__DEF gpudl_status gpudl_embedding_backward(gpudl_ctx *ctx, gpudl_tensor *d
             for (c = 0; c < C; c++) dp[(n % T) * C + c] += gpudl__elem_get(dy->data, (int)dy->dtype, n * C + c);
     }
     return GPUDL_OK;
+}
+GPUDL__DEF gpudl_status gpudl_embedding_backward(gpudl_ctx *ctx, gpudl_tensor *dwte, gpudl_tensor *dwpe, const gpudl_tensor *dy,
+                                                 const gpudl_tensor *ids) {
+    return gpudl__embedding_bwd(ctx, dwte, dwpe, dy, ids, 0);
 }
 
 /* gamma, beta, dgamma, dbeta (C) and mean, rstd (R): F32 on x's device. */
@@ -6356,9 +6375,9 @@ GPUDL__DEF gpudl_status gpudl_layernorm_forward(gpudl_ctx *ctx, gpudl_tensor *y,
     return GPUDL_OK;
 }
 
-GPUDL__DEF gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dgamma, gpudl_tensor *dbeta,
-                                                 const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *gamma,
-                                                 const gpudl_tensor *mean, const gpudl_tensor *rstd) {
+static gpudl_status gpudl__layernorm_bwd(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dgamma, gpudl_tensor *dbeta,
+                                         const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *gamma,
+                                         const gpudl_tensor *mean, const gpudl_tensor *rstd, int overwrite) {
     int64_t R, C, r, c;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
@@ -6385,10 +6404,11 @@ GPUDL__DEF gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
         GPUDL__LAUNCH(ctx, gpudl_k_layernorm_bwd(ctx->stream, dx ? dx->data : NULL, dgamma ? (float *)dgamma->data : NULL,
                                                  dbeta ? (float *)dbeta->data : NULL, dy->data, x->data, (int)x->dtype,
                                                  (const float *)gamma->data, (const float *)mean->data,
-                                                 (const float *)rstd->data, R, C, scratch));
+                                                 (const float *)rstd->data, R, C, scratch, overwrite));
         return GPUDL_OK;
     }
 #endif
+    (void)overwrite;
     if (x->dtype != GPUDL_F32) {
         gpudl__wide W = gpudl__wide_of(ctx);
         gpudl_tensor *dxw = gpudl__widen(&W, dx, 1), *dyw = gpudl__widen(&W, dy, 0), *xw = gpudl__widen(&W, x, 0);
@@ -6425,6 +6445,11 @@ GPUDL__DEF gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *d
         }
     }
     return GPUDL_OK;
+}
+GPUDL__DEF gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dgamma, gpudl_tensor *dbeta,
+                                                 const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *gamma,
+                                                 const gpudl_tensor *mean, const gpudl_tensor *rstd) {
+    return gpudl__layernorm_bwd(ctx, dx, dgamma, dbeta, dy, x, gamma, mean, rstd, 0);
 }
 
 /* qkv (B,T,3C) and its partner (B,T,C) (y or dy), att (B,NH,T,T): shapes, dtypes, devices. */
@@ -6772,7 +6797,9 @@ enum {
     GPUDL__KIND_F32_PARAMS = 2,   /* the parameters stay f32 under mixed precision */
     GPUDL__KIND_SEE_THROUGH = 4,  /* the init looks past it for the activation that follows a layer */
     GPUDL__KIND_CUSTOM = 8,       /* the user's (gpudl_model_add_custom): names and callbacks in u.custom */
-    GPUDL__KIND_IDS = 16          /* takes token ids (I32/U8, never cast): the first layer only */
+    GPUDL__KIND_IDS = 16,         /* takes token ids (I32/U8, never cast): the first layer only */
+    GPUDL__KIND_PASS_DY = 32,     /* backward's dx is dy: the layer below shares this one's gradient buffer */
+    GPUDL__KIND_OVERWRITES = 64   /* GPU backward honours gpudl__pass.overwrite (writes g[]): zero_grad needs no memset */
 };
 
 typedef struct gpudl__kind {
@@ -6967,6 +6994,14 @@ static void gpudl__leak_report(gpudl_ctx *ctx) {
     gpudl__log(ctx, GPUDL_LOG_WARN, "ctx_destroy: %s", msg);
 }
 
+/* Whether layer i's output gradient is the next layer's: a residual end
+   passes its dy on unchanged, so the layer before it reads that memory
+   (no copy; the end's begin reads it too, after the inner path). */
+static int gpudl__dout_shared(const gpudl_model *m, int i) {
+    return i + 1 < m->nlayers && (m->layers[i + 1].kind->flags & GPUDL__KIND_PASS_DY) &&
+           !(m->layers[i].kind->flags & GPUDL__KIND_VIEW);
+}
+
 /* Frees the layers' outputs and output gradients (a flatten's are views). */
 static void gpudl__acts_free(gpudl_model *m) {
     int i;
@@ -7003,7 +7038,7 @@ static gpudl_status gpudl__acts_alloc(gpudl_model *m, gpudl_dtype dt) {
             continue;
         }
         s = gpudl_tensor_create(ctx, &nb[2 * i], dt, 1 + l->out_ndim, shape);
-        if (s == GPUDL_OK) s = gpudl_tensor_create(ctx, &nb[2 * i + 1], dt, 1 + l->out_ndim, shape);
+        if (s == GPUDL_OK && !gpudl__dout_shared(m, i)) s = gpudl_tensor_create(ctx, &nb[2 * i + 1], dt, 1 + l->out_ndim, shape);
     }
     if (s == GPUDL_OK && dt != GPUDL_F32 && !(m->layers[0].kind->flags & GPUDL__KIND_IDS)) {
         memcpy(shape + 1, m->in_shape, sizeof m->in_shape);
@@ -7036,6 +7071,8 @@ static gpudl_status gpudl__acts_alloc(gpudl_model *m, gpudl_dtype dt) {
         l->out = nb[2 * i];
         l->dout = nb[2 * i + 1];
     }
+    for (i = m->nlayers - 1; i >= 0; i--)   /* from the top: nested ends share one buffer */
+        if (gpudl__dout_shared(m, i)) { m->layers[i].dout = m->layers[i + 1].dout; m->layers[i].dout.owner = 0; }
     for (i = 0; i < m->nlayers; i++) m->layers[i].work = nb[2 * m->nlayers + 1 + i];
     m->input16 = nb[2 * m->nlayers];
     m->act_dtype = dt;
@@ -7317,7 +7354,7 @@ static gpudl_status gpudl__linear_bwd(gpudl__pass *p) {
 #endif
     return gpudl_linear_backward(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0]);
 }
-static const gpudl__kind gpudl__kind_linear = {"linear", {"weight", "bias", NULL}, {NULL}, 0, gpudl__fan_init, gpudl__linear_fwd,
+static const gpudl__kind gpudl__kind_linear = {"linear", {"weight", "bias", NULL}, {NULL}, GPUDL__KIND_OVERWRITES, gpudl__fan_init, gpudl__linear_fwd,
                                                gpudl__linear_bwd};
 
 static gpudl_status gpudl__conv_fwd(gpudl__pass *p) {
@@ -7326,7 +7363,7 @@ static gpudl_status gpudl__conv_fwd(gpudl__pass *p) {
 static gpudl_status gpudl__conv_bwd(gpudl__pass *p) {
     return gpudl__conv2d_backward(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0], &p->l->u.conv, p->overwrite);
 }
-static const gpudl__kind gpudl__kind_conv2d = {"conv2d", {"weight", "bias", NULL}, {NULL}, 0, gpudl__fan_init, gpudl__conv_fwd,
+static const gpudl__kind gpudl__kind_conv2d = {"conv2d", {"weight", "bias", NULL}, {NULL}, GPUDL__KIND_OVERWRITES, gpudl__fan_init, gpudl__conv_fwd,
                                                gpudl__conv_bwd};
 
 /* ---- the transformer's kinds (>>transformer's ops as layers) ---- */
@@ -7362,9 +7399,10 @@ static gpudl_status gpudl__emb_init(gpudl__pass *p) {
 }
 static gpudl_status gpudl__emb_fwd(gpudl__pass *p) { return gpudl_embedding_forward(p->m->ctx, &p->y, &p->x, &p->p[0], &p->p[1]); }
 static gpudl_status gpudl__emb_bwd(gpudl__pass *p) {   /* ids have no gradient */
-    return gpudl_embedding_backward(p->m->ctx, &p->g[0], &p->g[1], &p->dy, &p->x);
+    return gpudl__embedding_bwd(p->m->ctx, &p->g[0], &p->g[1], &p->dy, &p->x, p->overwrite);
 }
-static const gpudl__kind gpudl__kind_embedding = {"embedding", {"wte.weight", "wpe.weight", NULL}, {NULL}, GPUDL__KIND_IDS,
+static const gpudl__kind gpudl__kind_embedding = {"embedding", {"wte.weight", "wpe.weight", NULL}, {NULL},
+                                                  GPUDL__KIND_IDS | GPUDL__KIND_OVERWRITES,
                                                   gpudl__emb_init, gpudl__emb_fwd, gpudl__emb_bwd};
 
 /* Layer norm's saved statistics for the current batch: mean, then rstd (max_batch R apart). */
@@ -7382,9 +7420,10 @@ static gpudl_status gpudl__ln_fwd(gpudl__pass *p) {
 static gpudl_status gpudl__ln_bwd(gpudl__pass *p) {
     gpudl_tensor mean, rstd;
     gpudl__ln_saved(p->m, p->l, &mean, &rstd);
-    return gpudl_layernorm_backward(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0], &mean, &rstd);
+    return gpudl__layernorm_bwd(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0], &mean, &rstd, p->overwrite);
 }
-static const gpudl__kind gpudl__kind_layernorm = {"layernorm", {"weight", "bias", NULL}, {NULL}, GPUDL__KIND_F32_PARAMS,
+static const gpudl__kind gpudl__kind_layernorm = {"layernorm", {"weight", "bias", NULL}, {NULL},
+                                                  GPUDL__KIND_F32_PARAMS | GPUDL__KIND_OVERWRITES,
                                                   gpudl__ln_init, gpudl__ln_fwd, gpudl__ln_bwd};
 
 /* Attention's intermediates for the current batch, in its work buffer
@@ -7420,6 +7459,17 @@ static gpudl_status gpudl__attn_fwd(gpudl__pass *p) {
     else GPUDL__TRY(gpudl_attention_forward(ctx, &b.ya, &b.att, &b.qkv, p->l->u.attn.heads));
     return gpudl_linear_forward(ctx, &y2, &ya2, &p->p[2], &p->p[3]);
 }
+/* A linear layer's backward inside a kind: on the GPU after zero_grad
+   (overwrite) the gradients are written, with cuBLASLt's BGRADB summing
+   the bias gradient in the weight's GEMM (one launch fewer). */
+static gpudl_status gpudl__linear_bwd_in(gpudl__pass *p, gpudl_tensor *dx, int w, const gpudl_tensor *dy, const gpudl_tensor *x) {
+#ifndef GPUDL_NO_CUDA
+    int masked;
+    if (p->overwrite)
+        return gpudl__linear_bwd_gpu(p->m->ctx, dx, &p->g[w], &p->g[w + 1], dy, x, &p->p[w], 1, NULL, NULL, &masked);
+#endif
+    return gpudl_linear_backward(p->m->ctx, dx, &p->g[w], &p->g[w + 1], dy, x, &p->p[w]);
+}
 static gpudl_status gpudl__attn_bwd(gpudl__pass *p) {
     gpudl_ctx *ctx = p->m->ctx;
     gpudl__attn_bufs b;
@@ -7427,15 +7477,16 @@ static gpudl_status gpudl__attn_bwd(gpudl__pass *p) {
     gpudl__attn_bufs_of(p->m, p->l, &b);
     x2 = gpudl__rows2(&p->x); dq2 = gpudl__rows2(&b.dqkv); ya2 = gpudl__rows2(&b.ya); dya2 = gpudl__rows2(&b.dya);
     dy2 = gpudl__rows2(&p->dy);
-    GPUDL__TRY(gpudl_linear_backward(ctx, &dya2, &p->g[2], &p->g[3], &dy2, &ya2, &p->p[2]));
+    GPUDL__TRY(gpudl__linear_bwd_in(p, &dya2, 2, &dy2, &ya2));
     if (p->l->u.attn.fused)
         GPUDL__TRY(gpudl_attention_fused_backward(ctx, &b.dqkv, &b.dya, &b.qkv, &b.ya, &b.att, p->l->u.attn.heads));
     else GPUDL__TRY(gpudl_attention_backward(ctx, &b.dqkv, &b.dya, &b.qkv, &b.att, p->l->u.attn.heads));
     if (p->dx) dx2 = gpudl__rows2(p->dx);
-    return gpudl_linear_backward(ctx, p->dx ? &dx2 : NULL, &p->g[0], &p->g[1], &dq2, &x2, &p->p[0]);
+    return gpudl__linear_bwd_in(p, p->dx ? &dx2 : NULL, 0, &dq2, &x2);
 }
 static const gpudl__kind gpudl__kind_attention = {"attention", {"c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias",
-                                                  NULL}, {NULL}, 0, gpudl__attn_init, gpudl__attn_fwd, gpudl__attn_bwd};
+                                                  NULL}, {NULL}, GPUDL__KIND_OVERWRITES, gpudl__attn_init, gpudl__attn_fwd,
+                                                  gpudl__attn_bwd};
 
 /* A residual pair: begin is a view of its input (nothing to do forward);
    end adds begin's input to its own. Backward, end passes dy on down the
@@ -7449,10 +7500,13 @@ static gpudl_status gpudl__res_end_fwd(gpudl__pass *p) {
     gpudl_tensor r = gpudl__layer_output(p->m, p->l->u.res.other, 0);   /* begin's output: its input's memory */
     return gpudl_add(p->m->ctx, &p->y, &p->x, &r);
 }
-static gpudl_status gpudl__res_end_bwd(gpudl__pass *p) { return p->dx ? gpudl__copy_same(p->m->ctx, p->dx, &p->dy) : GPUDL_OK; }
+static gpudl_status gpudl__res_end_bwd(gpudl__pass *p) {   /* dx is dy's memory (gpudl__dout_shared) but after a view */
+    return p->dx && p->dx->data != p->dy.data ? gpudl__copy_same(p->m->ctx, p->dx, &p->dy) : GPUDL_OK;
+}
 static const gpudl__kind gpudl__kind_res_begin = {"residual", {NULL}, {NULL}, GPUDL__KIND_VIEW | GPUDL__KIND_SEE_THROUGH, NULL,
                                                   NULL, gpudl__res_begin_bwd};
-static const gpudl__kind gpudl__kind_res_end = {"res_end", {NULL}, {NULL}, 0, NULL, gpudl__res_end_fwd, gpudl__res_end_bwd};
+static const gpudl__kind gpudl__kind_res_end = {"res_end", {NULL}, {NULL}, GPUDL__KIND_PASS_DY, NULL, gpudl__res_end_fwd,
+                                                gpudl__res_end_bwd};
 
 /* ---- adding layers: check the arguments, fill in the shapes ---- */
 
@@ -7635,25 +7689,48 @@ GPUDL__DEF gpudl_status gpudl_model_add_layernorm(gpudl_model *m, int64_t channe
 
 GPUDL__DEF gpudl_status gpudl_model_add_attention(gpudl_model *m, int64_t channels, int64_t heads) {
     gpudl__layer l;
-    int64_t T, C = channels;
+    int64_t C = channels;
     GPUDL__TRY(gpudl__model_live(m, "model_add_attention"));
     GPUDL__TRY(gpudl__add_channels(m, "add_attention", channels, 1));
     if (heads < 1 || C % heads)
         return GPUDL__ADD_ERR(m, GPUDL_ERR_INVALID_ARG, "add_attention: heads (%lld) must divide channels (%lld)",
                               (long long)heads, (long long)C);
-    T = m->cur_shape[0];
     memset(&l, 0, sizeof l);
     l.kind = &gpudl__kind_attention;
     l.u.attn.heads = heads;
-    /* the weights (heads T T per sample) when they fit, else the fused kernels' T memory */
-    l.u.attn.fused = heads * T > 16 * C && C / heads <= GPUDL__FUSED_MAX_HS;
     l.pshape[0] = gpudl__shape4(2, 3 * C, C, 0, 0);
     l.pshape[1] = gpudl__shape4(1, 3 * C, 0, 0, 0);
     l.pshape[2] = gpudl__shape4(2, C, C, 0, 0);
     l.pshape[3] = gpudl__shape4(1, C, 0, 0, 0);
-    l.work_per_sample = 8 * T * C + (l.u.attn.fused ? 0 : heads * T * T);
-    l.saved_per_sample = l.u.attn.fused ? heads * T : 0;
-    return gpudl__add(m, &l);
+    return gpudl__add(m, &l);   /* its path and buffers: at build (gpudl__attn_path) */
+}
+
+/* An attention layer's path, at build (gpudl_model_desc.attention), and
+   the buffers it needs. Auto: the fused kernels where the weights (heads
+   T T per sample) would outweigh the layer's other buffers (8 T C per
+   sample: qkv, the heads' output, their gradients), and on the GPU where
+   the step is bound by launches. The model of that: the fused forward
+   spends about 50 instructions per (query, key) pair in one warp (a dot
+   product reduced across the warp, two exponentials, HS / 32 updates),
+   so max_batch heads T^2 / 2 pairs run at about 0.8e12 warp-instructions
+   a second on an H100 (132 SMs, 4 schedulers, ~1.5 GHz); the GEMM path
+   issues four launches more forward and four more backward, about 3 us
+   each in a graph. Equal at max_batch heads T^2 = 3.8e5: below it, fused
+   (the example's 16 x 4 x 64^2 = 2.6e5); above it, the GEMMs on tensor
+   cores win. No GPU has timed this yet: tools/gpu_session.sh measures both
+   (bench_gpt --attention 1 / 2). The CPU takes the GEMM path (its sgemm)
+   unless the weights do not fit. */
+static int gpudl__attn_path(const gpudl_model *m, gpudl__layer *l) {
+    int64_t T = l->in_shape[0], C = l->in_shape[1], NH = l->u.attn.heads, HS = C / NH;
+    int fused;
+    if (m->desc.attention == 2 && HS > GPUDL__FUSED_MAX_HS) return -1;
+    if (m->desc.attention) fused = m->desc.attention == 2;
+    else fused = HS <= GPUDL__FUSED_MAX_HS && (NH * T > 16 * C || (m->ctx->device == GPUDL_DEVICE_CUDA &&
+                                                                    m->desc.max_batch * NH * T * T <= 393216));
+    l->u.attn.fused = fused;
+    l->work_per_sample = 8 * T * C + (fused ? 0 : NH * T * T);
+    l->saved_per_sample = fused ? NH * T : 0;
+    return 0;
 }
 
 /* Open residual pairs: begins whose end is still to come (u.res.other -1). */
@@ -7858,9 +7935,13 @@ GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc
     memset(&m->desc, 0, sizeof m->desc);
     if (desc) m->desc = *desc;
     if (m->desc.max_batch < 0 || (m->desc.loss != GPUDL_LOSS_SOFTMAX_XENT && m->desc.loss != GPUDL_LOSS_MSE) ||
-        m->desc.init < GPUDL_INIT_DEFAULT || m->desc.init > GPUDL_INIT_XAVIER)
-        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: bad desc (max_batch >= 0, loss, init)");
+        m->desc.init < GPUDL_INIT_DEFAULT || m->desc.init > GPUDL_INIT_XAVIER || m->desc.attention < 0 || m->desc.attention > 2)
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: bad desc (max_batch >= 0, loss, init, attention 0-2)");
     if (m->desc.max_batch == 0) m->desc.max_batch = 128;
+    for (i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == &gpudl__kind_attention && gpudl__attn_path(m, &m->layers[i]) < 0)
+            return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "model_build: layer %d: the fused attention (desc.attention 2) takes "
+                              "head sizes up to %d", i, GPUDL__FUSED_MAX_HS);
     if (m->desc.loss == GPUDL_LOSS_SOFTMAX_XENT && m->cur_ndim != 1 && m->cur_ndim != 2)
         return GPUDL__ERR(ctx, GPUDL_ERR_SHAPE, "model_build: softmax cross-entropy needs K scores per sample (or (T, K): "
                           "per position), the last layer gives %s (add flatten and linear)",
@@ -8266,14 +8347,15 @@ GPUDL__DEF gpudl_status gpudl_model_backward(gpudl_model *m) {
 
 /* Whether a backward can write every gradient instead of adding to it
    (gpudl_model_zero_grad without a memset): on the GPU, without the user's
-   ops, when every layer with parameters is linear or conv2d (batch norm's
-   and custom layers' backwards add). */
+   ops, when every layer with parameters writes its gradients on request
+   (GPUDL__KIND_OVERWRITES: linear, conv2d and the transformer's kinds;
+   batch norm's and custom layers' backwards add). */
 #ifndef GPUDL_NO_CUDA
 static int gpudl__grads_overwritable(const gpudl_model *m) {
     int i;
     if (!GPUDL__ON_GPU(&m->grads) || m->ctx->any_ops[1] || gpudl_dist_size(m->dist) > 1) return 0;
     for (i = 0; i < m->nlayers; i++)
-        if (m->layers[i].np && m->layers[i].kind != &gpudl__kind_linear && m->layers[i].kind != &gpudl__kind_conv2d) return 0;
+        if (m->layers[i].np && !(m->layers[i].kind->flags & GPUDL__KIND_OVERWRITES)) return 0;
     return 1;
 }
 #endif
@@ -8435,7 +8517,7 @@ GPUDL__DEF gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_
     for (i = 0; i < m->nlayers; i++) {
         const gpudl__layer *l = &m->layers[i];
         size_t per = (size_t)gpudl__prod(l->out_ndim, l->out_shape) * gpudl_dtype_size(m->act_dtype) * (size_t)batch;
-        if (!(l->kind->flags & GPUDL__KIND_VIEW)) r->activations += 2 * per;   /* output and its gradient */
+        if (!(l->kind->flags & GPUDL__KIND_VIEW)) r->activations += (gpudl__dout_shared(m, i) ? 1 : 2) * per;   /* output, gradient */
         else if (i == 0) r->activations += per;                                /* a first view owns its gradient */
         if (l->saved.data) r->other += gpudl_tensor_bytes(&l->saved);
         r->activations += (size_t)l->work_per_sample * gpudl_dtype_size(m->act_dtype) * (size_t)batch;   /* attention's */

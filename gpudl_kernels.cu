@@ -1239,23 +1239,24 @@ __global__ void gpudl_embedding_fwd_kernel(T *y, const void *ids, int idt, const
    two threads (no atomics) and the sum is the same every run. The threads
    of a warp share v and read the same id at each step (one broadcast load). */
 template <typename T>
-__global__ void gpudl_embedding_bwd_wte_kernel(float *dwte, const T *dy, const void *ids, int idt, int64_t N, int64_t V, int64_t C) {
+__global__ void gpudl_embedding_bwd_wte_kernel(float *dwte, const T *dy, const void *ids, int idt, int64_t N, int64_t V, int64_t C,
+                                               int overwrite) {
     GPUDL__GRID_STRIDE(i, V * C) {
         int64_t v = i / C, c = i % C;
         float acc = 0.0f;
         for (int64_t n = 0; n < N; n++)
             if (gpudl__id_at(ids, idt, n) == v) acc += gpudl__to_f32(dy[n * C + c]);
-        dwte[i] += acc;
+        dwte[i] = overwrite ? acc : dwte[i] + acc;
     }
 }
 
 /* dwpe[t, c] += sum over b of dy[b, t, c], in batch order. */
 template <typename T>
-__global__ void gpudl_embedding_bwd_wpe_kernel(float *dwpe, const T *dy, int64_t B, int64_t Tn, int64_t C) {
+__global__ void gpudl_embedding_bwd_wpe_kernel(float *dwpe, const T *dy, int64_t B, int64_t Tn, int64_t C, int overwrite) {
     GPUDL__GRID_STRIDE(i, Tn * C) {
         float acc = 0.0f;
         for (int64_t b = 0; b < B; b++) acc += gpudl__to_f32(dy[b * Tn * C + i]);
-        dwpe[i] += acc;
+        dwpe[i] = overwrite ? acc : dwpe[i] + acc;
     }
 }
 
@@ -1322,7 +1323,8 @@ __global__ void gpudl_layernorm_bwd_dx_kernel(T *dx, const T *dy, const T *x, co
    into dgamma/dbeta (+=); else partials (G, C) each into scratch. */
 template <typename T>
 __global__ void gpudl_layernorm_bwd_params_kernel(float *dgamma, float *dbeta, float *scratch, const T *dy, const T *x,
-                                                  const float *mean, const float *rstd, int64_t R, int64_t C, int64_t per) {
+                                                  const float *mean, const float *rstd, int64_t R, int64_t C, int64_t per,
+                                                  int overwrite) {
     __shared__ float sg[8][33], sb[8][33];
     int tx = threadIdx.x, ty = threadIdx.y;
     int64_t c = (int64_t)blockIdx.x * 32 + tx, r0 = (int64_t)blockIdx.y * per, r1 = r0 + per < R ? r0 + per : R;
@@ -1338,8 +1340,8 @@ __global__ void gpudl_layernorm_bwd_params_kernel(float *dgamma, float *dbeta, f
     if (ty == 0 && c < C) {
         for (int k = 1; k < 8; k++) { ag += sg[k][tx]; ab += sb[k][tx]; }
         if (gridDim.y == 1) {
-            if (dgamma) dgamma[c] += ag;
-            if (dbeta) dbeta[c] += ab;
+            if (dgamma) dgamma[c] = overwrite ? ag : dgamma[c] + ag;
+            if (dbeta) dbeta[c] = overwrite ? ab : dbeta[c] + ab;
         } else {
             scratch[(int64_t)blockIdx.y * C + c] = ag;
             scratch[((int64_t)gridDim.y + blockIdx.y) * C + c] = ab;
@@ -1347,12 +1349,12 @@ __global__ void gpudl_layernorm_bwd_params_kernel(float *dgamma, float *dbeta, f
     }
 }
 
-__global__ void gpudl_layernorm_bwd_final_kernel(float *dgamma, float *dbeta, const float *scratch, int64_t C, int G) {
+__global__ void gpudl_layernorm_bwd_final_kernel(float *dgamma, float *dbeta, const float *scratch, int64_t C, int G, int overwrite) {
     GPUDL__GRID_STRIDE(c, C) {
         float ag = 0.0f, ab = 0.0f;
         for (int g = 0; g < G; g++) { ag += scratch[(int64_t)g * C + c]; ab += scratch[((int64_t)G + g) * C + c]; }
-        if (dgamma) dgamma[c] += ag;
-        if (dbeta) dbeta[c] += ab;
+        if (dgamma) dgamma[c] = overwrite ? ag : dgamma[c] + ag;
+        if (dbeta) dbeta[c] = overwrite ? ab : dbeta[c] + ab;
     }
 }
 
@@ -1445,12 +1447,13 @@ int gpudl_k_embedding_fwd(void *stream, void *y, const void *ids, int ids_dtype,
 }
 
 int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy, int dtype, const void *ids, int ids_dtype,
-                          int64_t B, int64_t T, int64_t V, int64_t C) {
+                          int64_t B, int64_t T, int64_t V, int64_t C, int overwrite) {
     if (dwte && V * C > 0)
         GPUDL__DISPATCH(dtype, E, (gpudl_embedding_bwd_wte_kernel<E><<<GPUDL__GRID(V * C)>>>(dwte, (const E *)dy, ids, ids_dtype,
-            B * T, V, C)));
+            B * T, V, C, overwrite)));
     if (dwpe && T * C > 0)
-        GPUDL__DISPATCH(dtype, E, (gpudl_embedding_bwd_wpe_kernel<E><<<GPUDL__GRID(T * C)>>>(dwpe, (const E *)dy, B, T, C)));
+        GPUDL__DISPATCH(dtype, E, (gpudl_embedding_bwd_wpe_kernel<E><<<GPUDL__GRID(T * C)>>>(dwpe, (const E *)dy, B, T, C,
+            overwrite)));
     return (int)cudaGetLastError();
 }
 
@@ -1470,14 +1473,15 @@ int64_t gpudl_k_layernorm_scratch(int64_t R, int64_t C) {
 }
 
 int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
-                          const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C, float *scratch) {
+                          const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C, float *scratch,
+                          int overwrite) {
     int64_t per, G = gpudl__ln_chunks(R, &per);
     if (R == 0) return (int)cudaGetLastError();
     if (dgamma || dbeta) {   /* first: dx may be dy or x itself */
         GPUDL__DISPATCH(dtype, E, (gpudl_layernorm_bwd_params_kernel<E><<<dim3((unsigned)((C + 31) / 32), (unsigned)G), dim3(32, 8),
-            0, (cudaStream_t)stream>>>(dgamma, dbeta, scratch, (const E *)dy, (const E *)x, mean, rstd, R, C, per)));
+            0, (cudaStream_t)stream>>>(dgamma, dbeta, scratch, (const E *)dy, (const E *)x, mean, rstd, R, C, per, overwrite)));
         if (G > 1)
-            gpudl_layernorm_bwd_final_kernel<<<GPUDL__GRID(C)>>>(dgamma, dbeta, scratch, C, (int)G);
+            gpudl_layernorm_bwd_final_kernel<<<GPUDL__GRID(C)>>>(dgamma, dbeta, scratch, C, (int)G, overwrite);
     }
     if (dx)   /* each lane reads a row's dy and x before it writes them */
         GPUDL__DISPATCH(dtype, E, (gpudl_layernorm_bwd_dx_kernel<E><<<gpudl__warp_rows_blocks(R), 256, 0, (cudaStream_t)stream>>>(

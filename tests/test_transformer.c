@@ -1003,6 +1003,7 @@ static void test_gpu_transformer_block(void) {
 /* ---- the GPT as a model (gpudl_model_add_embedding, _layernorm, _attention, residuals) ---- */
 
 typedef struct { int64_t V, T, C, NH, L; } tr_gpt;
+static int tr_gpt_attention;   /* gpudl_model_desc.attention of the models tr_gpt_model builds */
 
 /* A GPT of cfg on ctx, nanoGPT's names when named; built for max_batch 4. */
 static gpudl_model *tr_gpt_model(gpudl_ctx *ctx, const tr_gpt *g, int named) {
@@ -1032,6 +1033,7 @@ static gpudl_model *tr_gpt_model(gpudl_ctx *ctx, const tr_gpt *g, int named) {
     memset(&md, 0, sizeof md);
     md.max_batch = 4;
     md.seed = 7;
+    md.attention = tr_gpt_attention;
     GPUDL_CHECK(gpudl_model_build(m, &md));
     return m;
 }
@@ -1104,7 +1106,7 @@ static void tr_gpt_fill(gpudl_ctx *ctx, gpudl_model *m, const tr_gpt *g) {
 }
 
 static const tr_gpt tr_gpt_cases[2] = {
-    {11, 7, 12, 3, 2},   /* the weights path: heads T (21) <= 16 C */
+    {11, 7, 12, 3, 2},   /* heads T (21) <= 16 C: the weights path on the CPU (on the GPU, launch-bound: fused) */
     {9, 37, 8, 4, 1}     /* heads T (148) > 16 C (128): the fused kernels */
 };
 
@@ -1114,8 +1116,9 @@ static gpudl_tensor tr_ids_i32(int64_t N, int64_t T, int64_t V, uint32_t seed) {
 static void test_transformer_model(void) {
     gpudl_ctx *c = cpu_ctx();
     int cs;
-    for (cs = 0; cs < 2; cs++) {
-        const tr_gpt *g = &tr_gpt_cases[cs];
+    for (cs = 0; cs < 3; cs++) {   /* case 0, case 1, case 0 with the fused kernels asked for */
+        const tr_gpt *g = &tr_gpt_cases[cs & 1];
+        tr_gpt_attention = cs == 2 ? 2 : 0;
         int64_t N = 3, R = N * g->T, np;
         gpudl_model *m = tr_gpt_model(c, g, 0);
         gpudl_tensor x = tr_ids_i32(N, g->T, g->V, 11 + cs), y = tr_ids_i32(N, g->T, g->V, 21 + cs), out, p;
@@ -1139,6 +1142,7 @@ static void test_transformer_model(void) {
         gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y);
         gpudl_model_destroy(m);
     }
+    tr_gpt_attention = 0;
 }
 
 /* A change to token t changes no output before t, forward and (through the
@@ -1299,9 +1303,10 @@ static void test_gpu_transformer_model(void) {
     gpudl_ctx *c = cpu_ctx();
     int cs;
     NEED_GPU(gctx);
-    for (cs = 0; cs < 2; cs++) {
-        const tr_gpt *g = &tr_gpt_cases[cs];
+    for (cs = 0; cs < 3; cs++) {   /* case 0 (launch-bound: fused on the GPU), case 1, case 0 on the GEMM path */
+        const tr_gpt *g = &tr_gpt_cases[cs & 1];
         int64_t N = 3;
+        tr_gpt_attention = cs == 2 ? 1 : 0;
         gpudl_model *m = tr_gpt_model(c, g, 1), *gm = tr_gpt_model(gctx, g, 1);
         gpudl_tensor hx = tr_ids_i32(N, g->T, g->V, 31), hy = tr_ids_i32(N, g->T, g->V, 32), x, y, p, gp, gr, ggr, out, gout;
         gpudl_optim_desc od;
@@ -1336,6 +1341,7 @@ static void test_gpu_transformer_model(void) {
         gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy);
         gpudl_model_destroy(m); gpudl_model_destroy(gm);
     }
+    tr_gpt_attention = 0;
     tr_gpt_learns_on(gctx, GPUDL_PRECISION_FP16, 0);
 }
 
@@ -1358,9 +1364,11 @@ static void test_gpu_emu_gpt_step_counts(void) {
     gpudl_ctx *c = cpu_ctx();
     int pi;
     NEED_GPU(gctx);
-    for (pi = 0; pi < 3; pi++) {
+    for (pi = 0; pi < 4; pi++) {   /* FP32, FP16, the graph (the fused attention: launch-bound), FP32 on the GEMM path */
         gpudl_precision prec = pi == 1 ? GPUDL_PRECISION_FP16 : GPUDL_PRECISION_FP32;
-        gpudl_model *m = tr_gpt_model(gctx, &g, 1);
+        gpudl_model *m;
+        tr_gpt_attention = pi == 3 ? 1 : 0;
+        m = tr_gpt_model(gctx, &g, 1);
         gpudl_tensor hx = tr_ids_i32(4, g.T, g.V, 1), hy = tr_ids_i32(4, g.T, g.V, 2), x = to_dev(gctx, &hx), y = to_dev(gctx, &hy);
         gpudl_optim_desc od;
         cuemu_counters n[6];
@@ -1402,7 +1410,7 @@ static void test_gpu_emu_gpt_step_counts(void) {
                 len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %llu", ph ? ", " : "", phase[ph],
                                         (unsigned long long)tr_ops(&n[ph], &n[ph + 1]));
             printf("    GPT %s (2 blocks): %llu device ops (%llu kernels, %llu library calls, %llu memsets, %llu copies): %s\n",
-                   pi ? "FP16" : "FP32", (unsigned long long)tr_ops(&n[0], &n[5]), (unsigned long long)n[5].kernel_launches,
+                   pi == 3 ? "FP32, GEMM attention" : pi ? "FP16" : "FP32", (unsigned long long)tr_ops(&n[0], &n[5]), (unsigned long long)n[5].kernel_launches,
                    (unsigned long long)n[5].library_calls, (unsigned long long)n[5].memset_calls,
                    (unsigned long long)n[5].memcpy_calls, line);
             CHECKF(n[5].mallocs == 0 && n[5].frees == 0 && n[5].host_allocs == 0 && n[5].host_waits == 0,
@@ -1413,5 +1421,6 @@ static void test_gpu_emu_gpt_step_counts(void) {
         gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy);
         gpudl_model_destroy(m);
     }
+    tr_gpt_attention = 0;
 #endif
 }
