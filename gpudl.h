@@ -1048,14 +1048,16 @@ int gpudl_k_embedding_fwd(void *stream, void *y, const void *ids, int ids_dtype,
                           int64_t N, int64_t T, int64_t V, int64_t C, int32_t *report);
 int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy, int dtype, const void *ids, int ids_dtype,
                           int64_t B, int64_t T, int64_t V, int64_t C, int overwrite);
-int gpudl_k_layernorm_fwd(void *stream, void *y, float *mean, float *rstd, const void *x, int dtype, const float *gamma,
-                          const float *beta, int64_t R, int64_t C, float eps);
+/* res, sum (or NULL): normalise x + res, written to sum (rounded to dtype) on the way */
+int gpudl_k_layernorm_fwd(void *stream, void *y, float *mean, float *rstd, const void *x, const void *res, void *sum, int dtype,
+                          const float *gamma, const float *beta, int64_t R, int64_t C, float eps);
 /* scratch: gpudl_k_layernorm_scratch(R, C) floats; dx, dgamma, dbeta may be NULL; overwrite: dgamma, dbeta
-   written (=), else added to (+=); the same for the embedding's dwte, dwpe (a model's first backward after zero_grad) */
+   written (=), else added to (+=); the same for the embedding's dwte, dwpe (a model's first backward after zero_grad);
+   dadd (or NULL): added to dx (a pre-norm residual's other path) */
 int64_t gpudl_k_layernorm_scratch(int64_t R, int64_t C);
-int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
-                          const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C, float *scratch,
-                          int overwrite);
+int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, const void *dadd,
+                          int dtype, const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C,
+                          float *scratch, int overwrite);
 /* (B,T,3,NH,HS) qkv <-> q, k, v (B,NH,T,HS) each; to_heads 0 is the reverse (dq, dk, dv into dqkv) */
 int gpudl_k_attn_split(void *stream, void *q, void *k, void *v, void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
                        int64_t HS, int to_heads);
@@ -6328,11 +6330,26 @@ static gpudl_status gpudl__ln_vec(gpudl_ctx *ctx, const gpudl_tensor *t, const c
     return gpudl__same_device(ctx, "layernorm", name, t, "x", x);
 }
 
-GPUDL__DEF gpudl_status gpudl_layernorm_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *mean, gpudl_tensor *rstd,
-                                                const gpudl_tensor *x, const gpudl_tensor *gamma, const gpudl_tensor *beta,
-                                                float eps) {
+/* res, sum (the model's residual end before a layer norm; or NULL):
+   sum = x + res, then y = layernorm(sum); one kernel on the GPU. */
+static gpudl_status gpudl__layernorm_fwd(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *mean, gpudl_tensor *rstd,
+                                         const gpudl_tensor *x, const gpudl_tensor *res, gpudl_tensor *sum,
+                                         const gpudl_tensor *gamma, const gpudl_tensor *beta, float eps) {
     int64_t R, C, r;
     GPUDL__ENTER(ctx);
+    if (res) {   /* shaped like x, in its dtype, on its device (the model's own buffers) */
+        if (!sum || !gpudl__same_shape(x, res) || !gpudl__same_shape(x, sum) || res->dtype != x->dtype ||
+            sum->dtype != x->dtype || res->device != x->device || sum->device != x->device)
+            return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "layernorm (residual)", "res", res, "x", x, "res, sum shaped like x");
+#ifndef GPUDL_NO_CUDA
+        if (!GPUDL__ON_GPU(x))
+#endif
+        {
+            GPUDL__TRY(gpudl_add(ctx, sum, x, res));
+            x = sum;
+            res = NULL;
+        }
+    }
     GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
     GPUDL__TRY(gpudl__check_dt(ctx, y, "y", x->dtype));
     if (x->ndim < 1 || !gpudl__same_shape(x, y) || x->shape[x->ndim - 1] < 1)
@@ -6348,7 +6365,8 @@ GPUDL__DEF gpudl_status gpudl_layernorm_forward(gpudl_ctx *ctx, gpudl_tensor *y,
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(x)) {
         GPUDL__LAUNCH(ctx, gpudl_k_layernorm_fwd(ctx->stream, y->data, (float *)mean->data, (float *)rstd->data, x->data,
-                                                 (int)x->dtype, (const float *)gamma->data, (const float *)beta->data, R, C, eps));
+                                                 res ? res->data : NULL, res ? sum->data : NULL, (int)x->dtype,
+                                                 (const float *)gamma->data, (const float *)beta->data, R, C, eps));
         return GPUDL_OK;
     }
 #endif
@@ -6374,10 +6392,17 @@ GPUDL__DEF gpudl_status gpudl_layernorm_forward(gpudl_ctx *ctx, gpudl_tensor *y,
     }
     return GPUDL_OK;
 }
+GPUDL__DEF gpudl_status gpudl_layernorm_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *mean, gpudl_tensor *rstd,
+                                                const gpudl_tensor *x, const gpudl_tensor *gamma, const gpudl_tensor *beta,
+                                                float eps) {
+    return gpudl__layernorm_fwd(ctx, y, mean, rstd, x, NULL, NULL, gamma, beta, eps);
+}
 
+/* dadd (or NULL): added to dx, shaped like it (a pre-norm residual's other path) */
 static gpudl_status gpudl__layernorm_bwd(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dgamma, gpudl_tensor *dbeta,
                                          const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *gamma,
-                                         const gpudl_tensor *mean, const gpudl_tensor *rstd, int overwrite) {
+                                         const gpudl_tensor *mean, const gpudl_tensor *rstd, const gpudl_tensor *dadd,
+                                         int overwrite) {
     int64_t R, C, r, c;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
@@ -6402,13 +6427,17 @@ static gpudl_status gpudl__layernorm_bwd(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl
         float *scratch;
         GPUDL__TRY(gpudl__dev_scratch(ctx, (size_t)gpudl_k_layernorm_scratch(R, C), &scratch));
         GPUDL__LAUNCH(ctx, gpudl_k_layernorm_bwd(ctx->stream, dx ? dx->data : NULL, dgamma ? (float *)dgamma->data : NULL,
-                                                 dbeta ? (float *)dbeta->data : NULL, dy->data, x->data, (int)x->dtype,
-                                                 (const float *)gamma->data, (const float *)mean->data,
-                                                 (const float *)rstd->data, R, C, scratch, overwrite));
+                                                 dbeta ? (float *)dbeta->data : NULL, dy->data, x->data,
+                                                 dadd && dx ? dadd->data : NULL, (int)x->dtype, (const float *)gamma->data,
+                                                 (const float *)mean->data, (const float *)rstd->data, R, C, scratch, overwrite));
         return GPUDL_OK;
     }
 #endif
     (void)overwrite;
+    if (dadd && dx) {   /* the CPU: dx, then the other path added (x and dy are read before dx is written) */
+        GPUDL__TRY(gpudl__layernorm_bwd(ctx, dx, dgamma, dbeta, dy, x, gamma, mean, rstd, NULL, overwrite));
+        return gpudl__axpby(ctx, dx, 1.0f, dadd, 1.0f);
+    }
     if (x->dtype != GPUDL_F32) {
         gpudl__wide W = gpudl__wide_of(ctx);
         gpudl_tensor *dxw = gpudl__widen(&W, dx, 1), *dyw = gpudl__widen(&W, dy, 0), *xw = gpudl__widen(&W, x, 0);
@@ -6449,7 +6478,7 @@ static gpudl_status gpudl__layernorm_bwd(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl
 GPUDL__DEF gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dgamma, gpudl_tensor *dbeta,
                                                  const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *gamma,
                                                  const gpudl_tensor *mean, const gpudl_tensor *rstd) {
-    return gpudl__layernorm_bwd(ctx, dx, dgamma, dbeta, dy, x, gamma, mean, rstd, 0);
+    return gpudl__layernorm_bwd(ctx, dx, dgamma, dbeta, dy, x, gamma, mean, rstd, NULL, 0);
 }
 
 /* qkv (B,T,3C) and its partner (B,T,C) (y or dy), att (B,NH,T,T): shapes, dtypes, devices. */
@@ -7405,6 +7434,22 @@ static const gpudl__kind gpudl__kind_embedding = {"embedding", {"wte.weight", "w
                                                   GPUDL__KIND_IDS | GPUDL__KIND_OVERWRITES,
                                                   gpudl__emb_init, gpudl__emb_fwd, gpudl__emb_bwd};
 
+/* Layer norm and the residual pair know of each other (a pre-norm block's
+   fusions, below): their kinds first, their functions after. */
+static gpudl_status gpudl__ln_init(gpudl__pass *p);
+static gpudl_status gpudl__ln_fwd(gpudl__pass *p);
+static gpudl_status gpudl__ln_bwd(gpudl__pass *p);
+static gpudl_status gpudl__res_begin_bwd(gpudl__pass *p);
+static gpudl_status gpudl__res_end_fwd(gpudl__pass *p);
+static gpudl_status gpudl__res_end_bwd(gpudl__pass *p);
+static const gpudl__kind gpudl__kind_layernorm = {"layernorm", {"weight", "bias", NULL}, {NULL},
+                                                  GPUDL__KIND_F32_PARAMS | GPUDL__KIND_OVERWRITES,
+                                                  gpudl__ln_init, gpudl__ln_fwd, gpudl__ln_bwd};
+static const gpudl__kind gpudl__kind_res_begin = {"residual", {NULL}, {NULL}, GPUDL__KIND_VIEW | GPUDL__KIND_SEE_THROUGH, NULL,
+                                                  NULL, gpudl__res_begin_bwd};
+static const gpudl__kind gpudl__kind_res_end = {"res_end", {NULL}, {NULL}, GPUDL__KIND_PASS_DY, NULL, gpudl__res_end_fwd,
+                                                gpudl__res_end_bwd};
+
 /* Layer norm's saved statistics for the current batch: mean, then rstd (max_batch R apart). */
 static void gpudl__ln_saved(const gpudl_model *m, const gpudl__layer *l, gpudl_tensor *mean, gpudl_tensor *rstd) {
     int64_t r = l->saved_per_sample / 2, n = m->batch * r;
@@ -7412,19 +7457,44 @@ static void gpudl__ln_saved(const gpudl_model *m, const gpudl__layer *l, gpudl_t
     *rstd = gpudl__view(&l->saved, m->desc.max_batch * r, -1, 1, &n);
 }
 static gpudl_status gpudl__ln_init(gpudl__pass *p) { return gpudl_tensor_fill(p->m->ctx, &p->p[0], 1.0f); }
+/* A pre-norm transformer's residuals meet its layer norms: a residual's end
+   just before a layer norm (or before the next block's begin and its layer
+   norm) is done by the layer norm's kernel (sum = x + r written on the way:
+   one pass over the residual stream, not two), and a layer norm just after
+   a residual's begin adds the other path's gradient into its dx (begin then
+   has nothing to add). gpudl__ln_after_end: that end's index, or -1. */
+static int gpudl__ln_after_end(const gpudl_model *m, int i) {
+    if (i < 1 || i >= m->nlayers || m->layers[i].kind != &gpudl__kind_layernorm) return -1;
+    if (m->layers[i - 1].kind == &gpudl__kind_res_end) return i - 1;
+    if (i >= 2 && m->layers[i - 1].kind == &gpudl__kind_res_begin && m->layers[i - 2].kind == &gpudl__kind_res_end) return i - 2;
+    return -1;
+}
+static int gpudl__end_in_ln(const gpudl_model *m, int e) {   /* residual end e's add is a layer norm's */
+    return gpudl__ln_after_end(m, e + 1) == e || gpudl__ln_after_end(m, e + 2) == e;
+}
+static int gpudl__ln_after_begin(const gpudl_model *m, int i) {
+    return i >= 1 && m->layers[i].kind == &gpudl__kind_layernorm && m->layers[i - 1].kind == &gpudl__kind_res_begin;
+}
 static gpudl_status gpudl__ln_fwd(gpudl__pass *p) {
+    gpudl_model *m = p->m;
     gpudl_tensor mean, rstd;
-    gpudl__ln_saved(p->m, p->l, &mean, &rstd);
-    return gpudl_layernorm_forward(p->m->ctx, &p->y, &mean, &rstd, &p->x, &p->p[0], &p->p[1], 1e-5f);
+    gpudl__ln_saved(m, p->l, &mean, &rstd);
+    int e = gpudl__ln_after_end(m, p->i);
+    if (e >= 0) {   /* the end's work: its output (this x) = its input + its begin's input */
+        gpudl_tensor ex = gpudl__layer_input(m, e), r = gpudl__layer_output(m, m->layers[e].u.res.other, 0);
+        return gpudl__layernorm_fwd(m->ctx, &p->y, &mean, &rstd, &ex, &r, &p->x, &p->p[0], &p->p[1], 1e-5f);
+    }
+    return gpudl_layernorm_forward(m->ctx, &p->y, &mean, &rstd, &p->x, &p->p[0], &p->p[1], 1e-5f);
 }
 static gpudl_status gpudl__ln_bwd(gpudl__pass *p) {
-    gpudl_tensor mean, rstd;
-    gpudl__ln_saved(p->m, p->l, &mean, &rstd);
-    return gpudl__layernorm_bwd(p->m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0], &mean, &rstd, p->overwrite);
+    gpudl_model *m = p->m;
+    gpudl_tensor mean, rstd, dend;
+    int add = gpudl__ln_after_begin(m, p->i) && p->dx;
+    gpudl__ln_saved(m, p->l, &mean, &rstd);
+    if (add) dend = gpudl__layer_output(m, m->layers[p->i - 1].u.res.other, 1);   /* the end's dy: the skip path */
+    return gpudl__layernorm_bwd(m->ctx, p->dx, &p->g[0], &p->g[1], &p->dy, &p->x, &p->p[0], &mean, &rstd, add ? &dend : NULL,
+                                p->overwrite);
 }
-static const gpudl__kind gpudl__kind_layernorm = {"layernorm", {"weight", "bias", NULL}, {NULL},
-                                                  GPUDL__KIND_F32_PARAMS | GPUDL__KIND_OVERWRITES,
-                                                  gpudl__ln_init, gpudl__ln_fwd, gpudl__ln_bwd};
 
 /* Attention's intermediates for the current batch, in its work buffer
    (regions sized for max_batch): qkv (N,T,3C), the heads' output ya
@@ -7494,19 +7564,17 @@ static const gpudl__kind gpudl__kind_attention = {"attention", {"c_attn.weight",
    back: the two paths' gradients summed where they meet. */
 static gpudl_status gpudl__res_begin_bwd(gpudl__pass *p) {
     gpudl_tensor dend = gpudl__layer_output(p->m, p->l->u.res.other, 1);
+    if (gpudl__ln_after_begin(p->m, p->i + 1)) return GPUDL_OK;   /* the layer norm above added it */
     return gpudl__axpby(p->m->ctx, &p->dy, 1.0f, &dend, 1.0f);
 }
 static gpudl_status gpudl__res_end_fwd(gpudl__pass *p) {
     gpudl_tensor r = gpudl__layer_output(p->m, p->l->u.res.other, 0);   /* begin's output: its input's memory */
+    if (gpudl__end_in_ln(p->m, p->i)) return GPUDL_OK;   /* the layer norm after it does this add */
     return gpudl_add(p->m->ctx, &p->y, &p->x, &r);
 }
 static gpudl_status gpudl__res_end_bwd(gpudl__pass *p) {   /* dx is dy's memory (gpudl__dout_shared) but after a view */
     return p->dx && p->dx->data != p->dy.data ? gpudl__copy_same(p->m->ctx, p->dx, &p->dy) : GPUDL_OK;
 }
-static const gpudl__kind gpudl__kind_res_begin = {"residual", {NULL}, {NULL}, GPUDL__KIND_VIEW | GPUDL__KIND_SEE_THROUGH, NULL,
-                                                  NULL, gpudl__res_begin_bwd};
-static const gpudl__kind gpudl__kind_res_end = {"res_end", {NULL}, {NULL}, GPUDL__KIND_PASS_DY, NULL, gpudl__res_end_fwd,
-                                                gpudl__res_end_bwd};
 
 /* ---- adding layers: check the arguments, fill in the shapes ---- */
 

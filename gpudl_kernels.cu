@@ -1267,10 +1267,12 @@ __global__ void gpudl_embedding_bwd_wpe_kernel(float *dwpe, const T *dy, int64_t
 
 /* Layer norm: one warp per row. The row is read from global memory once
    (kept in shared memory; each lane reads back only what it wrote), the
-   mean and then the centred variance are warp sums in FP32. */
+   mean and then the centred variance are warp sums in FP32. With res (a
+   transformer's residual, then its next layer norm): the row is x + res,
+   rounded to T and written to sum (the residual stream) as it is read. */
 template <typename T>
-__global__ void gpudl_layernorm_fwd_kernel(T *y, float *mean, float *rstd, const T *x, const float *gamma, const float *beta,
-                                           int64_t R, int64_t C, float eps, int cached) {
+__global__ void gpudl_layernorm_fwd_kernel(T *y, float *mean, float *rstd, const T *x, const T *res, T *sum, const float *gamma,
+                                           const float *beta, int64_t R, int64_t C, float eps, int cached) {
     extern __shared__ float gpudl__rows[];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + warp;
@@ -1279,9 +1281,15 @@ __global__ void gpudl_layernorm_fwd_kernel(T *y, float *mean, float *rstd, const
     float *row = cached ? gpudl__rows + (int64_t)warp * C : NULL, s = 0.0f, ss = 0.0f;
     for (int64_t c = lane; c < C; c += 32) {
         float v = gpudl__to_f32(xr[c]);
+        if (res) {   /* the sum as T holds it: what the unfused add would have written */
+            T t = gpudl__from_f32<T>(v + gpudl__to_f32(res[r * C + c]));
+            sum[r * C + c] = t;
+            v = gpudl__to_f32(t);
+        }
         if (row) row[c] = v;
         s += v;
     }
+    if (res) xr = sum + r * C;   /* read back (uncached rows): each lane its own writes */
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     float m = s / (float)C;
     for (int64_t c = lane; c < C; c += 32) {
@@ -1297,7 +1305,7 @@ __global__ void gpudl_layernorm_fwd_kernel(T *y, float *mean, float *rstd, const
 
 /* dx of a row: one warp per row, the two row means as warp sums. */
 template <typename T>
-__global__ void gpudl_layernorm_bwd_dx_kernel(T *dx, const T *dy, const T *x, const float *gamma, const float *mean,
+__global__ void gpudl_layernorm_bwd_dx_kernel(T *dx, const T *dy, const T *x, const T *dadd, const float *gamma, const float *mean,
                                               const float *rstd, int64_t R, int64_t C) {
     int lane = threadIdx.x & 31;
     int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -1313,9 +1321,10 @@ __global__ void gpudl_layernorm_bwd_dx_kernel(T *dx, const T *dy, const T *x, co
         sgx += __shfl_xor_sync(0xffffffffu, sgx, o);
     }
     sg /= (float)C; sgx /= (float)C;
-    for (int64_t c = lane; c < C; c += 32)
-        dx[r * C + c] = gpudl__from_f32<T>(gpudl__ln_bwd_elem(gpudl__to_f32(dy[r * C + c]), gpudl__to_f32(x[r * C + c]), m, rs,
-                                                             gamma[c], sg, sgx));
+    for (int64_t c = lane; c < C; c += 32) {   /* + dadd: the residual's other path (a transformer's pre-norm block) */
+        float d = gpudl__ln_bwd_elem(gpudl__to_f32(dy[r * C + c]), gpudl__to_f32(x[r * C + c]), m, rs, gamma[c], sg, sgx);
+        dx[r * C + c] = gpudl__from_f32<T>(dadd ? d + gpudl__to_f32(dadd[r * C + c]) : d);
+    }
 }
 
 /* dgamma, dbeta: block (32 columns, 8 row lanes) per (column tile, row
@@ -1457,13 +1466,13 @@ int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_layernorm_fwd(void *stream, void *y, float *mean, float *rstd, const void *x, int dtype, const float *gamma,
-                          const float *beta, int64_t R, int64_t C, float eps) {
+int gpudl_k_layernorm_fwd(void *stream, void *y, float *mean, float *rstd, const void *x, const void *res, void *sum, int dtype,
+                          const float *gamma, const float *beta, int64_t R, int64_t C, float eps) {
     int cached = C <= GPUDL__ROW_CACHE;
     size_t sh = cached ? 8 * (size_t)C * sizeof(float) : 0;
     if (R == 0) return (int)cudaGetLastError();
     GPUDL__DISPATCH(dtype, E, (gpudl_layernorm_fwd_kernel<E><<<gpudl__warp_rows_blocks(R), 256, sh, (cudaStream_t)stream>>>(
-        (E *)y, mean, rstd, (const E *)x, gamma, beta, R, C, eps, cached)));
+        (E *)y, mean, rstd, (const E *)x, (const E *)res, (E *)sum, gamma, beta, R, C, eps, cached)));
     return (int)cudaGetLastError();
 }
 
@@ -1472,9 +1481,9 @@ int64_t gpudl_k_layernorm_scratch(int64_t R, int64_t C) {
     return 2 * G * C + 1;
 }
 
-int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
-                          const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C, float *scratch,
-                          int overwrite) {
+int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, const void *dadd,
+                          int dtype, const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C,
+                          float *scratch, int overwrite) {
     int64_t per, G = gpudl__ln_chunks(R, &per);
     if (R == 0) return (int)cudaGetLastError();
     if (dgamma || dbeta) {   /* first: dx may be dy or x itself */
@@ -1485,7 +1494,7 @@ int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, c
     }
     if (dx)   /* each lane reads a row's dy and x before it writes them */
         GPUDL__DISPATCH(dtype, E, (gpudl_layernorm_bwd_dx_kernel<E><<<gpudl__warp_rows_blocks(R), 256, 0, (cudaStream_t)stream>>>(
-            (E *)dx, (const E *)dy, (const E *)x, gamma, mean, rstd, R, C)));
+            (E *)dx, (const E *)dy, (const E *)x, (const E *)dadd, gamma, mean, rstd, R, C)));
     return (int)cudaGetLastError();
 }
 

@@ -1354,7 +1354,17 @@ static uint64_t tr_ops(const cuemu_counters *a, const cuemu_counters *b) {
 
 /* Device operations of a steady-state GPT training step (the example's
    recipe: AdamW, clipping, FP32 and FP16), per phase, on the emulated
-   device; and with the graph. */
+   device; and with the graph. The fused floor for L blocks, with the fused
+   attention kernels and cuBLAS(Lt) GEMMs, is 12 + 24 L: forward 3 + 8 L
+   (the embedding; per block ln_1, qkv GEMM + bias, attention, proj GEMM +
+   bias, the residual add done by ln_2's kernel, fc GEMM + bias, GELU (exact
+   erf: cuBLASLt's GELU epilogue is the tanh form), proj GEMM + bias, the
+   block's closing add done by the next layer norm's kernel; ln_f; lm_head),
+   the loss 1, backward 5 + 16 L (lm_head dx and dW with BGRADB; ln_f's
+   params and dx; per block proj 2, GELU 1, fc 2, ln_2 2, proj 2, attention
+   3, qkv 2, ln_1 2; one embedding kernel), the step 3 (norm and non-finite
+   check in one reduction, the update, the scaler's copy to the host). The
+   step must be within 20 % of it. */
 static void test_gpu_emu_gpt_step_counts(void) {
 #ifndef __CUEMU__
     SKIP("counts device operations on the emulated device (tests/emu) only");
@@ -1416,6 +1426,9 @@ static void test_gpu_emu_gpt_step_counts(void) {
             CHECKF(n[5].mallocs == 0 && n[5].frees == 0 && n[5].host_allocs == 0 && n[5].host_waits == 0,
                    "a steady-state GPT step allocates or waits (%llu mallocs, %llu waits)", (unsigned long long)n[5].mallocs,
                    (unsigned long long)n[5].host_waits);
+            if (pi < 2)
+                CHECKF(tr_ops(&n[0], &n[5]) * 10 <= (uint64_t)(12 + 24 * g.L) * 12, "GPT step: %llu device ops, over 1.2 x the "
+                       "fused floor of %lld", (unsigned long long)tr_ops(&n[0], &n[5]), (long long)(12 + 24 * g.L));
         }
         gpudl_tensor_free(gctx, &x); gpudl_tensor_free(gctx, &y);
         gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy);
@@ -1423,4 +1436,79 @@ static void test_gpu_emu_gpt_step_counts(void) {
     }
     tr_gpt_attention = 0;
 #endif
+}
+
+/* Residual pairs in other places than a GPT's: around a plain MLP, nested,
+   an end straight before a layer norm, a layer norm straight after a begin,
+   on F32 inputs (so the input's gradient is checked too): gradcheck on the
+   CPU; on the GPU against the CPU. */
+static gpudl_model *tr_res_model(gpudl_ctx *ctx, int variant) {
+    gpudl_model *m;
+    gpudl_model_desc md;
+    int64_t in = 6;
+    GPUDL_CHECK(gpudl_model_create(ctx, &m, 1, &in));
+    GPUDL_CHECK(gpudl_model_add_linear(m, 6, 8));
+    GPUDL_CHECK(gpudl_model_add_residual_begin(m));
+    if (variant == 1) GPUDL_CHECK(gpudl_model_add_residual_begin(m));   /* nested: x + (y + f(y)) with y = x */
+    GPUDL_CHECK(gpudl_model_add_linear(m, 8, 8));
+    GPUDL_CHECK(gpudl_model_add_act(m, GPUDL_ACT_TANH, 0.0f));
+    if (variant == 2) GPUDL_CHECK(gpudl_model_add_layernorm(m, 8));
+    GPUDL_CHECK(gpudl_model_add_residual_end(m));
+    if (variant == 1) {
+        GPUDL_CHECK(gpudl_model_add_linear(m, 8, 8));
+        GPUDL_CHECK(gpudl_model_add_residual_end(m));
+    }
+    if (variant == 2) {   /* end, layer norm; then a begin, a layer norm first inside */
+        GPUDL_CHECK(gpudl_model_add_layernorm(m, 8));
+        GPUDL_CHECK(gpudl_model_add_residual_begin(m));
+        GPUDL_CHECK(gpudl_model_add_layernorm(m, 8));
+        GPUDL_CHECK(gpudl_model_add_linear(m, 8, 8));
+        GPUDL_CHECK(gpudl_model_add_residual_end(m));
+    }
+    GPUDL_CHECK(gpudl_model_add_linear(m, 8, 5));
+    memset(&md, 0, sizeof md);
+    md.max_batch = 4;
+    md.seed = 3;
+    GPUDL_CHECK(gpudl_model_build(m, &md));
+    return m;
+}
+static void test_transformer_model_residual(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int v;
+    for (v = 0; v < 3; v++) {
+        gpudl_model *m = tr_res_model(c, v);
+        int64_t xs[2] = {3, 6};
+        gpudl_tensor x = tr_rand(2, xs, -1, 1), y = tr_ids(GPUDL_I32, 1, 3, 5, 7);
+        gpudl_gradcheck_result r;
+        y.ndim = 1; y.shape[0] = 3;
+        GPUDL_CHECK(gpudl_gradcheck(m, &x, &y, 1e-3, 1e-4, 2e-2, 0, &r));
+        CHECKF(r.failed == 0 && r.checked > 100, "residual model %d: %lld of %lld failed, worst %s", v, (long long)r.failed,
+               (long long)r.checked, r.worst);
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y);
+        gpudl_model_destroy(m);
+    }
+}
+static void test_gpu_transformer_residual(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int v;
+    NEED_GPU(g);
+    for (v = 0; v < 3; v++) {
+        gpudl_model *m = tr_res_model(c, v), *gm = tr_res_model(g, v);
+        int64_t xs[2] = {3, 6};
+        gpudl_tensor hx = tr_rand(2, xs, -1, 1), hy = tr_ids(GPUDL_I32, 1, 3, 5, 7), x, y, p, gp, gr, ggr, out, gout;
+        hy.ndim = 1; hy.shape[0] = 3;
+        x = to_dev(g, &hx); y = to_dev(g, &hy);
+        GPUDL_CHECK(gpudl_model_params(m, &p, &gr));
+        GPUDL_CHECK(gpudl_model_params(gm, &gp, &ggr));
+        GPUDL_CHECK(gpudl_tensor_copy(g, &gp, &p));
+        GPUDL_CHECK(gpudl_model_zero_grad(m)); GPUDL_CHECK(gpudl_model_zero_grad(gm));
+        GPUDL_CHECK(gpudl_model_forward(m, &hx, &out)); GPUDL_CHECK(gpudl_model_forward(gm, &x, &gout));
+        tr_gpu_vs_cpu(g, "residual model output", GPUDL_F32, &gout, &out, 2e-5);
+        GPUDL_CHECK(gpudl_model_loss(m, &hy)); GPUDL_CHECK(gpudl_model_loss(gm, &y));
+        GPUDL_CHECK(gpudl_model_backward(m)); GPUDL_CHECK(gpudl_model_backward(gm));
+        tr_gpu_vs_cpu(g, "residual model gradients", GPUDL_F32, &ggr, &gr, 1e-4);
+        gpudl_tensor_free(g, &x); gpudl_tensor_free(g, &y);
+        gpudl_tensor_free(c, &hx); gpudl_tensor_free(c, &hy);
+        gpudl_model_destroy(m); gpudl_model_destroy(gm);
+    }
 }
