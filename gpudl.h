@@ -90,7 +90,10 @@
           allocation each for parameters, gradients and optimizer state,
           activations sized for max_batch), then per step: zero_grad,
           forward, loss, backward, step. Nothing in a step waits for the
-          GPU unless you ask for a number (gpudl_model_loss_value).
+          GPU unless you ask for a number (gpudl_model_loss_value). MLPs,
+          CNNs and GPTs: a model of sequences starts with an embedding of
+          token ids, and has layer norm, causal self-attention and residual
+          pairs as layers (a GPT in about 20 lines: examples/gpt_text.c).
        8. Mixed precision. gpudl_model_set_precision: FP32 master weights,
           gradients and optimizer state; f16/bf16 weight copy, activations
           and activation gradients (layer ops take f32, f16 or bf16
@@ -173,7 +176,10 @@
        batchnorm   loops (float64 sums)        own kernels               f32 f16 bf16
        dropout     vectorised loop             own kernel                f32 f16 bf16
        transformer loops over rows and heads   cuBLAS batched GEMMs +    f32 f16 bf16
-                                               own kernels; fused path
+                                               own kernels; fused path;
+                                               residual adds in the layer
+                                               norms (a GPT step: 12 + 24 L
+                                               device operations)
        optim       one fused loop              one fused kernel          f32
        amp         loops                       own kernels               f16 bf16
        data        gather by index             gather kernel             u8 -> f32 f16 bf16
@@ -1111,7 +1117,7 @@ GPUDL_API gpudl_status gpudl_model_add_batchnorm2d(gpudl_model *m, int64_t chann
 GPUDL_API gpudl_status gpudl_model_add_dropout(gpudl_model *m, float p);
 GPUDL_API gpudl_status gpudl_model_add_flatten(gpudl_model *m);
 
-/* Transformers (the ops of >>transformer as layers). A model of sequences
+/* Transformers (the transformer section's ops as layers). A model of sequences
    takes token ids: create it with the sample shape {T} (T positions) and
    start it with an embedding; forward then takes x (N, T) I32 or U8 (ids,
    never cast), and layers see samples (T, C). A linear layer on (T, F)
@@ -1223,7 +1229,7 @@ GPUDL_API gpudl_status gpudl_model_add_custom(gpudl_model *m, const gpudl_layer_
                the attention is small enough to be bound by launches
                (max_batch heads T^2 <= 393216: the fused kernels' one
                launch forward and three backward, against the GEMM path's
-               five and seven; the reason is in >>model). */
+               five and seven; the reason is at gpudl__attn_path). */
 typedef struct gpudl_model_desc {
     int64_t    max_batch;
     gpudl_loss loss;
@@ -7395,7 +7401,7 @@ static gpudl_status gpudl__conv_bwd(gpudl__pass *p) {
 static const gpudl__kind gpudl__kind_conv2d = {"conv2d", {"weight", "bias", NULL}, {NULL}, GPUDL__KIND_OVERWRITES, gpudl__fan_init, gpudl__conv_fwd,
                                                gpudl__conv_bwd};
 
-/* ---- the transformer's kinds (>>transformer's ops as layers) ---- */
+/* ---- the transformer's kinds (the transformer section's ops as layers) ---- */
 
 /* (N, ..., F) as (N ..., F): a linear layer on (T, F) samples acts on each position. */
 static gpudl_tensor gpudl__rows2(const gpudl_tensor *t) {
