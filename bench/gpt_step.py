@@ -15,7 +15,10 @@ Rounds are interleaved (gpudl, torch, jax, gpudl, ...), each implementation
 in a fresh process; in each, 3 warm-up steps (JAX: after its compile), then
 --steps steps timed one by one, waiting for each (torch on the CPU is
 synchronous; JAX: block_until_ready). Per round the median step; the table
-gives the median of the rounds' medians, and their min and max. Threads:
+gives the median of the rounds' medians, and their min and max, over all
+rounds and over the quiet ones: before each round, /proc/stat says how many
+cores other programs kept busy for half a second (a shared machine's load
+slows the three very differently: PyTorch's threads most). Threads:
 OMP_NUM_THREADS for gpudl, torch.set_num_threads for PyTorch, and JAX
 (whose XLA pool sizes itself from the cores it may use) pinned to the first
 N cores with sched_setaffinity, as bench/jax_train.py does. Writes CSV.
@@ -24,7 +27,7 @@ Not dependencies of the kit: PyTorch and JAX are anchors, each run by the
 Python that has it (--torch-python, --jax-python; by default build/torchvenv
 and build/jaxvenv where they exist, else this Python).
 
-Run: python3 bench/gpt_step.py [--threads 2] [--rounds 5] [--steps 20] [--quick]
+Run: python3 bench/gpt_step.py [--threads 2] [--rounds 5] [--steps 20] [--quick] [--quiet CORES]
          [--gpudl build/gpt_text_cpu] [--text FILE] [--csv bench/gpt_step.csv]
 (make bench-gpt)
 """
@@ -54,6 +57,21 @@ def load_text(path):
     idx = {b: i for i, b in enumerate(vocab)}
     ids = [idx[b] for b in data]
     return ids[:len(ids) - len(ids) // 10], len(vocab)
+
+
+def others_busy(seconds=0.5):
+    """Cores kept busy by other programs over a short window before a round (Linux /proc/stat; None elsewhere)."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]
+    try:
+        t0, i0 = sample()
+        time.sleep(seconds)
+        t1, i1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    return (1.0 - (i1 - i0) / max(1, t1 - t0)) * (os.cpu_count() or 1)
 
 
 def summary(times):
@@ -248,6 +266,7 @@ def main():
     ap.add_argument("--text", default=None)
     ap.add_argument("--csv", default=os.path.join(here, "gpt_step.csv"))
     ap.add_argument("--only", default="gpudl,torch,jax")
+    ap.add_argument("--quiet", type=float, default=0.3, help="a round is quiet when other programs kept fewer cores busy")
     ap.add_argument("--worker", choices=["torch", "jax"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.quick:
@@ -273,37 +292,47 @@ def main():
     print(f"GPT training step on the CPU ({cfg}; vocabulary of the text): {args.rounds} interleaved rounds of "
           f"{args.steps} steps, {args.threads} threads; {cpu}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     res = {i: [] for i in impls}
+    quiet = {i: [] for i in impls}
     ver = {i: "" for i in impls}
     for r in range(args.rounds):
         line = []
+        busy = others_busy()
+        calm = busy is not None and busy < args.quiet
         for i in impls:
             ms, v = run(cmds[i], env)
             if ms is not None:
                 res[i].append(ms)
+                if calm:
+                    quiet[i].append(ms)
                 ver[i] = ver[i] or v
                 line.append(f"{i} {ms:.2f}")
             else:
                 line.append(f"{i} failed")
-        print(f"round {r + 1}: " + ", ".join(line) + " ms/step", flush=True)
+        where = f"other programs busy on {busy:.2f} cores before it" if busy is not None else "load unknown"
+        print(f"round {r + 1}: " + ", ".join(line) + f" ms/step ({where})", flush=True)
     tokens = CFG["batch"] * CFG["context"]
-    base = statistics.median(res["gpudl"]) if res.get("gpudl") else None
-    print(f"\n{'impl':<8} {'median ms':>10} {'min':>9} {'max':>9} {'tokens/s':>10} {'vs gpudl':>9}  version")
     rows = []
-    for i in impls:
-        if not res[i]:
-            print(f"{i:<8} {'failed':>10}")
+    for label, sets in (("all rounds", res), (f"quiet rounds (other programs on < {args.quiet} cores)", quiet)):
+        if not any(sets.values()):
+            print(f"\n{label}: none")
             continue
-        med, lo, hi = summary(res[i])
-        ratio = f"{med / base:.2f}x" if base else "-"
-        print(f"{i:<8} {med:10.2f} {lo:9.2f} {hi:9.2f} {tokens * 1e3 / med:10.0f} {ratio:>9}  {ver[i] or 'gpudl'}")
-        rows.append(dict(impl=i, threads=args.threads, rounds=len(res[i]), steps=args.steps, median_ms=round(med, 4),
-                         min_ms=round(lo, 4), max_ms=round(hi, 4), tokens_per_s=round(tokens * 1e3 / med),
-                         version=ver[i] or "gpudl", **CFG))
-    if base:
-        print("(vs gpudl: the step time over gpudl's; above 1.00x gpudl is faster)")
+        base = statistics.median(sets["gpudl"]) if sets.get("gpudl") else None
+        print(f"\n{label}:\n{'impl':<8} {'rounds':>6} {'median ms':>10} {'min':>9} {'max':>9} {'tokens/s':>10} {'vs gpudl':>9}  version")
+        for i in impls:
+            if not sets[i]:
+                print(f"{i:<8} {'-':>6}")
+                continue
+            med, lo, hi = summary(sets[i])
+            ratio = f"{med / base:.2f}x" if base else "-"
+            print(f"{i:<8} {len(sets[i]):6d} {med:10.2f} {lo:9.2f} {hi:9.2f} {tokens * 1e3 / med:10.0f} {ratio:>9}  "
+                  f"{ver[i] or 'gpudl'}")
+            rows.append(dict(rounds_kind="all" if sets is res else "quiet", impl=i, threads=args.threads,
+                             rounds=len(sets[i]), steps=args.steps, median_ms=round(med, 4), min_ms=round(lo, 4),
+                             max_ms=round(hi, 4), tokens_per_s=round(tokens * 1e3 / med), version=ver[i] or "gpudl", **CFG))
+    print("(vs gpudl: the step time over gpudl's; above 1.00x gpudl is faster)")
     with open(args.csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["impl", "threads", "rounds", "steps", "median_ms", "min_ms", "max_ms",
-                                          "tokens_per_s", "version"] + list(CFG))
+        w = csv.DictWriter(f, fieldnames=["rounds_kind", "impl", "threads", "rounds", "steps", "median_ms", "min_ms",
+                                          "max_ms", "tokens_per_s", "version"] + list(CFG))
         w.writeheader()
         w.writerows(rows)
     print(f"wrote {args.csv}")
