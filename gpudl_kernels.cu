@@ -1239,24 +1239,21 @@ __global__ void gpudl_embedding_fwd_kernel(T *y, const void *ids, int idt, const
    two threads (no atomics) and the sum is the same every run. The threads
    of a warp share v and read the same id at each step (one broadcast load). */
 template <typename T>
-__global__ void gpudl_embedding_bwd_wte_kernel(float *dwte, const T *dy, const void *ids, int idt, int64_t N, int64_t V, int64_t C,
-                                               int overwrite) {
-    GPUDL__GRID_STRIDE(i, V * C) {
-        int64_t v = i / C, c = i % C;
+__global__ void gpudl_embedding_bwd_kernel(float *dwte, float *dwpe, const T *dy, const void *ids, int idt, int64_t B, int64_t Tn,
+                                           int64_t V, int64_t C, int overwrite) {
+    int64_t nte = dwte ? V * C : 0, npe = dwpe ? Tn * C : 0;
+    GPUDL__GRID_STRIDE(i, nte + npe) {
         float acc = 0.0f;
-        for (int64_t n = 0; n < N; n++)
-            if (gpudl__id_at(ids, idt, n) == v) acc += gpudl__to_f32(dy[n * C + c]);
-        dwte[i] = overwrite ? acc : dwte[i] + acc;
-    }
-}
-
-/* dwpe[t, c] += sum over b of dy[b, t, c], in batch order. */
-template <typename T>
-__global__ void gpudl_embedding_bwd_wpe_kernel(float *dwpe, const T *dy, int64_t B, int64_t Tn, int64_t C, int overwrite) {
-    GPUDL__GRID_STRIDE(i, Tn * C) {
-        float acc = 0.0f;
-        for (int64_t b = 0; b < B; b++) acc += gpudl__to_f32(dy[b * Tn * C + i]);
-        dwpe[i] = overwrite ? acc : dwpe[i] + acc;
+        if (i < nte) {
+            int64_t v = i / C, c = i % C;
+            for (int64_t n = 0; n < B * Tn; n++)
+                if (gpudl__id_at(ids, idt, n) == v) acc += gpudl__to_f32(dy[n * C + c]);
+            dwte[i] = overwrite ? acc : dwte[i] + acc;
+        } else {   /* dwpe[t, c] += sum over b of dy[b, t, c], in batch order (the same launch: one fewer per step) */
+            int64_t k = i - nte;
+            for (int64_t b = 0; b < B; b++) acc += gpudl__to_f32(dy[b * Tn * C + k]);
+            dwpe[k] = overwrite ? acc : dwpe[k] + acc;
+        }
     }
 }
 
@@ -1457,12 +1454,10 @@ int gpudl_k_embedding_fwd(void *stream, void *y, const void *ids, int ids_dtype,
 
 int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy, int dtype, const void *ids, int ids_dtype,
                           int64_t B, int64_t T, int64_t V, int64_t C, int overwrite) {
-    if (dwte && V * C > 0)
-        GPUDL__DISPATCH(dtype, E, (gpudl_embedding_bwd_wte_kernel<E><<<GPUDL__GRID(V * C)>>>(dwte, (const E *)dy, ids, ids_dtype,
-            B * T, V, C, overwrite)));
-    if (dwpe && T * C > 0)
-        GPUDL__DISPATCH(dtype, E, (gpudl_embedding_bwd_wpe_kernel<E><<<GPUDL__GRID(T * C)>>>(dwpe, (const E *)dy, B, T, C,
-            overwrite)));
+    int64_t n = (dwte ? V * C : 0) + (dwpe ? T * C : 0);
+    if (n > 0)
+        GPUDL__DISPATCH(dtype, E, (gpudl_embedding_bwd_kernel<E><<<GPUDL__GRID(n)>>>(dwte, dwpe, (const E *)dy, ids, ids_dtype, B, T,
+            V, C, overwrite)));
     return (int)cudaGetLastError();
 }
 
