@@ -11380,6 +11380,11 @@ static gpudl_status gpudl__chk_attn_case(gpudl__chk *c, int backward, const char
         s = gpudl__chk_tensor(c, GPUDL_F32, 3, shape, sc, &td);
         if (s == GPUDL_OK) s = gpudl__attn_softmax(c->ctx, on_gpu, (float *)ta->data, (const float *)td->data, L, T);
         if (s == GPUDL_OK) s = gpudl_tensor_download(c->ctx, ta, p, sizeof(float) * (size_t)n);
+        for (i = 0; i < n && s == GPUDL_OK; i++)   /* a forward that gives NaN leaves nothing to compare with: the case fails */
+            if (!isfinite(p[i]))
+                s = GPUDL__ERR(c->ctx, GPUDL_ERR_NONFINITE, "the finite differences take the forward installed, which gave %g "
+                               "at att[%lld] (row %lld, column %lld): make the forward pass first", (double)p[i],
+                               (long long)i, (long long)(i / T), (long long)(i % T));
         for (i = 0; i < n; i++) want[i] = 0.0;
         for (j = 0; j < T && s == GPUDL_OK; j++) {   /* column j of every row moved at once: the rows are independent */
             int sign;
@@ -11400,6 +11405,7 @@ static gpudl_status gpudl__chk_attn_case(gpudl__chk *c, int backward, const char
         }
         for (i = 0; i < n; i++) scl[i] = 1.0 + fabs(want[i]);
         c->r->tol = 1e-3;
+        if (s == GPUDL_OK) s = gpudl_tensor_fill(c->ctx, to, NAN);   /* the output starts as NaN again */
     } else if (backward)
         for (r = 0; r < L * T; r++) {   /* ds = p (dp - sum p dp) with the float p given */
             int64_t t = r % T;

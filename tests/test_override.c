@@ -581,13 +581,15 @@ static void test_gpu_override_and_custom(void) {
 
 /* A student's plain C softmax over scores, with seeded bugs picked by *user:
    0 right, 1 no max subtracted, 2 the mask leaks (the whole row), 3 a row
-   held in a fixed array of 1024 (longer rows: the rest left unwritten). */
+   held in a fixed array of 1024 (longer rows: the rest left unwritten),
+   5 nothing written. */
 static int attn_calls;
 static gpudl_status attn_fwd_user(void *user, void *stream, float *att, const float *s, int64_t L, int64_t T) {
     int bug = *(const int *)user;
     int64_t r, j;
     (void)stream;
     attn_calls++;
+    if (bug == 5) return GPUDL_OK;   /* writes nothing */
     for (r = 0; r < L * T; r++) {
         int64_t t = r % T, n = bug == 2 ? T : t + 1;
         float mx = -INFINITY, sum = 0, row[1024];
@@ -660,6 +662,10 @@ static void test_check_attn(void) {
     CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_BACKWARD, 0, &r));
     CHECKF(strstr(failed_groups(&r), "basic,") && strstr(failed_groups(&r), "finite diff,"), "wrong range: failed %s",
            failed_groups(&r));
+    bug = 5;   /* the backward is right, the forward writes nothing: the finite differences (of that forward) fail */
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_BACKWARD, 0, &r));
+    CHECKF(!strcmp(failed_groups(&r), "finite diff,") && strstr(r.status_msg, "make the forward pass first"),
+           "forward writes nothing: failed %s (%s)", failed_groups(&r), r.status_msg);
     {   /* the attention runs the override: the same y and dqkv as gpudl's own, and a leak shows in y */
         gpudl_tensor qkv = make(c, GPUDL_DEVICE_CPU, GPUDL_F32, 3, 2, 5, 18), y[2], att[2], dy, dq[2];
         int64_t sy[3] = {2, 5, 6}, sa[4] = {2, 3, 5, 5}, i, pass;
