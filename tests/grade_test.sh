@@ -91,6 +91,18 @@ expect cheat_empty         maxpool tests/grade/cheat_empty.c           zero
 # a crash costs the group of the case it happened in, not the op: the forward keeps its points
 expect maxpool_crash       maxpool tests/grade/maxpool_crash.c         partial "maxpool backward: basic" "maxpool backward: .*"
 
+echo "== attention (CUDA): the causal softmax over attention scores"
+expect attention_starter   attention assignments/attention/starter.cu  zero
+expect attention_solution  attention assignments/attention/solution.cu full
+expect attn_no_max         attention tests/grade/attn_no_max.cu        partial "attention forward: large scores" "attention forward: large scores"
+# a leaking forward also fails the backward's finite differences, which take the student's own forward
+expect attn_mask_leak      attention tests/grade/attn_mask_leak.cu     partial "attention forward: causal mask" \
+    "attention forward: .*|attention backward: finite diff"
+expect attn_bwd_range      attention tests/grade/attn_bwd_range.cu     partial "attention backward: finite diff" "attention backward: .*"
+expect attn_fixed_row      attention tests/grade/attn_fixed_row.cu     partial "attention forward: long rows" "attention forward: long rows"
+expect attn_bwd_unmasked   attention tests/grade/attn_bwd_unmasked.cu  partial "attention backward: causal mask" \
+    "attention backward: causal mask"
+
 echo "== class mode (make grade-class): a folder each, graded in one run"
 # class NAME ASSIGNMENT FILE=WANT...: WANT is zero, full or partial; the
 # CSV must have a row per file with that score and status ok.
@@ -119,12 +131,14 @@ class maxpool maxpool assignments/maxpool/starter.c=zero assignments/maxpool/sol
 class sgemm sgemm assignments/sgemm/starter.cu=zero assignments/sgemm/solution.cu=full tests/grade/sgemm_trans_b.cu=partial
 class relu_xent relu_xent assignments/relu_xent/starter.cu=zero assignments/relu_xent/solution.cu=full \
     tests/grade/relu_fmaxf.cu=partial
+class attention attention assignments/attention/starter.cu=zero assignments/attention/solution.cu=full \
+    tests/grade/attn_fixed_row.cu=partial
 
 echo "== hostile submissions (tests/grade/attacks)"
 . tests/grade_attacks.sh
 
 echo "== the solutions train (no points: the accuracy must beat chance clearly)"
-for a in relu_xent sgemm maxpool; do
+for a in relu_xent sgemm maxpool attention; do
     name=${a}_trains
     if [ $TRAIN = 0 ]; then printf 'SKIPPED %-34s --no-train\n' "grade_$name"; skipped=$((skipped + 1)); continue; fi
     src=assignments/$a/solution.cu; [ $a = maxpool ] && src=assignments/$a/solution.c
