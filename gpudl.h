@@ -1754,6 +1754,11 @@ typedef enum gpudl_op {
     GPUDL_OP_MAXPOOL_FORWARD, GPUDL_OP_MAXPOOL_BACKWARD,
     GPUDL_OP_CONV2D_FORWARD,
     GPUDL_OP_SGD_UPDATE, GPUDL_OP_ADAM_UPDATE,
+    /* the causal softmax over attention scores; its own groups: causal mask
+       (NaN, 1e4 or Inf above the diagonal; masked outputs exactly 0), large
+       scores (+-1e4), long rows (T = 1100, 2049), finite diff (the backward
+       against the installed forward) and odd head sizes (the whole
+       gpudl_attention_forward/_backward with the override, float64 reference) */
     GPUDL_OP_ATTN_SOFTMAX_FORWARD, GPUDL_OP_ATTN_SOFTMAX_BACKWARD
 } gpudl_op;
 
