@@ -1783,6 +1783,20 @@ typedef struct gpudl_ops {
                                float momentum, float weight_decay, int nesterov);
     gpudl_status (*adam_update)(void *user, void *stream, float *w, const float *g, float *m, float *v, int64_t n,
                                 float lr, float beta1, float beta2, float eps, float weight_decay, int decoupled, int64_t t);
+    /* The causal softmax over attention scores (gpudl_attention_forward and
+       _backward call it, once per call, for all B*NH heads): L = B*NH
+       matrices of T x T, row t of matrix l at (l*T + t)*T. Row t sees
+       positions j <= t only:
+       forward: att[t,j] = exp(s[t,j] - m) / sum_{k<=t} exp(s[t,k] - m) for
+       j <= t, m = max_{k<=t} s[t,k]; att[t,j] = 0 (exactly) for j > t.
+       scores are already scaled (q.k / sqrt(HS)); the entries above the
+       diagonal hold whatever the GEMM computed there: never read them.
+       backward: ds[t,j] = att[t,j] (dp[t,j] - sum_{k<=t} att[t,k] dp[t,k])
+       for j <= t, 0 (exactly) for j > t; dp and att above the diagonal are
+       not to be read. Outputs never overlap inputs. T may exceed 1024. */
+    gpudl_status (*attn_softmax_forward)(void *user, void *stream, float *att, const float *scores, int64_t L, int64_t T);
+    gpudl_status (*attn_softmax_backward)(void *user, void *stream, float *ds, const float *dp, const float *att, int64_t L,
+                                          int64_t T);
 } gpudl_ops;
 
 /* Installs ops (copied; NULL: none) for the context's device dev
@@ -1797,7 +1811,13 @@ typedef enum gpudl_op {
     GPUDL_OP_XENT_FORWARD, GPUDL_OP_XENT_BACKWARD,
     GPUDL_OP_MAXPOOL_FORWARD, GPUDL_OP_MAXPOOL_BACKWARD,
     GPUDL_OP_CONV2D_FORWARD,
-    GPUDL_OP_SGD_UPDATE, GPUDL_OP_ADAM_UPDATE
+    GPUDL_OP_SGD_UPDATE, GPUDL_OP_ADAM_UPDATE,
+    /* the causal softmax over attention scores; its own groups: causal mask
+       (NaN, 1e4 or Inf above the diagonal; masked outputs exactly 0), large
+       scores (+-1e4), long rows (T = 1100, 2049), finite diff (the backward
+       against the installed forward) and odd head sizes (the whole
+       gpudl_attention_forward/_backward with the override, float64 reference) */
+    GPUDL_OP_ATTN_SOFTMAX_FORWARD, GPUDL_OP_ATTN_SOFTMAX_BACKWARD
 } gpudl_op;
 
 /* What a check found. A check runs the override on a battery of cases,
@@ -6521,6 +6541,77 @@ static gpudl_tensor gpudl__ws_view(void *data, gpudl_dtype dt, int64_t L, int64_
 static size_t gpudl__ws_part(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 #endif
 
+/* The causal softmax over F32 scores (L,T,T), rows, on the GPU (on_gpu) or
+   the host: the user's override (gpudl_ops.attn_softmax_forward, which
+   then sees att and scores apart), else gpudl's kernel or loop. The
+   attention calls it, and so does gpudl_check_op (its finite differences
+   take the student's forward). att may be scores for gpudl's own. */
+static void *gpudl__attn_stream(gpudl_ctx *ctx, int on_gpu) {
+#ifndef GPUDL_NO_CUDA
+    if (on_gpu) return (void *)ctx->stream;
+#endif
+    (void)ctx; (void)on_gpu;
+    return NULL;
+}
+static gpudl_status gpudl__attn_softmax(gpudl_ctx *ctx, int on_gpu, float *att, const float *scores, int64_t L, int64_t T) {
+    const gpudl_ops *o = &ctx->ops[on_gpu != 0];
+    int64_t r;
+    if (o->attn_softmax_forward) {
+        int done;
+        gpudl_status s = gpudl__ovr_result(ctx, o->attn_softmax_forward(o->user, gpudl__attn_stream(ctx, on_gpu),
+                                                                        att, scores, L, T), "attn_softmax_forward", &done);
+        if (done) return s;
+    }
+#ifndef GPUDL_NO_CUDA
+    if (on_gpu) {
+        GPUDL__LAUNCH(ctx, gpudl_k_attn_softmax(ctx->stream, att, scores, (int)GPUDL_F32, L, T));
+        return GPUDL_OK;
+    }
+#endif
+    for (r = 0; r < L * T; r++) {   /* r = l T + t: one row */
+        const float *sr = scores + r * T;
+        float *a = att + r * T, mx = -INFINITY;
+        int64_t t = r % T, j;
+        double sum = 0;
+        for (j = 0; j <= t; j++) mx = gpudl__nanmax(mx, sr[j]);
+        for (j = 0; j < T; j++) {
+            a[j] = gpudl__attn_visible(t, j) ? expf(sr[j] - mx) : 0.0f;
+            sum += a[j];
+        }
+        for (j = 0; j <= t; j++) a[j] = (float)(a[j] / sum);
+    }
+    return GPUDL_OK;
+}
+
+/* ds (L,T,T) = att (dp - sum att dp) per row, 0 where masked: the user's
+   override (gpudl_ops.attn_softmax_backward) or gpudl's own (ds may be dp). */
+static gpudl_status gpudl__attn_softmax_bwd(gpudl_ctx *ctx, int on_gpu, float *ds, const float *dp, const float *att, int64_t L,
+                                            int64_t T) {
+    const gpudl_ops *o = &ctx->ops[on_gpu != 0];
+    int64_t r;
+    if (o->attn_softmax_backward) {
+        int done;
+        gpudl_status s = gpudl__ovr_result(ctx, o->attn_softmax_backward(o->user, gpudl__attn_stream(ctx, on_gpu),
+                                                                         ds, dp, att, L, T), "attn_softmax_backward", &done);
+        if (done) return s;
+    }
+#ifndef GPUDL_NO_CUDA
+    if (on_gpu) {
+        GPUDL__LAUNCH(ctx, gpudl_k_attn_softmax_bwd(ctx->stream, ds, dp, att, (int)GPUDL_F32, L, T));
+        return GPUDL_OK;
+    }
+#endif
+    for (r = 0; r < L * T; r++) {
+        const float *p = att + r * T, *d = dp + r * T;
+        float *out = ds + r * T;
+        int64_t t = r % T, j;
+        double dot = 0;
+        for (j = 0; j <= t; j++) dot += (double)p[j] * d[j];
+        for (j = 0; j < T; j++) out[j] = gpudl__attn_visible(t, j) ? gpudl__softmax_bwd_elem(p[j], d[j], (float)dot) : 0.0f;
+    }
+    return GPUDL_OK;
+}
+
 GPUDL__DEF gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *att, const gpudl_tensor *qkv,
                                                 int64_t n_head) {
     int64_t B, T, C, NH = n_head, HS, i;
@@ -6532,14 +6623,16 @@ GPUDL__DEF gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y,
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(qkv)) {
         gpudl_dtype dt = qkv->dtype;
+        int ovr = dt == GPUDL_F32 && ctx->ops[1].attn_softmax_forward, inplace = dt == GPUDL_F32 && !ovr;
         size_t es = gpudl_dtype_size(dt), part = gpudl__ws_part((size_t)(B * T * C) * es);
-        size_t sbytes = dt == GPUDL_F32 ? 0 : gpudl__ws_part(sizeof(float) * (size_t)(B * NH * T * T));
+        size_t sbytes = inplace ? 0 : gpudl__ws_part(sizeof(float) * (size_t)(B * NH * T * T));
         char *ws;
         gpudl_tensor Q, K, Vt, Yh, S, A;
         float *scores;
         if (B * T * C == 0) return GPUDL_OK;
         GPUDL__TRY(gpudl__dev_ws(ctx, 4 * part + sbytes, (void **)&ws));
-        scores = dt == GPUDL_F32 ? (float *)att->data : (float *)(ws + 4 * part);   /* F32: the softmax runs in place */
+        /* F32: the softmax runs in place, unless the user's override does it (scores apart) */
+        scores = inplace ? (float *)att->data : (float *)(ws + 4 * part);
         Q = gpudl__ws_view(ws, dt, B * NH, T, HS);
         K = gpudl__ws_view(ws + part, dt, B * NH, T, HS);
         Vt = gpudl__ws_view(ws + 2 * part, dt, B * NH, T, HS);
@@ -6548,7 +6641,8 @@ GPUDL__DEF gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y,
         A = gpudl__ws_view(att->data, dt, B * NH, T, T);
         GPUDL__LAUNCH(ctx, gpudl_k_attn_split(ctx->stream, Q.data, K.data, Vt.data, qkv->data, (int)dt, B, T, NH, HS, 1));
         GPUDL__TRY(gpudl_matmul(ctx, &S, &Q, &K, 0, 1, scale, 0.0f));          /* scores = q k^T / sqrt(HS) */
-        GPUDL__LAUNCH(ctx, gpudl_k_attn_softmax(ctx->stream, att->data, scores, (int)dt, B * NH, T));
+        if (ovr) GPUDL__TRY(gpudl__attn_softmax(ctx, 1, (float *)att->data, scores, B * NH, T));
+        else GPUDL__LAUNCH(ctx, gpudl_k_attn_softmax(ctx->stream, att->data, scores, (int)dt, B * NH, T));
         GPUDL__TRY(gpudl_matmul(ctx, &Yh, &A, &Vt, 0, 0, 1.0f, 0.0f));         /* y = att v, per head */
         GPUDL__LAUNCH(ctx, gpudl_k_attn_merge(ctx->stream, y->data, Yh.data, (int)dt, B, T, NH, HS, 0));
         return GPUDL_OK;
@@ -6558,6 +6652,27 @@ GPUDL__DEF gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y,
         gpudl__wide W = gpudl__wide_of(ctx);
         gpudl_tensor *yw = gpudl__widen(&W, y, 1), *aw = gpudl__widen(&W, att, 1), *qw = gpudl__widen(&W, qkv, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_attention_forward(ctx, yw, aw, qw, n_head));
+    }
+    if (ctx->ops[0].attn_softmax_forward) {   /* the user's softmax: the scores (all T x T, as the GPU's GEMM), then y */
+        float *scores;
+        GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(B * NH * T * T), (void **)&scores));
+        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
+        for (i = 0; i < B * NH * T; i++) {
+            int64_t b = i / (NH * T), h = (i / T) % NH, t = i % T, j;
+            const float *base = (const float *)qkv->data + b * T * 3 * C, *q = base + t * 3 * C + h * HS;
+            for (j = 0; j < T; j++) scores[i * T + j] = gpudl__dot_f32(q, base + j * 3 * C + C + h * HS, HS) * scale;
+        }
+        GPUDL__TRY(gpudl__attn_softmax(ctx, 0, (float *)att->data, scores, B * NH, T));
+        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
+        for (i = 0; i < B * NH * T; i++) {   /* y = att v over every j: a leak past the mask shows */
+            int64_t b = i / (NH * T), h = (i / T) % NH, t = i % T, j, d;
+            const float *base = (const float *)qkv->data + b * T * 3 * C, *a = (const float *)att->data + i * T;
+            float *yo = (float *)y->data + (b * T + t) * C + h * HS;
+            for (d = 0; d < HS; d++) yo[d] = 0.0f;
+            for (j = 0; j < T; j++)
+                for (d = 0; d < HS; d++) yo[d] += a[j] * base[j * 3 * C + 2 * C + h * HS + d];
+        }
+        return GPUDL_OK;
     }
     GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
     for (i = 0; i < B * NH * T; i++) {   /* i = (b NH + h) T + t: one query row */
@@ -6598,9 +6713,10 @@ GPUDL__DEF gpudl_status gpudl_attention_backward(gpudl_ctx *ctx, gpudl_tensor *d
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(qkv)) {
         gpudl_dtype dt = qkv->dtype;
+        int ovr = dt == GPUDL_F32 && ctx->ops[1].attn_softmax_backward, inplace = dt == GPUDL_F32 && !ovr;
         size_t es = gpudl_dtype_size(dt), part = gpudl__ws_part((size_t)(B * T * C) * es);
         size_t dpbytes = gpudl__ws_part(sizeof(float) * (size_t)(B * NH * T * T));
-        size_t dsbytes = dt == GPUDL_F32 ? 0 : gpudl__ws_part(es * (size_t)(B * NH * T * T));
+        size_t dsbytes = inplace ? 0 : gpudl__ws_part(es * (size_t)(B * NH * T * T));
         char *ws;
         gpudl_tensor Q, K, Vt, DYh, DQ, DK, DV, DP, DS, A;
         int64_t L = B * NH;
@@ -6614,13 +6730,14 @@ GPUDL__DEF gpudl_status gpudl_attention_backward(gpudl_ctx *ctx, gpudl_tensor *d
         DK = gpudl__ws_view(ws + 5 * part, dt, L, T, HS);
         DV = gpudl__ws_view(ws + 6 * part, dt, L, T, HS);
         DP = gpudl__ws_view(ws + 7 * part, GPUDL_F32, L, T, T);
-        DS = gpudl__ws_view(dt == GPUDL_F32 ? DP.data : (void *)(ws + 7 * part + dpbytes), dt, L, T, T);   /* F32: in place */
+        DS = gpudl__ws_view(inplace ? DP.data : (void *)(ws + 7 * part + dpbytes), dt, L, T, T);   /* F32: in place (no override) */
         A = gpudl__ws_view(att->data, dt, L, T, T);
         GPUDL__LAUNCH(ctx, gpudl_k_attn_split(ctx->stream, Q.data, K.data, Vt.data, qkv->data, (int)dt, B, T, NH, HS, 1));
         GPUDL__LAUNCH(ctx, gpudl_k_attn_merge(ctx->stream, dy->data, DYh.data, (int)dt, B, T, NH, HS, 1));
         GPUDL__TRY(gpudl_matmul(ctx, &DP, &DYh, &Vt, 0, 1, 1.0f, 0.0f));   /* d att = dy v^T */
         GPUDL__TRY(gpudl_matmul(ctx, &DV, &A, &DYh, 1, 0, 1.0f, 0.0f));    /* dv = att^T dy */
-        GPUDL__LAUNCH(ctx, gpudl_k_attn_softmax_bwd(ctx->stream, DS.data, (const float *)DP.data, att->data, (int)dt, L, T));
+        if (ovr) GPUDL__TRY(gpudl__attn_softmax_bwd(ctx, 1, (float *)DS.data, (const float *)DP.data, (const float *)att->data, L, T));
+        else GPUDL__LAUNCH(ctx, gpudl_k_attn_softmax_bwd(ctx->stream, DS.data, (const float *)DP.data, att->data, (int)dt, L, T));
         GPUDL__TRY(gpudl_matmul(ctx, &DQ, &DS, &K, 0, 0, scale, 0.0f));    /* dq = ds k / sqrt(HS) */
         GPUDL__TRY(gpudl_matmul(ctx, &DK, &DS, &Q, 1, 0, scale, 0.0f));    /* dk = ds^T q / sqrt(HS) */
         GPUDL__LAUNCH(ctx, gpudl_k_attn_split(ctx->stream, DQ.data, DK.data, DV.data, dqkv->data, (int)dt, B, T, NH, HS, 0));
@@ -6632,6 +6749,40 @@ GPUDL__DEF gpudl_status gpudl_attention_backward(gpudl_ctx *ctx, gpudl_tensor *d
         gpudl_tensor *dw = gpudl__widen(&W, dqkv, 1), *dyw = gpudl__widen(&W, dy, 0), *qw = gpudl__widen(&W, qkv, 0);
         gpudl_tensor *aw = gpudl__widen(&W, att, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_attention_backward(ctx, dw, dyw, qw, aw, n_head));
+    }
+    if (ctx->ops[0].attn_softmax_backward) {   /* the user's softmax backward: dp (all T x T), ds, then dq, dk, dv */
+        float *ds;
+        GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * 2 * (size_t)(B * NH * T * T), (void **)&dps));
+        ds = dps + B * NH * T * T;
+        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
+        for (bh = 0; bh < B * NH * T; bh++) {   /* here bh is a row (b NH + h) T + t */
+            int64_t b = bh / (NH * T), h = (bh / T) % NH, t = bh % T, j;
+            const float *base = (const float *)qkv->data + b * T * 3 * C, *dyt = (const float *)dy->data + (b * T + t) * C + h * HS;
+            for (j = 0; j < T; j++) dps[bh * T + j] = gpudl__dot_f32(dyt, base + j * 3 * C + 2 * C + h * HS, HS);
+        }
+        GPUDL__TRY(gpudl__attn_softmax_bwd(ctx, 0, ds, dps, (const float *)att->data, B * NH, T));
+        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
+        for (bh = 0; bh < B * NH; bh++) {   /* one (batch, head): its own columns of dqkv, over every (t, j) */
+            int64_t b = bh / NH, h = bh % NH, t, j, d;
+            const float *base = (const float *)qkv->data + b * T * 3 * C, *dyb = (const float *)dy->data + b * T * C + h * HS;
+            float *dbase = (float *)dqkv->data + b * T * 3 * C;
+            for (t = 0; t < T; t++)
+                for (d = 0; d < HS; d++) {
+                    float *z = dbase + t * 3 * C + h * HS + d;
+                    z[0] = z[C] = z[2 * C] = 0.0f;
+                }
+            for (t = 0; t < T; t++) {
+                const float *p = (const float *)att->data + (bh * T + t) * T, *dst = ds + (bh * T + t) * T;
+                const float *q = base + t * 3 * C + h * HS, *dyt = dyb + t * C;
+                float *dq = dbase + t * 3 * C + h * HS;
+                for (j = 0; j < T; j++) {
+                    const float *k = base + j * 3 * C + C + h * HS;
+                    float *dk = dbase + j * 3 * C + C + h * HS, *dv = dk + C, g = dst[j] * scale;
+                    for (d = 0; d < HS; d++) { dq[d] += g * k[d]; dk[d] += g * q[d]; dv[d] += p[j] * dyt[d]; }
+                }
+            }
+        }
+        return GPUDL_OK;
     }
     GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(B * NH * T), (void **)&dps));
     GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
@@ -10909,7 +11060,7 @@ GPUDL__DEF gpudl_status gpudl_ctx_set_ops(gpudl_ctx *ctx, gpudl_device dev, cons
         const gpudl_ops *o = &ctx->ops[slot];
         ctx->any_ops[slot] = o->gemm || o->act_forward || o->act_backward || o->softmax_xent_forward ||
                              o->softmax_xent_backward || o->maxpool_forward || o->maxpool_backward || o->conv2d_forward ||
-                             o->sgd_update || o->adam_update;
+                             o->sgd_update || o->adam_update || o->attn_softmax_forward || o->attn_softmax_backward;
     }
     return GPUDL_OK;
 }
@@ -11645,6 +11796,250 @@ static gpudl_status gpudl__chk_opt_all(gpudl__chk *c, int adam) {
     return gpudl__chk_opt_case(c, adam, "large", (int64_t)1 << 18, 0.01f, 0.9f, 0.0f, 0, 0, 2, 0);
 }
 
+/* The causal softmax over attention scores: att (L,T,T), backward ds
+   (L,T,T); and the whole attention with the override installed (odd head
+   sizes): y (B,T,C) then att (B,NH,T,T), backward dqkv (B,T,3C). */
+typedef struct gpudl__chk_attn {
+    int64_t L, T, B, NH, HS;
+    const float *s, *dp;   /* the softmax's scores (forward) or dp (backward); NULL for the whole attention */
+    int backward, whole;
+} gpudl__chk_attn;
+static void gpudl__chk_attn_where(const void *kase, int64_t i, char *w, size_t ws, char *in, size_t is) {
+    const gpudl__chk_attn *a = (const gpudl__chk_attn *)kase;
+    int64_t T = a->T, C = a->NH * a->HS, l, t, j;
+    float mn = INFINITY, mx = -INFINITY;
+    if (a->whole && (a->backward || i < a->B * T * C)) {
+        int64_t per = a->backward ? 3 * C : C, b = i / (T * per), ch = i % per, part = ch / C;
+        t = (i / per) % T;
+        snprintf(w, ws, "%s[%lld,%lld,%lld] (batch %lld, position %lld, head %lld, channel %lld of %lld)",
+                 a->backward ? (part == 0 ? "dq" : part == 1 ? "dk" : "dv") : "y", (long long)b, (long long)t, (long long)(ch % C),
+                 (long long)b, (long long)t, (long long)((ch % C) / a->HS), (long long)(ch % a->HS), (long long)a->HS);
+        snprintf(in, is, "B=%lld T=%lld NH=%lld HS=%lld through gpudl_attention_%s with your %s", (long long)a->B, (long long)T,
+                 (long long)a->NH, (long long)a->HS, a->backward ? "backward" : "forward",
+                 a->backward ? "ds (att from the reference)" : "att");
+        return;
+    }
+    if (a->whole) i -= a->B * T * C;
+    l = i / (T * T); t = (i / T) % T; j = i % T;
+    snprintf(w, ws, "%s[%lld,%lld,%lld] (matrix %lld, row %lld, column %lld%s)", a->backward ? "ds" : "att", (long long)l,
+             (long long)t, (long long)j, (long long)l, (long long)t, (long long)j,
+             j > t ? ": above the diagonal, masked, must be exactly 0" : "");
+    if (a->whole || (!a->s && !a->dp)) {
+        snprintf(in, is, "B=%lld T=%lld NH=%lld HS=%lld through gpudl_attention_forward", (long long)a->B, (long long)T,
+                 (long long)a->NH, (long long)a->HS);
+        return;
+    }
+    for (l = 0; l <= t; l++) {
+        float v = (a->backward ? a->dp : a->s)[(i / T) * T + l];
+        mn = v < mn ? v : mn; mx = v > mx ? v : mx;
+    }
+    snprintf(in, is, "row %lld of T = %lld: %s from %.6g to %.6g over columns 0..%lld", (long long)t, (long long)T,
+             a->backward ? "dp" : "scores", (double)mn, (double)mx, (long long)t);
+}
+
+/* fill: 0 random scores in [-3, 3] (above the diagonal too, as the GEMM
+   leaves them), 1 the causal mask (above the diagonal: NaN, 1e4 or Inf),
+   2 large scores (each row near +1e4 or -1e4), 3 finite differences
+   (backward: att is the forward's, the override's when installed). */
+static gpudl_status gpudl__chk_attn_case(gpudl__chk *c, int backward, const char *group, int64_t L, int64_t T, int fill) {
+    gpudl_check_case *k = gpudl__chk_case(c, group, "L=%lld T=%lld%s", (long long)L, (long long)T,
+                                          fill == 1 ? (backward ? " dp NaN/Inf masked" : " scores NaN/1e4 masked")
+                                          : fill == 2 ? " scores +-1e4" : "");
+    int64_t n = L * T * T, i, r, j, shape[3];
+    float *sc, *p, *dp, *got, *att2;
+    double *want, *scl, h = 1e-2;
+    gpudl_tensor *ts, *ta, *td, *to;
+    gpudl__chk_attn ak;
+    gpudl_status s;
+    int on_gpu;
+    if (!k) return GPUDL_OK;
+    sc = (float *)GPUDL_MALLOC(sizeof(float) * 5 * (size_t)n);
+    want = (double *)GPUDL_MALLOC(sizeof(double) * 2 * (size_t)n);
+    if (!sc || !want) { GPUDL_FREE(sc); GPUDL_FREE(want); return GPUDL__ERR(c->ctx, GPUDL_ERR_OOM, "check: no host memory"); }
+    p = sc + n; dp = p + n; got = dp + n; att2 = got + n; scl = want + n;
+    gpudl__chk_fill(c, sc, n, -3.0f, 3.0f);
+    gpudl__chk_fill(c, dp, n, -1.0f, 1.0f);
+    for (i = 0; i < n; i++) {
+        int64_t t = (i / T) % T;
+        j = i % T;
+        if (fill == 2) sc[i] += (i / T) % 2 ? 1e4f : -1e4f;   /* exp(1e4) is Inf: the max must be subtracted */
+        if (fill == 1 && j > t) {
+            if (backward) dp[i] = t % 2 ? NAN : INFINITY;   /* 0 * NaN is NaN: a masked entry must not be read */
+            else sc[i] = t % 3 == 0 ? NAN : t % 3 == 1 ? 1e4f : 30.0f + sc[i];
+        }
+    }
+    for (r = 0; r < L * T; r++) {   /* the float64 reference softmax */
+        int64_t t = r % T;
+        double mx = sc[r * T], sum = 0;
+        for (j = 1; j <= t; j++) mx = sc[r * T + j] > mx ? sc[r * T + j] : mx;
+        for (j = 0; j <= t; j++) sum += exp((double)sc[r * T + j] - mx);
+        for (j = 0; j < T; j++) {
+            double pr = j <= t ? exp((double)sc[r * T + j] - mx) / sum : 0.0;
+            p[r * T + j] = (float)pr;
+            want[r * T + j] = pr;
+            scl[r * T + j] = j <= t ? 1.0 + pr : 0.0;   /* masked: exactly 0 */
+        }
+    }
+    shape[0] = L; shape[1] = T; shape[2] = T;
+    s = gpudl__chk_tensor(c, GPUDL_F32, 3, shape, backward ? dp : sc, &ts);   /* the input: scores, or dp */
+    if (s == GPUDL_OK) s = gpudl__chk_tensor(c, GPUDL_F32, 3, shape, backward && fill != 3 ? p : NULL, &ta);
+    if (s == GPUDL_OK) s = gpudl__chk_tensor(c, GPUDL_F32, 3, shape, NULL, &to);
+    on_gpu = s == GPUDL_OK && GPUDL__ON_GPU(ts);
+    if (s == GPUDL_OK && fill == 3) {   /* att = the forward of sc; want = central differences of sum_j dp att */
+        s = gpudl__chk_tensor(c, GPUDL_F32, 3, shape, sc, &td);
+        if (s == GPUDL_OK) s = gpudl__attn_softmax(c->ctx, on_gpu, (float *)ta->data, (const float *)td->data, L, T);
+        if (s == GPUDL_OK) s = gpudl_tensor_download(c->ctx, ta, p, sizeof(float) * (size_t)n);
+        for (i = 0; i < n && s == GPUDL_OK; i++)   /* a forward that gives NaN leaves nothing to compare with: the case fails */
+            if (!isfinite(p[i]))
+                s = GPUDL__ERR(c->ctx, GPUDL_ERR_NONFINITE, "the finite differences take the forward installed, which gave %g "
+                               "at att[%lld] (row %lld, column %lld): make the forward pass first", (double)p[i],
+                               (long long)i, (long long)(i / T), (long long)(i % T));
+        for (i = 0; i < n; i++) want[i] = 0.0;
+        for (j = 0; j < T && s == GPUDL_OK; j++) {   /* column j of every row moved at once: the rows are independent */
+            int sign;
+            for (sign = 1; sign >= -1 && s == GPUDL_OK; sign -= 2) {
+                for (r = 0; r < L * T; r++) att2[r * T + j] = sc[r * T + j];
+                for (r = 0; r < L * T; r++) sc[r * T + j] = att2[r * T + j] + (float)(sign * h);
+                s = gpudl_tensor_upload(c->ctx, td, sc, sizeof(float) * (size_t)n);
+                for (r = 0; r < L * T; r++) sc[r * T + j] = att2[r * T + j];
+                if (s == GPUDL_OK) s = gpudl__attn_softmax(c->ctx, on_gpu, (float *)to->data, (const float *)td->data, L, T);
+                if (s == GPUDL_OK) s = gpudl_tensor_download(c->ctx, to, got, sizeof(float) * (size_t)n);
+                for (r = 0; r < L * T && s == GPUDL_OK; r++) {
+                    double acc = 0;
+                    int64_t m;
+                    for (m = 0; m < T; m++) acc += (double)dp[r * T + m] * got[r * T + m];
+                    want[r * T + j] += sign * acc / (2 * h);
+                }
+            }
+        }
+        for (i = 0; i < n; i++) scl[i] = 1.0 + fabs(want[i]);
+        c->r->tol = 1e-3;
+        if (s == GPUDL_OK) s = gpudl_tensor_fill(c->ctx, to, NAN);   /* the output starts as NaN again */
+    } else if (backward)
+        for (r = 0; r < L * T; r++) {   /* ds = p (dp - sum p dp) with the float p given */
+            int64_t t = r % T;
+            double dot = 0;
+            for (j = 0; j <= t; j++) dot += (double)p[r * T + j] * dp[r * T + j];
+            for (j = 0; j < T; j++) {
+                want[r * T + j] = j <= t ? (double)p[r * T + j] * ((double)dp[r * T + j] - dot) : 0.0;
+                scl[r * T + j] = j <= t ? 1.0 + fabs(want[r * T + j]) : 0.0;
+            }
+        }
+    if (s == GPUDL_OK)
+        s = backward ? gpudl__attn_softmax_bwd(c->ctx, on_gpu, (float *)to->data, (const float *)ts->data, (const float *)ta->data, L, T)
+                     : gpudl__attn_softmax(c->ctx, on_gpu, (float *)to->data, (const float *)ts->data, L, T);
+    if (s == GPUDL_OK) s = gpudl_tensor_download(c->ctx, to, got, sizeof(float) * (size_t)n);
+    if (s == GPUDL_OK) {
+        memset(&ak, 0, sizeof ak);
+        ak.L = L; ak.T = T; ak.s = sc; ak.dp = dp; ak.backward = backward;
+        gpudl__chk_compare(c, k, got, want, scl, n, gpudl__chk_attn_where, &ak);
+    }
+    c->r->tol = 1e-5;
+    GPUDL_FREE(sc); GPUDL_FREE(want);
+    return gpudl__chk_close(c, k, s);
+}
+
+/* The whole attention through gpudl_attention_forward / _backward, which
+   call the override: heads of odd sizes, against a float64 attention. */
+static gpudl_status gpudl__chk_attn_whole(gpudl__chk *c, int backward, const char *group, int64_t B, int64_t T, int64_t NH,
+                                          int64_t HS) {
+    gpudl_check_case *k = gpudl__chk_case(c, group, "B=%lld T=%lld NH=%lld HS=%lld", (long long)B, (long long)T, (long long)NH,
+                                          (long long)HS);
+    int64_t C = NH * HS, nq = B * T * 3 * C, ny = B * T * C, na = B * NH * T * T, nout = backward ? nq : ny + na;
+    int64_t b, h, t, j, d, shq[3], shy[3], sha[4];
+    float *qkv, *dy, *pf, *got;
+    double *want, *scl, *sj, scale = 1.0 / sqrt((double)HS);
+    gpudl_tensor *tq, *ty, *ta, *tdq = NULL;
+    gpudl__chk_attn ak;
+    gpudl_status s;
+    if (!k) return GPUDL_OK;
+    qkv = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)(nq + ny + na + nout));
+    want = (double *)GPUDL_MALLOC(sizeof(double) * (size_t)(2 * nout + T));
+    if (!qkv || !want) { GPUDL_FREE(qkv); GPUDL_FREE(want); return GPUDL__ERR(c->ctx, GPUDL_ERR_OOM, "check: no host memory"); }
+    dy = qkv + nq; pf = dy + ny; got = pf + na; scl = want + nout; sj = scl + nout;
+    gpudl__chk_fill(c, qkv, nq, -1.0f, 1.0f);
+    gpudl__chk_fill(c, dy, ny, -1.0f, 1.0f);
+    for (j = 0; j < nout; j++) want[j] = 0.0;
+    for (b = 0; b < B; b++)
+        for (h = 0; h < NH; h++)
+            for (t = 0; t < T; t++) {   /* the float64 attention of row (b, h, t) */
+                const float *q = qkv + (b * T + t) * 3 * C + h * HS;
+                double mx = -INFINITY, sum = 0, dot = 0;
+                float *pr = pf + ((b * NH + h) * T + t) * T;
+                for (j = 0; j <= t; j++) {
+                    const float *kk = qkv + (b * T + j) * 3 * C + C + h * HS;
+                    double a = 0;
+                    for (d = 0; d < HS; d++) a += (double)q[d] * kk[d];
+                    sj[j] = a * scale;
+                    mx = sj[j] > mx ? sj[j] : mx;
+                }
+                for (j = 0; j <= t; j++) sum += exp(sj[j] - mx);
+                for (j = 0; j < T; j++) pr[j] = j <= t ? (float)(exp(sj[j] - mx) / sum) : 0.0f;
+                if (!backward) {
+                    double *yo = want + (b * T + t) * C + h * HS, *po = want + ny + ((b * NH + h) * T + t) * T;
+                    for (j = 0; j < T; j++) po[j] = j <= t ? exp(sj[j] - mx) / sum : 0.0;
+                    for (j = 0; j <= t; j++)
+                        for (d = 0; d < HS; d++) yo[d] += po[j] * qkv[(b * T + j) * 3 * C + 2 * C + h * HS + d];
+                    continue;
+                }
+                {   /* backward with the float att given: dv += p dy; ds = p (dp - dot); dq, dk += ds k, ds q / sqrt(HS) */
+                    const float *dyt = dy + (b * T + t) * C + h * HS;
+                    double *dq = want + (b * T + t) * 3 * C + h * HS;
+                    for (j = 0; j <= t; j++) {
+                        const float *v = qkv + (b * T + j) * 3 * C + 2 * C + h * HS;
+                        double a = 0;
+                        for (d = 0; d < HS; d++) a += (double)dyt[d] * v[d];
+                        sj[j] = a;   /* dp_j */
+                        dot += (double)pr[j] * a;
+                    }
+                    for (j = 0; j <= t; j++) {
+                        const float *kk = qkv + (b * T + j) * 3 * C + C + h * HS;
+                        double *dk = want + (b * T + j) * 3 * C + C + h * HS, *dv = dk + C, ds = (double)pr[j] * (sj[j] - dot) * scale;
+                        for (d = 0; d < HS; d++) { dq[d] += ds * kk[d]; dk[d] += ds * q[d]; dv[d] += (double)pr[j] * dyt[d]; }
+                    }
+                }
+            }
+    for (j = 0; j < nout; j++) scl[j] = 1.0 + fabs(want[j]);
+    if (!backward)
+        for (j = 0; j < na; j++) scl[ny + j] = j % T > (j / T) % T ? 0.0 : scl[ny + j];   /* masked att: exactly 0 */
+    shq[0] = shy[0] = sha[0] = B; shq[1] = shy[1] = sha[2] = sha[3] = T; shq[2] = 3 * C; shy[2] = C; sha[1] = NH;
+    s = gpudl__chk_tensor(c, GPUDL_F32, 3, shq, qkv, &tq);
+    if (s == GPUDL_OK) s = gpudl__chk_tensor(c, GPUDL_F32, 3, shy, backward ? dy : NULL, &ty);
+    if (s == GPUDL_OK) s = gpudl__chk_tensor(c, GPUDL_F32, 4, sha, backward ? pf : NULL, &ta);
+    if (s == GPUDL_OK && backward) s = gpudl__chk_tensor(c, GPUDL_F32, 3, shq, NULL, &tdq);
+    if (s == GPUDL_OK) s = backward ? gpudl_attention_backward(c->ctx, tdq, ty, tq, ta, NH) : gpudl_attention_forward(c->ctx, ty, ta, tq, NH);
+    if (s == GPUDL_OK && backward) s = gpudl_tensor_download(c->ctx, tdq, got, sizeof(float) * (size_t)nq);
+    if (s == GPUDL_OK && !backward) s = gpudl_tensor_download(c->ctx, ty, got, sizeof(float) * (size_t)ny);
+    if (s == GPUDL_OK && !backward) s = gpudl_tensor_download(c->ctx, ta, got + ny, sizeof(float) * (size_t)na);
+    if (s == GPUDL_OK) {
+        memset(&ak, 0, sizeof ak);
+        ak.B = B; ak.T = T; ak.NH = NH; ak.HS = HS; ak.L = B * NH; ak.backward = backward; ak.whole = 1;
+        gpudl__chk_compare(c, k, got, want, scl, nout, gpudl__chk_attn_where, &ak);
+    }
+    GPUDL_FREE(qkv); GPUDL_FREE(want);
+    return gpudl__chk_close(c, k, s);
+}
+
+static gpudl_status gpudl__chk_attn_all(gpudl__chk *c, int backward) {
+    static const int64_t odd[][2] = {{1, 1}, {3, 7}, {5, 33}, {2, 65}};
+    static const int64_t heads[][4] = {{2, 7, 3, 5}, {1, 33, 2, 1}, {3, 5, 1, 13}};
+    size_t i;
+    c->r->tol = 1e-5;
+    GPUDL__TRY(gpudl__chk_attn_case(c, backward, "basic", 4, 16, 0));
+    GPUDL__TRY(gpudl__chk_attn_case(c, backward, "causal mask", 3, 37, 1));
+    for (i = 0; i < sizeof odd / sizeof odd[0]; i++) GPUDL__TRY(gpudl__chk_attn_case(c, backward, "odd sizes", odd[i][0], odd[i][1], 0));
+    GPUDL__TRY(gpudl__chk_attn_case(c, backward, "large scores", 2, 40, 2));
+    GPUDL__TRY(gpudl__chk_attn_case(c, backward, "long rows", 1, 1100, 0));
+    GPUDL__TRY(gpudl__chk_attn_case(c, backward, "long rows", 1, 2049, 0));
+    if (backward) {
+        GPUDL__TRY(gpudl__chk_attn_case(c, backward, "finite diff", 2, 9, 3));
+        GPUDL__TRY(gpudl__chk_attn_case(c, backward, "finite diff", 1, 33, 3));
+    }
+    for (i = 0; i < sizeof heads / sizeof heads[0]; i++)
+        GPUDL__TRY(gpudl__chk_attn_whole(c, backward, "odd head sizes", heads[i][0], heads[i][1], heads[i][2], heads[i][3]));
+    return GPUDL_OK;
+}
+
 static const char *gpudl__fill_name(int fill) {   /* the values of a case, for its description */
     static const char *names[] = {"", " zeros", " negatives", " large values", " subnormals", " NaN, Inf", ""};
     return fill >= 0 && fill < 7 ? names[fill] : "";
@@ -11662,6 +12057,8 @@ static const char *gpudl__op_name(gpudl_op op) {
     case GPUDL_OP_CONV2D_FORWARD:   return "conv2d_forward";
     case GPUDL_OP_SGD_UPDATE:       return "sgd_update";
     case GPUDL_OP_ADAM_UPDATE:      return "adam_update";
+    case GPUDL_OP_ATTN_SOFTMAX_FORWARD:  return "attn_softmax_forward";
+    case GPUDL_OP_ATTN_SOFTMAX_BACKWARD: return "attn_softmax_backward";
     default:                        return NULL;
     }
 }
@@ -11680,6 +12077,8 @@ static int gpudl__op_overridden(const gpudl_ctx *ctx, gpudl_op op) {
     case GPUDL_OP_MAXPOOL_BACKWARD: return o->maxpool_backward != NULL;
     case GPUDL_OP_CONV2D_FORWARD:   return o->conv2d_forward != NULL;
     case GPUDL_OP_SGD_UPDATE:       return o->sgd_update != NULL;
+    case GPUDL_OP_ATTN_SOFTMAX_FORWARD:  return o->attn_softmax_forward != NULL;
+    case GPUDL_OP_ATTN_SOFTMAX_BACKWARD: return o->attn_softmax_backward != NULL;
     default:                        return o->adam_update != NULL;
     }
 }
@@ -11716,6 +12115,8 @@ GPUDL__DEF gpudl_status gpudl_check_op(gpudl_ctx *ctx, gpudl_op op, gpudl_act ac
     case GPUDL_OP_MAXPOOL_BACKWARD: s = gpudl__chk_pool_all(&c, 1); break;
     case GPUDL_OP_CONV2D_FORWARD:   s = gpudl__chk_conv_all(&c); break;
     case GPUDL_OP_SGD_UPDATE:       s = gpudl__chk_opt_all(&c, 0); break;
+    case GPUDL_OP_ATTN_SOFTMAX_FORWARD:  s = gpudl__chk_attn_all(&c, 0); break;
+    case GPUDL_OP_ATTN_SOFTMAX_BACKWARD: s = gpudl__chk_attn_all(&c, 1); break;
     default:                        s = gpudl__chk_opt_all(&c, 1); break;
     }
     gpudl__chk_release(&c);
@@ -11750,6 +12151,14 @@ static const char *gpudl__check_hint(gpudl_op op, const char *group) {
         {"momentum", "v = momentum*v + g, then w -= lr*v (Nesterov: w -= lr*(g + momentum*v))"},
         {"bias correction", "divide m by (1 - beta1^t) and v by (1 - beta2^t), t the step count starting at 1"},
         {"weight decay", "L2 adds wd*w to the gradient first; AdamW (decoupled) instead shrinks w by lr*wd*w"},
+        {"causal mask", "row t sees columns 0..t only: take the max and the sum over j <= t, never read j > t (the "
+                        "scores there are garbage, NaN or 1e4), and write exactly 0 there"},
+        {"long rows", "T can exceed 1024: loop over the row (j = lane; j <= t; j += 32) instead of keeping it in a fixed "
+                      "array or one thread per column"},
+        {"large scores", "subtract the row's maximum before exp(): exp(1e4) is Inf in float and exp(-1e4) is 0, so "
+                         "Inf/Inf or 0/0 give NaN"},
+        {"odd head sizes", "the whole attention calls your softmax with L = B*NH matrices of T x T: index row t of "
+                           "matrix l at (l*T + t)*T, with 64-bit offsets"},
     };
     size_t i;
     (void)op;
@@ -12012,6 +12421,9 @@ GPUDL__DEF gpudl_status gpudl_time_op(gpudl_ctx *ctx, gpudl_op op, int64_t size,
     if (!gpudl__op_name(op)) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "time_op: %d is not a gpudl_op", (int)op);
     if (size < 0) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "time_op: size %lld < 0", (long long)size);
     if (size == 0) size = 2048;
+    if (op == GPUDL_OP_ATTN_SOFTMAX_FORWARD || op == GPUDL_OP_ATTN_SOFTMAX_BACKWARD)
+        return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "time_op: %s is not timed yet (time gpudl_attention_forward/_backward "
+                          "with the override installed: gpudl_bench)", gpudl__op_name(op));
 #ifdef GPUDL_NO_CUDA
     return GPUDL__ERR(ctx, GPUDL_ERR_UNSUPPORTED, "time_op: timing a kernel needs a GPU (this is a CPU-only build); "
                       "gpudl_check_op checks it without one");

@@ -52,7 +52,7 @@ typedef struct grade_check {
     grade_rule rules[GRADE_MAX_RULES];
 } grade_check;
 
-typedef enum grade_train { GRADE_TRAIN_MLP = 1, GRADE_TRAIN_CNN } grade_train;
+typedef enum grade_train { GRADE_TRAIN_MLP = 1, GRADE_TRAIN_CNN, GRADE_TRAIN_ATTENTION } grade_train;
 
 #define GRADE_MAX_CHECKS 4
 typedef struct grade_assignment {
@@ -120,6 +120,25 @@ static const grade_assignment grade_assignments[] = {
         {"overlap", 2, "stride < kernel: a cell can be the max of several windows: add (+=) their gradients, do not "
                        "overwrite (=)"},
         {"finite diff", 1, "dx must be the slope of the forward's output sum: each window's dy on its maximum, summed"}}}}},
+    {"attention", GPUDL_DEVICE_CUDA, GRADE_TRAIN_ATTENTION, "a correct solution reaches about 100%",
+     {{GPUDL_OP_ATTN_SOFTMAX_FORWARD, 0, "attention forward", "attn_softmax_forward",
+       {{"basic", 2, "row t of matrix l: att[j] = exp(s[j] - max) / sum_{k<=t} exp(s[k] - max) for j <= t, 0 for j > t"},
+        {"causal mask", 2, "take the max and the sum over j <= t only (never read j > t: NaN or 1e4 there), and write "
+                           "exactly 0.0f above the diagonal"},
+        {"odd sizes", 1, "T = 1, 7, 33, 65 and L odd: one warp per row, r = blockIdx.x * WARPS + warp, return if r >= L*T"},
+        {"large scores", 2, "subtract the row's max before expf: expf(1e4) is Inf and expf(-1e4) is 0, Inf/Inf and 0/0 NaN"},
+        {"long rows", 2, "T = 1100 and 2049: loop j = lane; j <= t; j += 32 over the row in global memory, no fixed-size "
+                         "array or shared buffer of one row"},
+        {"odd head sizes", 1, "the whole attention calls you with L = B*NH: row r = l*T + t starts at r*T (int64_t)"}}},
+      {GPUDL_OP_ATTN_SOFTMAX_BACKWARD, 0, "attention backward", "attn_softmax_backward",
+       {{"basic", 2, "ds[j] = att[j] * (dp[j] - dot), dot = sum_{k<=t} att[k] * dp[k], the diagonal k = t included"},
+        {"causal mask", 2, "dp above the diagonal holds NaN/Inf: sum over k <= t only and write exactly 0.0f for j > t "
+                           "(0 * NaN is NaN)"},
+        {"odd sizes", 1, "T = 1, 7, 33, 65 and L odd: every row r < L*T, every column j < T written"},
+        {"large scores", 1, "nearly one-hot rows: the same formula, accumulated in float"},
+        {"long rows", 2, "T = 1100 and 2049: the warp loops over the row; the dot is a warp reduction (__shfl_xor_sync)"},
+        {"finite diff", 2, "your ds must be the slope of your forward: (f(s + h) - f(s - h)) / 2h of sum_j dp[j] att[j]"},
+        {"odd head sizes", 1, "the whole attention calls you with L = B*NH: row r = l*T + t starts at r*T (int64_t)"}}}}},
 };
 #define GRADE_NASSIGN ((int)(sizeof grade_assignments / sizeof grade_assignments[0]))
 
@@ -505,6 +524,18 @@ static gpudl_status spy_maxpool_backward(void *user, void *stream, float *dx, co
     GRADE_SKIP(GPUDL_OP_MAXPOOL_BACKWARD);
     return spy_result(GPUDL_OP_MAXPOOL_BACKWARD, spy.student.maxpool_backward(spy.student.user, stream, dx, dy, x, s));
 }
+static gpudl_status spy_attn_forward(void *user, void *stream, float *att, const float *scores, int64_t L, int64_t T) {
+    (void)user;
+    GRADE_SKIP(GPUDL_OP_ATTN_SOFTMAX_FORWARD);
+    return spy_result(GPUDL_OP_ATTN_SOFTMAX_FORWARD, spy.student.attn_softmax_forward(spy.student.user, stream, att, scores, L, T));
+}
+static gpudl_status spy_attn_backward(void *user, void *stream, float *ds, const float *dp, const float *att, int64_t L,
+                                      int64_t T) {
+    (void)user;
+    GRADE_SKIP(GPUDL_OP_ATTN_SOFTMAX_BACKWARD);
+    return spy_result(GPUDL_OP_ATTN_SOFTMAX_BACKWARD,
+                      spy.student.attn_softmax_backward(spy.student.user, stream, ds, dp, att, L, T));
+}
 #undef GRADE_SKIP
 
 /* The ops to install: a wrapper for each op the student set; the fields
@@ -518,6 +549,8 @@ static gpudl_ops spy_ops(void) {
     if (o.softmax_xent_backward) o.softmax_xent_backward = spy_xent_backward;
     if (o.maxpool_forward) o.maxpool_forward = spy_maxpool_forward;
     if (o.maxpool_backward) o.maxpool_backward = spy_maxpool_backward;
+    if (o.attn_softmax_forward) o.attn_softmax_forward = spy_attn_forward;
+    if (o.attn_softmax_backward) o.attn_softmax_backward = spy_attn_backward;
     return o;
 }
 
@@ -527,7 +560,9 @@ static int64_t spy_fields(void) {
     return (int64_t)(!!o->gemm << GPUDL_OP_GEMM | !!o->act_forward << GPUDL_OP_ACT_FORWARD |
                      !!o->act_backward << GPUDL_OP_ACT_BACKWARD | !!o->softmax_xent_forward << GPUDL_OP_XENT_FORWARD |
                      !!o->softmax_xent_backward << GPUDL_OP_XENT_BACKWARD | !!o->maxpool_forward << GPUDL_OP_MAXPOOL_FORWARD |
-                     !!o->maxpool_backward << GPUDL_OP_MAXPOOL_BACKWARD);
+                     !!o->maxpool_backward << GPUDL_OP_MAXPOOL_BACKWARD |
+                     !!o->attn_softmax_forward << GPUDL_OP_ATTN_SOFTMAX_FORWARD |
+                     !!o->attn_softmax_backward << GPUDL_OP_ATTN_SOFTMAX_BACKWARD);
 }
 
 static gpudl_status grade_ctx(gpudl_device device, gpudl_ctx **ctx) {
@@ -588,6 +623,8 @@ static void grade_head(gpudl_tensor *view, const gpudl_tensor *t, int64_t n) {
 #define GRADE_TEST_N  1000
 #define GRADE_BATCH   64
 
+static void grade_train_attention(const grade_assignment *a, gpudl_ctx *ctx, int epochs);
+
 static void grade_train_run(const grade_assignment *a, const char *dir, int epochs) {
     gpudl_ctx *ctx = NULL;
     gpudl_tensor xtr, ytr, xte, yte, xh, yh, count, x, y, flat;
@@ -609,6 +646,12 @@ static void grade_train_run(const grade_assignment *a, const char *dir, int epoc
         printf("training: it runs your functions: make the checks above pass first\n"); \
         goto done; } } while (0)
     if ((s = grade_ctx(a->device, &ctx)) != GPUDL_OK) { printf("training: SKIPPED (no context: %s)\n", gpudl_status_string(s)); return; }
+    if (a->train == GRADE_TRAIN_ATTENTION) {   /* no images: a sequence task of its own */
+        memset(spy.calls, 0, sizeof spy.calls);
+        grade_train_attention(a, ctx, epochs);
+        gpudl_ctx_destroy(ctx);
+        return;
+    }
     if (gpudl_ctx_device(ctx) == GPUDL_DEVICE_CPU) (void)gpudl_cpu_flush_denormals(ctx, 1);
     if (gpudl_fashion_mnist_load(ctx, dir, &xtr, &ytr, &xte, &yte, &found) != GPUDL_OK) {
         printf("training: SKIPPED (no Fashion-MNIST: %s; pass --data DIR with the four IDX files)\n", gpudl_ctx_last_error(ctx));
@@ -697,6 +740,144 @@ done:
     gpudl_dataset_free(ctx, &train); gpudl_dataset_free(ctx, &test);
     gpudl_tensor_free(ctx, &xtr); gpudl_tensor_free(ctx, &ytr); gpudl_tensor_free(ctx, &xte); gpudl_tensor_free(ctx, &yte);
     gpudl_ctx_destroy(ctx);
+#undef GRADE_TRY
+}
+
+/* The attention assignment's run: a one-layer causal self-attention model
+   built from gpudl's ops (token and position embeddings, the QKV and output
+   projections as GEMMs, gpudl_attention_forward/_backward, which call the
+   student's softmax, the loss at every position), trained with SGD and
+   momentum on a synthetic task: random sequences of 8 tokens, each
+   position's label the token BEFORE it (position 0: its own), which each
+   position finds by attending to the one before (chance: 1 in 8). The
+   data are made here: no files. */
+#define GRADE_ATT_V 8     /* tokens */
+#define GRADE_ATT_T 16    /* positions */
+#define GRADE_ATT_C 32    /* width */
+#define GRADE_ATT_NH 2    /* heads */
+#define GRADE_ATT_B 32    /* sequences per step */
+#define GRADE_ATT_STEPS 100   /* per epoch */
+#define GRADE_ATT_TEST 64     /* test sequences */
+
+/* B sequences of a stream from sequence first on: random tokens; the labels (B*T) the previous token of each. */
+static void grade_att_batch(uint64_t stream, int64_t first, int32_t *ids, int32_t *labels) {
+    int64_t b, t;
+    for (b = 0; b < GRADE_ATT_B; b++)
+        for (t = 0; t < GRADE_ATT_T; t++) {
+            ids[b * GRADE_ATT_T + t] = (int32_t)(gpudl_rng_bits(stream, (uint64_t)((first + b) * GRADE_ATT_T + t)) % GRADE_ATT_V);
+            labels[b * GRADE_ATT_T + t] = ids[b * GRADE_ATT_T + (t > 0 ? t - 1 : 0)];
+        }
+}
+
+static void grade_train_attention(const grade_assignment *a, gpudl_ctx *ctx, int epochs) {
+    enum { WTE, WPE, WQKV, WOUT, NP };
+    static const int64_t pshape[NP][2] = {{GRADE_ATT_V, GRADE_ATT_C}, {GRADE_ATT_T, GRADE_ATT_C},
+                                          {GRADE_ATT_C, 3 * GRADE_ATT_C}, {GRADE_ATT_C, GRADE_ATT_V}};
+    const int64_t B = GRADE_ATT_B, T = GRADE_ATT_T, C = GRADE_ATT_C, V = GRADE_ATT_V, N = B * T;
+    gpudl_tensor p[NP], g[NP], v[NP], ids, lab, h, qkv, y, att, logits, probs, loss, dqkv, dy, dh;
+    gpudl_tensor h2, qkv2, y2, dqkv2, dy2, dh2;
+    int32_t hid[GRADE_ATT_B * GRADE_ATT_T], hlab[GRADE_ATT_B * GRADE_ATT_T];
+    float *hlog = NULL, loss0 = -1.0f, lossv = 0.0f, lr = 0.05f;
+    int64_t s3[3], s4[4], s2[2], step, steps = (int64_t)epochs * GRADE_ATT_STEPS, correct = 0, total = 0, i, k;
+    double t0 = gpudl_now();
+    gpudl_status s = GPUDL_OK;
+    int j;
+    memset(p, 0, sizeof p); memset(g, 0, sizeof g); memset(v, 0, sizeof v);
+    memset(&ids, 0, sizeof ids); memset(&lab, 0, sizeof lab); memset(&h, 0, sizeof h); memset(&qkv, 0, sizeof qkv);
+    memset(&y, 0, sizeof y); memset(&att, 0, sizeof att); memset(&logits, 0, sizeof logits); memset(&probs, 0, sizeof probs);
+    memset(&loss, 0, sizeof loss); memset(&dqkv, 0, sizeof dqkv); memset(&dy, 0, sizeof dy); memset(&dh, 0, sizeof dh);
+#define GRADE_TRY(expr) do { if ((s = (expr)) != GPUDL_OK) { \
+        printf("training: FAILED at %s: %s\n          %s\n", #expr, gpudl_status_string(s), gpudl_ctx_last_error(ctx)); \
+        printf("training: it runs your functions: make the checks above pass first\n"); \
+        goto done; } } while (0)
+    for (j = 0; j < NP; j++) {
+        GRADE_TRY(gpudl_tensor_create(ctx, &p[j], GPUDL_F32, 2, pshape[j]));
+        GRADE_TRY(gpudl_tensor_create(ctx, &g[j], GPUDL_F32, 2, pshape[j]));
+        GRADE_TRY(gpudl_tensor_create(ctx, &v[j], GPUDL_F32, 2, pshape[j]));
+        GRADE_TRY(gpudl_tensor_normal(ctx, &p[j], 0.0f, j < WQKV ? 0.5f : 1.0f / sqrtf((float)C)));
+        GRADE_TRY(gpudl_tensor_fill(ctx, &v[j], 0.0f));
+    }
+    s2[0] = B; s2[1] = T;
+    GRADE_TRY(gpudl_tensor_create(ctx, &ids, GPUDL_I32, 2, s2));
+    GRADE_TRY(gpudl_tensor_create(ctx, &lab, GPUDL_I32, 1, &N));
+    s3[0] = B; s3[1] = T; s3[2] = C;
+    GRADE_TRY(gpudl_tensor_create(ctx, &h, GPUDL_F32, 3, s3));
+    GRADE_TRY(gpudl_tensor_create(ctx, &y, GPUDL_F32, 3, s3));
+    GRADE_TRY(gpudl_tensor_create(ctx, &dy, GPUDL_F32, 3, s3));
+    GRADE_TRY(gpudl_tensor_create(ctx, &dh, GPUDL_F32, 3, s3));
+    s3[2] = 3 * C;
+    GRADE_TRY(gpudl_tensor_create(ctx, &qkv, GPUDL_F32, 3, s3));
+    GRADE_TRY(gpudl_tensor_create(ctx, &dqkv, GPUDL_F32, 3, s3));
+    s4[0] = B; s4[1] = GRADE_ATT_NH; s4[2] = s4[3] = T;
+    GRADE_TRY(gpudl_tensor_create(ctx, &att, GPUDL_F32, 4, s4));
+    s2[0] = N; s2[1] = V;
+    GRADE_TRY(gpudl_tensor_create(ctx, &logits, GPUDL_F32, 2, s2));
+    GRADE_TRY(gpudl_tensor_create(ctx, &probs, GPUDL_F32, 2, s2));
+    k = 1;
+    GRADE_TRY(gpudl_tensor_create(ctx, &loss, GPUDL_F32, 1, &k));
+    s2[1] = C;
+    GRADE_TRY(gpudl_tensor_reshape(&h2, &h, 2, s2)); GRADE_TRY(gpudl_tensor_reshape(&y2, &y, 2, s2));
+    GRADE_TRY(gpudl_tensor_reshape(&dy2, &dy, 2, s2)); GRADE_TRY(gpudl_tensor_reshape(&dh2, &dh, 2, s2));
+    s2[1] = 3 * C;
+    GRADE_TRY(gpudl_tensor_reshape(&qkv2, &qkv, 2, s2)); GRADE_TRY(gpudl_tensor_reshape(&dqkv2, &dqkv, 2, s2));
+    if (!(hlog = (float *)malloc(sizeof(float) * (size_t)(N * V)))) { printf("training: FAILED: no host memory\n"); goto done; }
+
+    printf("training: causal self-attention (%d heads, your softmax) learning to repeat the previous token, %lld steps of "
+           "%d sequences of %d\n", GRADE_ATT_NH, (long long)steps, GRADE_ATT_B, GRADE_ATT_T);
+    fflush(stdout);
+    for (step = 0; step <= steps; step++) {
+        int last = step == steps;   /* the last pass: the test set, forward only */
+        int64_t nb = last ? GRADE_ATT_TEST / GRADE_ATT_B : 1, bi;
+        for (bi = 0; bi < nb; bi++) {
+            grade_att_batch(last ? 0x7e57ull : 0x7a1full, last ? bi * B : step * B, hid, hlab);
+            GRADE_TRY(gpudl_tensor_upload(ctx, &ids, hid, sizeof hid));
+            GRADE_TRY(gpudl_tensor_upload(ctx, &lab, hlab, sizeof hlab));
+            GRADE_TRY(gpudl_embedding_forward(ctx, &h, &ids, &p[WTE], &p[WPE]));
+            GRADE_TRY(gpudl_matmul(ctx, &qkv2, &h2, &p[WQKV], 0, 0, 1.0f, 0.0f));
+            GRADE_TRY(gpudl_attention_forward(ctx, &y, &att, &qkv, GRADE_ATT_NH));
+            GRADE_TRY(gpudl_matmul(ctx, &logits, &y2, &p[WOUT], 0, 0, 1.0f, 0.0f));
+            if (last) {
+                GRADE_TRY(gpudl_tensor_download(ctx, &logits, hlog, sizeof(float) * (size_t)(N * V)));
+                for (i = 0; i < N; i++) {
+                    int64_t best = 0;
+                    for (k = 1; k < V; k++) best = hlog[i * V + k] > hlog[i * V + best] ? k : best;
+                    correct += best == hlab[i];
+                    total++;
+                }
+                continue;
+            }
+            GRADE_TRY(gpudl_softmax_xent_forward(ctx, &loss, &probs, &logits, &lab));
+            if (step == 0) GRADE_TRY(gpudl_tensor_item(ctx, &loss, 0, &loss0));
+            GRADE_TRY(gpudl_softmax_xent_backward(ctx, &logits, &probs, &lab, 1.0f));   /* dlogits, in place */
+            GRADE_TRY(gpudl_matmul(ctx, &g[WOUT], &y2, &logits, 1, 0, 1.0f, 0.0f));
+            GRADE_TRY(gpudl_matmul(ctx, &dy2, &logits, &p[WOUT], 0, 1, 1.0f, 0.0f));
+            GRADE_TRY(gpudl_attention_backward(ctx, &dqkv, &dy, &qkv, &att, GRADE_ATT_NH));
+            GRADE_TRY(gpudl_matmul(ctx, &g[WQKV], &h2, &dqkv2, 1, 0, 1.0f, 0.0f));
+            GRADE_TRY(gpudl_matmul(ctx, &dh2, &dqkv2, &p[WQKV], 0, 1, 1.0f, 0.0f));
+            GRADE_TRY(gpudl_tensor_fill(ctx, &g[WTE], 0.0f));
+            GRADE_TRY(gpudl_tensor_fill(ctx, &g[WPE], 0.0f));
+            GRADE_TRY(gpudl_embedding_backward(ctx, &g[WTE], &g[WPE], &dh, &ids));
+            for (j = 0; j < NP; j++) {   /* SGD with momentum 0.9: v = 0.9 v + g; p -= lr v */
+                GRADE_TRY(gpudl_scale(ctx, &v[j], 0.9f));
+                GRADE_TRY(gpudl_axpy(ctx, &v[j], 1.0f, &g[j]));
+                GRADE_TRY(gpudl_axpy(ctx, &p[j], -lr, &v[j]));
+            }
+        }
+        if (step == steps - 1) GRADE_TRY(gpudl_tensor_item(ctx, &loss, 0, &lossv));
+    }
+    printf("training: %lld steps, loss %.3f -> %.3f, test accuracy %.1f%% on %lld positions (chance: 12.5%%; %s), %.1f s\n",
+           (long long)steps, loss0, lossv, 100.0 * (double)correct / (double)total, (long long)total,
+           a->expect, gpudl_now() - t0);
+    printf("training: your code ran");
+    for (j = 0; j < grade_nchecks(a); j++)
+        printf("%s %s %lld times", j ? "," : "", a->checks[j].name, (long long)spy.calls[a->checks[j].op]);
+    printf("\n");
+done:
+    free(hlog);
+    for (j = 0; j < NP; j++) { gpudl_tensor_free(ctx, &p[j]); gpudl_tensor_free(ctx, &g[j]); gpudl_tensor_free(ctx, &v[j]); }
+    gpudl_tensor_free(ctx, &ids); gpudl_tensor_free(ctx, &lab); gpudl_tensor_free(ctx, &h); gpudl_tensor_free(ctx, &qkv);
+    gpudl_tensor_free(ctx, &y); gpudl_tensor_free(ctx, &att); gpudl_tensor_free(ctx, &logits); gpudl_tensor_free(ctx, &probs);
+    gpudl_tensor_free(ctx, &loss); gpudl_tensor_free(ctx, &dqkv); gpudl_tensor_free(ctx, &dy); gpudl_tensor_free(ctx, &dh);
 #undef GRADE_TRY
 }
 

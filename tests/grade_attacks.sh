@@ -31,9 +31,14 @@ PY
 }
 # hostile NAME FILE ASSIGNMENT WANT [STATUS [MUST_FAIL [ALLOWED]]]: STATUS is a
 # word the log must hold (REFUSED, "took longer", "CPU time", ...) or "".
+# ATTACKS=core (grade_test.sh --core, make test): only these; make test-extra runs every one
+CORE_ATTACKS=" fake_score hidden_exec loop_op exit_op "
+attacks_run=0; attacks_left=0
 hostile() {
     local name=attack_$1 f=$2 a=$3 want=$4 status=${5:-} must=${6:-} allowed=${7:-} t0=$SECONDS
     local src=$A/$f
+    if [ "${ATTACKS:-all}" = core ] && [[ $CORE_ATTACKS != *" $1 "* ]]; then attacks_left=$((attacks_left + 1)); return; fi
+    attacks_run=$((attacks_run + 1))
     # a file without placeholders is graded where it is (include_rel.c's path is relative to it)
     if grep -q '@[A-Za-z_]*@' "tests/grade/attacks/$f"; then attack_src "$f" "$a"; else src=tests/grade/attacks/$f; fi
     grade "$name" "$a" "$src" --no-train --timeout 2
@@ -72,6 +77,10 @@ hostile huge_malloc      huge_malloc.c       maxpool full ""
 hostile huge_cuda        huge_cuda.cu        sgemm   full ""
 # tampering: a class of three graded one at a time, the attack first; the
 # others must score as if it had not run, and so must a make grade after it
+if [ "${ATTACKS:-all}" = core ]; then
+    printf 'note    %-34s %s\n' "grade_attacks" "$attacks_run of $((attacks_run + attacks_left + 1)) hostile submissions here; make test-extra runs them all"
+    return 0 2>/dev/null || exit 0
+fi
 t0=$SECONDS; attack_src tamper.c maxpool
 rm -rf "$B/attacks_class" "$B/attacks_class.csv"; mkdir -p "$B/attacks_class"
 cp "$A/tamper.c" "$B/attacks_class/a_tamper.c"; cp assignments/maxpool/starter.c "$B/attacks_class/b_starter.c"

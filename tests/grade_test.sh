@@ -10,14 +10,19 @@
 #    one run, the CSV's rows and the feedback files checked.
 # 3. The hostile submissions of tests/grade/attacks/ (bash tests/grade_attacks.sh).
 # 4. Unless --no-train: one training run per solution, which must learn.
+# --core (make test, within its time budget): of 1-3 only what guards the
+# most: every starter and solution, the seeded bugs but two of the attention
+# assignment's, class mode for maxpool (CPU) and attention (CUDA), and the
+# four attacks on the sandbox's core (a forged score, a forbidden call at
+# run time, an endless loop and exit() in an op); make test-extra runs all.
 # Ends with one line: N passed, N failed, N skipped.
-#   bash tests/grade_test.sh [--no-train] [--attacks]
+#   bash tests/grade_test.sh [--no-train] [--core] [--attacks]
 set -u
 cd "$(dirname "$0")/.."
 B=build/grade/test
 mkdir -p "$B"
-TRAIN=1; ONLY=
-for arg in "$@"; do case $arg in --no-train) TRAIN=0 ;; --attacks) ONLY=attacks ;; esac; done
+TRAIN=1; ONLY=; ATTACKS=all; CORE=0
+for arg in "$@"; do case $arg in --no-train) TRAIN=0 ;; --attacks) ONLY=attacks ;; --core) CORE=1 ATTACKS=core ;; esac; done
 passed=0; failed=0; skipped=0
 
 # grade NAME ASSIGNMENT SRC ARGS...: runs make grade; sets $score, $got, $of
@@ -91,6 +96,20 @@ expect cheat_empty         maxpool tests/grade/cheat_empty.c           zero
 # a crash costs the group of the case it happened in, not the op: the forward keeps its points
 expect maxpool_crash       maxpool tests/grade/maxpool_crash.c         partial "maxpool backward: basic" "maxpool backward: .*"
 
+echo "== attention (CUDA): the causal softmax over attention scores"
+expect attention_starter   attention assignments/attention/starter.cu  zero
+expect attention_solution  attention assignments/attention/solution.cu full
+expect attn_no_max         attention tests/grade/attn_no_max.cu        partial "attention forward: large scores" "attention forward: large scores"
+# a leaking forward also fails the backward's finite differences, which take the student's own forward
+expect attn_mask_leak      attention tests/grade/attn_mask_leak.cu     partial "attention forward: causal mask" \
+    "attention forward: .*|attention backward: finite diff"
+expect attn_bwd_range      attention tests/grade/attn_bwd_range.cu     partial "attention backward: finite diff" "attention backward: .*"
+if [ $CORE = 0 ]; then
+    expect attn_fixed_row    attention tests/grade/attn_fixed_row.cu     partial "attention forward: long rows" "attention forward: long rows"
+    expect attn_bwd_unmasked attention tests/grade/attn_bwd_unmasked.cu  partial "attention backward: causal mask" \
+        "attention backward: causal mask"
+fi
+
 echo "== class mode (make grade-class): a folder each, graded in one run"
 # class NAME ASSIGNMENT FILE=WANT...: WANT is zero, full or partial; the
 # CSV must have a row per file with that score and status ok.
@@ -116,15 +135,20 @@ class() {
 }
 class maxpool maxpool assignments/maxpool/starter.c=zero assignments/maxpool/solution.c=full \
     tests/grade/maxpool_overwrite.c=partial tests/grade/cheat_empty.c=zero tests/grade/maxpool_crash.c=partial
-class sgemm sgemm assignments/sgemm/starter.cu=zero assignments/sgemm/solution.cu=full tests/grade/sgemm_trans_b.cu=partial
-class relu_xent relu_xent assignments/relu_xent/starter.cu=zero assignments/relu_xent/solution.cu=full \
-    tests/grade/relu_fmaxf.cu=partial
+if [ $CORE = 0 ]; then   # make test: the CUDA assignments' class mode through attention's only
+    class sgemm sgemm assignments/sgemm/starter.cu=zero assignments/sgemm/solution.cu=full tests/grade/sgemm_trans_b.cu=partial
+    class relu_xent relu_xent assignments/relu_xent/starter.cu=zero assignments/relu_xent/solution.cu=full \
+        tests/grade/relu_fmaxf.cu=partial
+fi
+class attention attention assignments/attention/starter.cu=zero assignments/attention/solution.cu=full \
+    tests/grade/attn_fixed_row.cu=partial
 
-echo "== hostile submissions (tests/grade/attacks)"
+if [ $ATTACKS = core ]; then echo "== hostile submissions (tests/grade/attacks): the sandbox's core (make test-extra: all)"
+else echo "== hostile submissions (tests/grade/attacks)"; fi
 . tests/grade_attacks.sh
 
 echo "== the solutions train (no points: the accuracy must beat chance clearly)"
-for a in relu_xent sgemm maxpool; do
+for a in relu_xent sgemm maxpool attention; do
     name=${a}_trains
     if [ $TRAIN = 0 ]; then printf 'SKIPPED %-34s --no-train\n' "grade_$name"; skipped=$((skipped + 1)); continue; fi
     src=assignments/$a/solution.cu; [ $a = maxpool ] && src=assignments/$a/solution.c

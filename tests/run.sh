@@ -357,8 +357,8 @@ else
     skip suite_core_clang "clang with omp.h (libomp-dev) not installed"
 fi
 
-section "the assignments' autograder (checks; make test-extra also trains the solutions)"
-run_suite bash tests/grade_test.sh --no-train
+section "the assignments' autograder: its core (make test-extra: every seeded bug, class and hostile submission, and the training runs)"
+run_suite bash tests/grade_test.sh --no-train --core
 section "data parallel: 2 ranks under mpirun (make test-dist)"
 run_suite bash tests/run_dist.sh
 section "Windows (MinGW-w64 under Wine) and ARM64 (QEMU): smoke runs (make test-windows, make test-arm64 in full)"
@@ -412,7 +412,7 @@ if printf '#include <cblas.h>\nint main(void){return 0;}\n' | $CC -x c - -o $B/c
 else
     skip layers_with_cblas "cblas.h / libopenblas not installed (Debian: libopenblas-dev)"
 fi
-section "the assignments' autograder, with the solutions trained"
+section "the assignments' autograder, with the solutions trained and every hostile submission"
 run_suite bash tests/grade_test.sh
 section "Windows (MinGW-w64 under Wine), in full (make test-windows)"
 run_suite bash tests/run_cross.sh windows

@@ -181,10 +181,11 @@ if [ $QUICK = 0 ] && [ -x tests/emu/compute-sanitizer ]; then
     }
     # the grader's runner (assignments/grade.c with -DGRADE_RUNNER) linked with each solution, one child's
     # job per op as the grader starts it (its records on fd 3, dropped here: grade_test.sh checks the score)
-    for a in relu_xent sgemm; do
+    for a in relu_xent sgemm attention; do
         build "grade_runner_$a" -O2 "${ARCH[@]}" -Xcompiler -fopenmp -DGRADE_RUNNER -I. -o $B/grade_runner_$a assignments/grade.c \
             assignments/$a/solution.cu $B/kernels.o "${LIBS[@]}" -lgomp || continue
         ops=0; [ $a = relu_xent ] && ops="0 1 2 3"   # relu forward/backward, softmax-xent forward/backward; sgemm: the GEMM
+        [ $a = attention ] && ops="0 1"              # the causal softmax forward, backward
         for tool in memcheck racecheck initcheck synccheck; do
             for op in $ops; do
                 cs_clean "cs_${tool}_solution_${a}_op$op" 'SUMMARY' $tool $B/grade_runner_$a --child check --assignment $a \

@@ -142,6 +142,8 @@ static const test_case tests[] = {
     {"gpu_dataset_dtype", test_gpu_dataset_dtype},
     {"model_input_16bit", test_model_input_16bit},
     {"gpu_model_input_16bit", test_gpu_model_input_16bit},
+    {"check_attn", test_check_attn},
+    {"gpu_check_attn", test_gpu_check_attn},
 };
 
 int main(int argc, char **argv) { return run_tests(tests, sizeof tests / sizeof tests[0], argc, argv); }

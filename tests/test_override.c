@@ -576,3 +576,144 @@ static void test_gpu_override_and_custom(void) {
         gpudl_tensor_free(cpu_ctx(), &hx); gpudl_tensor_free(cpu_ctx(), &hy);
     }
 }
+
+/* ---- the causal softmax over attention scores (the attention assignment) ---- */
+
+/* A student's plain C softmax over scores, with seeded bugs picked by *user:
+   0 right, 1 no max subtracted, 2 the mask leaks (the whole row), 3 a row
+   held in a fixed array of 1024 (longer rows: the rest left unwritten),
+   5 nothing written. */
+static int attn_calls;
+static gpudl_status attn_fwd_user(void *user, void *stream, float *att, const float *s, int64_t L, int64_t T) {
+    int bug = *(const int *)user;
+    int64_t r, j;
+    (void)stream;
+    attn_calls++;
+    if (bug == 5) return GPUDL_OK;   /* writes nothing */
+    for (r = 0; r < L * T; r++) {
+        int64_t t = r % T, n = bug == 2 ? T : t + 1;
+        float mx = -INFINITY, sum = 0, row[1024];
+        if (bug == 3 && n > 1024) n = 1024;   /* the rest of a long row is lost */
+        for (j = 0; j < n; j++) mx = s[r * T + j] > mx ? s[r * T + j] : mx;
+        if (bug == 1) mx = 0.0f;
+        for (j = 0; j < n; j++) {
+            float e = expf(s[r * T + j] - mx);
+            if (j < 1024) row[j] = e;
+            sum += e;
+        }
+        for (j = 0; j < T; j++)
+            if (j < n) att[r * T + j] = (j < 1024 ? row[j] : expf(s[r * T + j] - mx)) / sum;
+            else if (j > t) att[r * T + j] = 0.0f;   /* bug 3: columns 1024..t stay unwritten */
+    }
+    return GPUDL_OK;
+}
+/* 0 right, 4 the sum over j < t (the diagonal left out) */
+static gpudl_status attn_bwd_user(void *user, void *stream, float *ds, const float *dp, const float *p, int64_t L, int64_t T) {
+    int bug = *(const int *)user;
+    int64_t r, j;
+    (void)stream;
+    attn_calls++;
+    for (r = 0; r < L * T; r++) {
+        int64_t t = r % T;
+        float dot = 0;
+        for (j = 0; j < (bug == 4 ? t : t + 1); j++) dot += p[r * T + j] * dp[r * T + j];
+        for (j = 0; j < T; j++) ds[r * T + j] = j <= t ? p[r * T + j] * (dp[r * T + j] - dot) : 0.0f;
+    }
+    return GPUDL_OK;
+}
+
+/* gpudl's own softmax passes its check; a right override passes and runs
+   under gpudl_attention_forward/_backward; each seeded bug fails the group
+   named after it. */
+static void test_check_attn(void) {
+    gpudl_ctx *c = own_cpu_ctx();
+    gpudl_check_report r;
+    gpudl_ops o;
+    char buf[8192];
+    int bug = 0, op;
+    for (op = GPUDL_OP_ATTN_SOFTMAX_FORWARD; op <= GPUDL_OP_ATTN_SOFTMAX_BACKWARD; op++) {
+        CHECK_OK(gpudl_check_op(c, (gpudl_op)op, 0, &r));
+        CHECKF(r.passed && r.ncases >= 12 && r.override_calls == 0, "gpudl's own op %d: %s", op,
+               gpudl_check_explain(&r, buf, sizeof buf));
+    }
+    memset(&o, 0, sizeof o);
+    o.user = &bug;
+    o.attn_softmax_forward = attn_fwd_user; o.attn_softmax_backward = attn_bwd_user;
+    CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
+    for (op = GPUDL_OP_ATTN_SOFTMAX_FORWARD; op <= GPUDL_OP_ATTN_SOFTMAX_BACKWARD; op++) {
+        attn_calls = 0;
+        CHECK_OK(gpudl_check_op(c, (gpudl_op)op, 0, &r));
+        CHECKF(r.passed && r.override_calls >= r.ncases && attn_calls >= r.ncases, "right override of op %d: %s", op,
+               gpudl_check_explain(&r, buf, sizeof buf));
+    }
+    bug = 1;
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_FORWARD, 0, &r));
+    CHECKF(!strcmp(failed_groups(&r), "large scores,"), "no max: failed %s", failed_groups(&r));
+    bug = 2;
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_FORWARD, 0, &r));
+    CHECKF(strstr(failed_groups(&r), "causal mask,") && strstr(failed_groups(&r), "odd head sizes,"), "mask leak: failed %s",
+           failed_groups(&r));
+    gpudl_check_explain(&r, buf, sizeof buf);
+    CHECKF(strstr(buf, "first failure") && strstr(buf, "att[") && strstr(buf, "expected") && strstr(buf, "scores from"), "explanation:\n%s", buf);
+    bug = 3;
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_FORWARD, 0, &r));
+    CHECKF(!strcmp(failed_groups(&r), "long rows,"), "fixed row: failed %s", failed_groups(&r));
+    bug = 4;
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_BACKWARD, 0, &r));
+    CHECKF(strstr(failed_groups(&r), "basic,") && strstr(failed_groups(&r), "finite diff,"), "wrong range: failed %s",
+           failed_groups(&r));
+    bug = 5;   /* the backward is right, the forward writes nothing: the finite differences (of that forward) fail */
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_BACKWARD, 0, &r));
+    CHECKF(!strcmp(failed_groups(&r), "finite diff,") && strstr(r.status_msg, "make the forward pass first"),
+           "forward writes nothing: failed %s (%s)", failed_groups(&r), r.status_msg);
+    {   /* the attention runs the override: the same y and dqkv as gpudl's own, and a leak shows in y */
+        gpudl_tensor qkv = make(c, GPUDL_DEVICE_CPU, GPUDL_F32, 3, 2, 5, 18), y[2], att[2], dy, dq[2];
+        int64_t sy[3] = {2, 5, 6}, sa[4] = {2, 3, 5, 5}, i, pass;
+        double err = 0;
+        CHECK_OK(gpudl_tensor_uniform(c, &qkv, -1.0f, 1.0f));
+        CHECK_OK(gpudl_tensor_create(c, &dy, GPUDL_F32, 3, sy));
+        CHECK_OK(gpudl_tensor_uniform(c, &dy, -1.0f, 1.0f));
+        for (pass = 0; pass < 2; pass++) {   /* 0: gpudl's own, 1: the override */
+            bug = 0;
+            CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, pass ? &o : NULL));
+            CHECK_OK(gpudl_tensor_create(c, &y[pass], GPUDL_F32, 3, sy));
+            CHECK_OK(gpudl_tensor_create(c, &att[pass], GPUDL_F32, 4, sa));
+            CHECK_OK(gpudl_tensor_create(c, &dq[pass], GPUDL_F32, 3, qkv.shape));
+            attn_calls = 0;
+            CHECK_OK(gpudl_attention_forward(c, &y[pass], &att[pass], &qkv, 3));
+            CHECK_OK(gpudl_attention_backward(c, &dq[pass], &dy, &qkv, &att[pass], 3));
+            CHECK(attn_calls == 2 * pass);
+        }
+        for (i = 0; i < 2 * 5 * 6; i++) err = fmax(err, fabs(F(&y[0])[i] - F(&y[1])[i]));
+        for (i = 0; i < 2 * 5 * 18; i++) err = fmax(err, fabs(F(&dq[0])[i] - F(&dq[1])[i]));
+        CHECKF(err < 1e-5, "override vs gpudl's attention: %g", err);
+        bug = 2;
+        CHECK_OK(gpudl_attention_forward(c, &y[1], &att[1], &qkv, 3));
+        for (err = 0, i = 0; i < 2 * 5 * 6; i++) err = fmax(err, fabs(F(&y[0])[i] - F(&y[1])[i]));
+        CHECKF(err > 1e-3, "a leaking softmax changes y: %g", err);
+        for (pass = 0; pass < 2; pass++) {
+            gpudl_tensor_free(c, &y[pass]); gpudl_tensor_free(c, &att[pass]); gpudl_tensor_free(c, &dq[pass]);
+        }
+        gpudl_tensor_free(c, &qkv); gpudl_tensor_free(c, &dy);
+    }
+    {
+        gpudl_op_timing t;
+        CHECK_ST(gpudl_time_op(c, GPUDL_OP_ATTN_SOFTMAX_FORWARD, 64, &t), GPUDL_ERR_UNSUPPORTED);
+    }
+    gpudl_ctx_destroy(c);
+}
+
+/* On the GPU (or the emulated one): gpudl's own causal softmax kernels pass
+   the check, long rows and the whole attention included. */
+static void test_gpu_check_attn(void) {
+    NEED_GPU(g);
+    {
+        gpudl_check_report r;
+        char buf[8192];
+        int op;
+        for (op = GPUDL_OP_ATTN_SOFTMAX_FORWARD; op <= GPUDL_OP_ATTN_SOFTMAX_BACKWARD; op++) {
+            CHECK_OK(gpudl_check_op(g, (gpudl_op)op, 0, &r));
+            CHECKF(r.passed && r.ncases >= 12, "gpudl's own op %d on the GPU: %s", op, gpudl_check_explain(&r, buf, sizeof buf));
+        }
+    }
+}
