@@ -1229,7 +1229,8 @@ GPUDL_API gpudl_status gpudl_model_add_custom(gpudl_model *m, const gpudl_layer_
                the attention is small enough to be bound by launches
                (max_batch heads T^2 <= 393216: the fused kernels' one
                launch forward and three backward, against the GEMM path's
-               five and seven; the reason is at gpudl__attn_path). */
+               five and seven; the reason is at gpudl__attn_path), unless
+               the user's causal softmax is installed (gpudl_ops): then 1. */
 typedef struct gpudl_model_desc {
     int64_t    max_batch;
     gpudl_loss loss;
@@ -7943,13 +7944,17 @@ GPUDL__DEF gpudl_status gpudl_model_add_attention(gpudl_model *m, int64_t channe
    each in a graph. Equal at max_batch heads T^2 = 3.8e5: below it, fused
    (the example's 16 x 4 x 64^2 = 2.6e5); above it, the GEMMs on tensor
    cores win. No GPU has timed this yet: tools/gpu_session.sh measures both
-   (bench_gpt --attention 1 / 2). The CPU takes the GEMM path (its sgemm)
-   unless the weights do not fit. */
+   (its gpt step: gpt_text --bench --attention 1 and 2). The CPU takes the
+   GEMM path (its sgemm) unless the weights do not fit; so does a context
+   with the user's causal softmax (gpudl_ops.attn_softmax_*, installed
+   before the build: the fused kernels do not call it). */
 static int gpudl__attn_path(const gpudl_model *m, gpudl__layer *l) {
     int64_t T = l->in_shape[0], C = l->in_shape[1], NH = l->u.attn.heads, HS = C / NH;
+    const gpudl_ops *o = &m->ctx->ops[m->ctx->device == GPUDL_DEVICE_CUDA];
     int fused;
     if (m->desc.attention == 2 && HS > GPUDL__FUSED_MAX_HS) return -1;
     if (m->desc.attention) fused = m->desc.attention == 2;
+    else if (o->attn_softmax_forward || o->attn_softmax_backward) fused = 0;   /* the user's softmax runs in the GEMM path */
     else fused = HS <= GPUDL__FUSED_MAX_HS && (NH * T > 16 * C || (m->ctx->device == GPUDL_DEVICE_CUDA &&
                                                                     m->desc.max_batch * NH * T * T <= 393216));
     l->u.attn.fused = fused;

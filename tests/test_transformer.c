@@ -1512,3 +1512,56 @@ static void test_gpu_transformer_residual(void) {
         gpudl_model_destroy(m); gpudl_model_destroy(gm);
     }
 }
+
+/* A context with the user's causal softmax (gpudl_ops.attn_softmax_*, a
+   student's kernel) builds its attention layers on the GEMM path, which
+   calls it, even where the fused kernels would be chosen (they do not call
+   it); the model's outputs are the same. */
+static int tr_ovr_calls;
+static gpudl_status tr_ovr_softmax(void *user, void *stream, float *att, const float *s, int64_t L, int64_t T) {
+    int64_t l, t, j;
+    (void)user; (void)stream;
+    tr_ovr_calls++;
+    for (l = 0; l < L; l++)
+        for (t = 0; t < T; t++) {
+            const float *r = s + (l * T + t) * T;
+            float *a = att + (l * T + t) * T, mx = r[0];
+            double sum = 0;
+            for (j = 1; j <= t; j++) if (r[j] > mx) mx = r[j];
+            for (j = 0; j <= t; j++) sum += exp((double)r[j] - mx);
+            for (j = 0; j < T; j++) a[j] = j <= t ? (float)(exp((double)r[j] - mx) / sum) : 0.0f;
+        }
+    return GPUDL_OK;
+}
+static void test_transformer_model_override(void) {
+    gpudl_ctx *c;
+    gpudl_ctx_desc cd;
+    gpudl_ops ops;
+    const tr_gpt *g = &tr_gpt_cases[1];   /* the fused kernels' case */
+    gpudl_model *m, *ref;
+    gpudl_tensor x = tr_ids_i32(2, g->T, g->V, 3), out, rout, p, rp;
+    memset(&cd, 0, sizeof cd);
+    cd.device = GPUDL_DEVICE_CPU;
+    GPUDL_CHECK(gpudl_ctx_create(&cd, &c));
+    memset(&ops, 0, sizeof ops);
+    ops.attn_softmax_forward = tr_ovr_softmax;
+    GPUDL_CHECK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &ops));
+    m = tr_gpt_model(c, g, 0);
+    ref = tr_gpt_model(cpu_ctx(), g, 0);
+    GPUDL_CHECK(gpudl_model_params(m, &p, NULL));
+    GPUDL_CHECK(gpudl_model_params(ref, &rp, NULL));
+    GPUDL_CHECK(gpudl_tensor_copy(c, &p, &rp));
+    tr_ovr_calls = 0;
+    GPUDL_CHECK(gpudl_model_forward(m, &x, &out));
+    CHECKF(tr_ovr_calls > 0, "the user's causal softmax was not called (the model took the fused kernels)");
+    GPUDL_CHECK(gpudl_model_forward(ref, &x, &rout));
+    {
+        double *r = tr_dbl(&rout);
+        TR_CLOSE("logits with the user's softmax", &out, r, gpudl_tensor_numel(&rout), 1e-5);
+        free(r);
+    }
+    gpudl_model_destroy(m);
+    gpudl_model_destroy(ref);
+    gpudl_tensor_free(cpu_ctx(), &x);
+    gpudl_ctx_destroy(c);
+}
