@@ -1104,7 +1104,9 @@ typedef struct gpudl_model gpudl_model;   /* opaque */
 typedef enum gpudl_init {
     GPUDL_INIT_DEFAULT = 0,   /* He (Kaiming) normal before ReLU-like layers, else Xavier */
     GPUDL_INIT_HE,            /* normal(0, sqrt(2 / fan_in)) */
-    GPUDL_INIT_XAVIER         /* uniform(+-sqrt(6 / (fan_in + fan_out))) */
+    GPUDL_INIT_XAVIER,        /* uniform(+-sqrt(6 / (fan_in + fan_out))) */
+    GPUDL_INIT_GPT2           /* normal(0, 0.02), and 0.02 / sqrt(number of residual ends) for a weight whose layer
+                                 closes a residual (GPT-2's and nanoGPT's: c_proj, 0.02 / sqrt(2 n_layer)) */
 } gpudl_init;
 
 typedef enum gpudl_loss { GPUDL_LOSS_SOFTMAX_XENT = 0, GPUDL_LOSS_MSE = 1 } gpudl_loss;
@@ -7532,6 +7534,23 @@ static int gpudl__relu_like(const gpudl_model *m, int i) {
     return 0;
 }
 
+#define GPUDL__GPT_STD 0.02f   /* GPT-2's init of embeddings and attention weights: normal(0, 0.02) */
+/* GPUDL_INIT_GPT2's std for parameter j of layer i: the projections that
+   close a residual (layer i's output goes straight into a residual end;
+   attention's c_proj, its parameter 2) are scaled by 1 / sqrt(the number
+   of residual ends), as GPT-2 scales its c_proj by 1 / sqrt(2 n_layer). */
+static float gpudl__gpt2_std(const gpudl_model *m, int i, int j) {
+    int k, ends = 0, closes = i + 1 < m->nlayers && (m->layers[i + 1].kind->flags & GPUDL__KIND_PASS_DY);
+    if (m->layers[i].kind->flags & GPUDL__KIND_IDS) return GPUDL__GPT_STD;
+    if (m->layers[i].np > 2 && j < 2) closes = 0;   /* attention's c_attn: inside the residual, not closing it */
+    for (k = 0; k < m->nlayers; k++) ends += (m->layers[k].kind->flags & GPUDL__KIND_PASS_DY) != 0;
+    return closes && ends ? GPUDL__GPT_STD / sqrtf((float)ends) : GPUDL__GPT_STD;
+}
+static gpudl_status gpudl__normal_init(gpudl__pass *p, int j) {
+    float std = p->m->desc.init == GPUDL_INIT_GPT2 ? gpudl__gpt2_std(p->m, p->i, j) : GPUDL__GPT_STD;
+    return gpudl__fill_random(p->m->ctx, &p->p[j], p->m->seed, (uint64_t)p->l->poff[j], 1, 0.0f, std);
+}
+
 /* Weights (out, in, ...) drawn from fan-in and fan-out: He's normal before
    a ReLU-like activation (or when asked for), Glorot's uniform otherwise;
    the bias stays 0. Each weight's draw depends on its offset only. */
@@ -7542,6 +7561,7 @@ static gpudl_status gpudl__fan_fill(gpudl__pass *p, int j) {   /* parameter j; a
     double fan_in = w->ndim > 1 ? (double)w->d[1] * field : fan_out;
     uint64_t off = (uint64_t)p->l->poff[j];
     float a;
+    if (m->desc.init == GPUDL_INIT_GPT2) return gpudl__normal_init(p, j);
     if (m->desc.init == GPUDL_INIT_HE || (m->desc.init == GPUDL_INIT_DEFAULT && gpudl__relu_like(m, p->i)))
         return gpudl__fill_random(m->ctx, &p->p[j], m->seed, off, 1, 0.0f, (float)sqrt(2.0 / fan_in));
     a = (float)sqrt(6.0 / (fan_in + fan_out));
@@ -7590,11 +7610,6 @@ static void gpudl__pass_rows(gpudl__pass *p) {
     p->dy = gpudl__rows2(&p->dy);
     if (p->dx) *p->dx = gpudl__rows2(p->dx);
     p->dx_masked = gpudl__rows2(&p->dx_masked);
-}
-
-#define GPUDL__GPT_STD 0.02f   /* GPT-2's init of embeddings and attention weights: normal(0, 0.02) */
-static gpudl_status gpudl__normal_init(gpudl__pass *p, int j) {
-    return gpudl__fill_random(p->m->ctx, &p->p[j], p->m->seed, (uint64_t)p->l->poff[j], 1, 0.0f, GPUDL__GPT_STD);
 }
 
 static gpudl_status gpudl__emb_init(gpudl__pass *p) {
@@ -8182,7 +8197,7 @@ GPUDL__DEF gpudl_status gpudl_model_build(gpudl_model *m, const gpudl_model_desc
     memset(&m->desc, 0, sizeof m->desc);
     if (desc) m->desc = *desc;
     if (m->desc.max_batch < 0 || (m->desc.loss != GPUDL_LOSS_SOFTMAX_XENT && m->desc.loss != GPUDL_LOSS_MSE) ||
-        m->desc.init < GPUDL_INIT_DEFAULT || m->desc.init > GPUDL_INIT_XAVIER || m->desc.attention < 0 || m->desc.attention > 2)
+        m->desc.init < GPUDL_INIT_DEFAULT || m->desc.init > GPUDL_INIT_GPT2 || m->desc.attention < 0 || m->desc.attention > 2)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_build: bad desc (max_batch >= 0, loss, init, attention 0-2)");
     if (m->desc.max_batch == 0) m->desc.max_batch = 128;
     for (i = 0; i < m->nlayers; i++)

@@ -126,6 +126,7 @@ static const test_case tests[] = {
     {"transformer_model_bad", test_transformer_model_bad},
     {"transformer_model_residual", test_transformer_model_residual},
     {"transformer_model_override", test_transformer_model_override},
+    {"transformer_model_gpt2_init", test_transformer_model_gpt2_init},
     {"gpu_transformer_ops", test_gpu_transformer_ops},
     {"gpu_transformer_edges", test_gpu_transformer_edges},
     {"gpu_transformer_counts", test_gpu_transformer_counts},

@@ -1004,6 +1004,7 @@ static void test_gpu_transformer_block(void) {
 
 typedef struct { int64_t V, T, C, NH, L; } tr_gpt;
 static int tr_gpt_attention;   /* gpudl_model_desc.attention of the models tr_gpt_model builds */
+static gpudl_init tr_gpt_init;  /* and their init */
 
 /* A GPT of cfg on ctx, nanoGPT's names when named; built for max_batch 4. */
 static gpudl_model *tr_gpt_model(gpudl_ctx *ctx, const tr_gpt *g, int named) {
@@ -1034,6 +1035,7 @@ static gpudl_model *tr_gpt_model(gpudl_ctx *ctx, const tr_gpt *g, int named) {
     md.max_batch = 4;
     md.seed = 7;
     md.attention = tr_gpt_attention;
+    md.init = tr_gpt_init;
     GPUDL_CHECK(gpudl_model_build(m, &md));
     return m;
 }
@@ -1564,4 +1566,45 @@ static void test_transformer_model_override(void) {
     gpudl_model_destroy(ref);
     gpudl_tensor_free(cpu_ctx(), &x);
     gpudl_ctx_destroy(c);
+}
+
+/* GPUDL_INIT_GPT2: every weight normal(0, 0.02), biases 0, layer norms 1 and
+   0, the projections that close a residual (attention's and the MLP's
+   c_proj) 0.02 / sqrt(2 L): the sample standard deviations of a wide GPT. */
+static void test_transformer_model_gpt2_init(void) {
+    static const tr_gpt g = {50, 16, 64, 4, 2};
+    gpudl_model *m;
+    gpudl_tensor p;
+    int64_t off[64], l;
+    const float *w;
+    double want_proj = 0.02 / sqrt(4.0);
+    tr_gpt_init = GPUDL_INIT_GPT2;
+    m = tr_gpt_model(cpu_ctx(), &g, 1);
+    tr_gpt_init = GPUDL_INIT_DEFAULT;
+    tr_gpt_layout(&g, off);
+    GPUDL_CHECK(gpudl_model_params(m, &p, NULL));
+    w = (const float *)p.data;
+    for (l = 0; l < 2 + 12 * g.L + 4; l++) {
+        int64_t cnt, j, part = l < 2 ? -1 : (l - 2) % 12;
+        double s2 = 0, want;
+        const char *what;
+        if (l == 0) { cnt = g.V * g.C; want = 0.02; what = "wte"; }
+        else if (l == 1) { cnt = g.T * g.C; want = 0.02; what = "wpe"; }
+        else if (l >= 2 + 12 * g.L) {   /* ln_f weight, bias; lm_head weight, bias */
+            int64_t q = l - 2 - 12 * g.L;
+            cnt = q == 2 ? g.V * g.C : q == 3 ? g.V : g.C;
+            want = q == 2 ? 0.02 : -1;
+            what = q == 2 ? "lm_head.weight" : "ln_f / lm_head.bias";
+        } else {
+            static const int64_t mult[12] = {1, 1, 3, 3, 1, 1, 1, 1, 4, 4, 4, 1};   /* elements / C (weights: x C more) */
+            int weight = part == 2 || part == 4 || part == 8 || part == 10;
+            cnt = mult[part] * g.C * (weight ? g.C : 1);
+            want = part == 4 || part == 10 ? want_proj : weight ? 0.02 : -1;
+            what = part == 4 ? "attn.c_proj.weight" : part == 10 ? "mlp.c_proj.weight" : weight ? "c_attn / c_fc weight" : "ln / bias";
+        }
+        if (want < 0) continue;
+        for (j = 0; j < cnt; j++) s2 += (double)w[off[l] + j] * w[off[l] + j];
+        CHECKF(fabs(sqrt(s2 / (double)cnt) / want - 1) < 0.1, "%s: std %g, want %g", what, sqrt(s2 / (double)cnt), want);
+    }
+    gpudl_model_destroy(m);
 }
