@@ -7973,9 +7973,9 @@ GPUDL__DEF gpudl_status gpudl_model_add_attention(gpudl_model *m, int64_t channe
    so max_batch heads T^2 / 2 pairs run at about 0.8e12 warp-instructions
    a second on an H100 (132 SMs, 4 schedulers, ~1.5 GHz); the GEMM path
    issues four launches more forward and four more backward, about 3 us
-   each in a graph. Equal at max_batch heads T^2 = 3.8e5: below it, fused
-   (the example's 16 x 4 x 64^2 = 2.6e5); above it, the GEMMs on tensor
-   cores win. No GPU has timed this yet: tools/gpu_session.sh measures both
+   each in a graph. Equal at max_batch heads T^2 = 3.8e5: below it, fused;
+   above it, the GEMMs on tensor cores win (the example, batch 32, 4 heads,
+   context 64: 5.2e5, GEMMs, near the line; its --short: 2.6e4, fused). No GPU has timed this yet: tools/gpu_session.sh measures both
    (its gpt step: gpt_text --bench --attention 1 and 2). The CPU takes the
    GEMM path (its sgemm) unless the weights do not fit; so does a context
    with the user's causal softmax (gpudl_ops.attn_softmax_*, installed
