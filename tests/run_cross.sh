@@ -72,7 +72,7 @@ windows)
         build test_faults $CC -std=c99 -O1 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -o $B/test_faults.exe tests/test_faults.c -lm \
             && run_suite win_test_faults "$WINE" $B/test_faults.exe
         [ $QUICK = 1 ] && { echo "$passed passed, $failed failed, $skipped skipped"; [ $failed -eq 0 ]; exit; }
-        for ex in cnn_fashion mlp_fashion mixed_precision gradcheck cpu_vs_gpu doctor; do   # the two-file build of each
+        for ex in cnn_fashion mlp_fashion mixed_precision gradcheck cpu_vs_gpu doctor gpt_text; do   # the two-file build of each
             build "ex_$ex" $CC -std=c99 -O2 -Wall -Wextra -Werror -fopenmp -static -DGPUDL_NO_CUDA -I. -o $B/$ex.exe examples/$ex.c -lm \
                 && ok "win_build_$ex"
         done

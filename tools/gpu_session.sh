@@ -8,7 +8,7 @@
 #
 #   tools/gpu_session.sh OUTDIR [STEP...]
 #
-# Steps, in the order given (default: env build test compare matmul demo):
+# Steps, in the order given (default: env build test compare matmul demo gpt):
 #   env       the GPU, driver, nvcc, where cuBLAS/cuDNN were found, PyTorch
 #   build     the GPU test suites, benchmarks and examples (make -j)
 #   test      make test-gpu-suites: every op and layer GPU vs CPU, training
@@ -26,6 +26,11 @@
 #             torch.compile, AMP) side by side
 #   matmul    make bench-matmul: matmul vs raw cuBLAS and torch.matmul
 #   demo      make demo and the mixed-precision example on the GPU
+#   gpt       issue 27: the GPT step (examples/gpt_text.c, 4 layers, width 128,
+#             context 64, batch 32) timed on the GPU with each attention path
+#             (--attention 1: cuBLAS GEMMs + softmax, 2: the fused kernels; the
+#             model's choice is gpudl__attn_path's launch model) in FP32 and
+#             FP16, its per-layer profile, then make demo-gpt on the GPU
 # On the lent machine, with the full Fashion-MNIST carried in data/fashion-mnist
 # (git-ignored; copy it from /usr/share/datasets/fashion-mnist):
 #   tools/gpu_session.sh $OUT                  build, suites, benchmarks, demos
@@ -43,7 +48,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 OUTDIR=${1:?usage: tools/gpu_session.sh OUTDIR [STEP...]}
 shift
-STEPS=${*:-env build test compare matmul demo}
+STEPS=${*:-env build test compare matmul demo gpt}
 BUDGET=${BUDGET:-570}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 export CUDA_ARCH=${CUDA_ARCH:-"-gencode arch=compute_90,code=sm_90"}
@@ -206,13 +211,16 @@ for s in $STEPS; do
     case $s in
         env)      step env 60 bash -c env_report ;;
         build)    step build 240 make -j"$JOBS" build/suite_core_cuda build/suite_train_cuda build/bench_matmul build/bench_train \
-                      build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck ;;
+                      build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck build/gpt_text ;;
         test)     step test 240 make test-gpu-suites ;;
         sanitize) step sanitize 480 make test-gpu-sanitize ;;
         compare)  step compare 330 bash -c compare_step ;;
         train)    step train 240 make bench-train ;;
         matmul)   step matmul 150 make bench-matmul ;;
         demo)     step demo 150 bash -c 'make demo && ./build/mixed_precision --data build/data/fashion-mnist' ;;
+        gpt)      step gpt 180 bash -c 'for p in "" --fp16; do for a in 1 2 0; do echo "== gpt_text --bench --steps 50 --attention $a $p";
+                      ./build/gpt_text --bench --steps 50 --attention $a $p || exit 1; done; done;
+                      ./build/gpt_text --bench --steps 20 --profile && make demo-gpt' ;;
         *)        echo "unknown step '$s'" | tee -a "$SUM" ;;
     esac
 done
