@@ -1299,8 +1299,8 @@ static void test_transformer_model_bad(void) {
 }
 
 /* The same GPT on the GPU and the CPU: logits, loss, every gradient; then
-   training steps (the second one captured as a CUDA graph) in FP32, and
-   FP16 learning. Both attention paths. */
+   training steps (the second one captured as a CUDA graph) in FP32. Both
+   attention paths. */
 static void test_gpu_transformer_model(void) {
     gpudl_ctx *c = cpu_ctx();
     int cs;
@@ -1344,6 +1344,11 @@ static void test_gpu_transformer_model(void) {
         gpudl_model_destroy(m); gpudl_model_destroy(gm);
     }
     tr_gpt_attention = 0;
+}
+/* FP16 with the loss scaler learns (a test of its own, outside the sanitizer
+   and shuffled-schedule runs of the gpu_transformer tests: 40 steps). */
+static void test_gpu_gpt_learns_fp16(void) {
+    NEED_GPU(gctx);
     tr_gpt_learns_on(gctx, GPUDL_PRECISION_FP16, 0);
 }
 
