@@ -357,13 +357,23 @@ else
     skip suite_core_clang "clang with omp.h (libomp-dev) not installed"
 fi
 
-section "the assignments' autograder: its core (make test-extra: every seeded bug, class and hostile submission, and the training runs)"
-run_suite bash tests/grade_test.sh --no-train --core
+# The autograder's core runs beside the next two sections: each of the three keeps about one core busy
+# (a compiler, then one emulated or QEMU process), so side by side they take the time of the longest,
+# not the sum (2:47 + 1:20 + 0:55 in a row here). Its lines come after theirs.
+section "the assignments' autograder: its core, started beside the next two sections (make test-extra: every seeded bug, class and hostile submission, and the training runs)"
+# the grader and its data first, in the foreground: nothing below may write them while it reads
+check grader_builds make --no-print-directory build/grade/grade build/test/data/.stamp
+( bash tests/grade_test.sh --no-train --core >$B/grade_core.out 2>&1; echo $? >$B/grade_core.rc ) &
+GRADE_PID=$!
 section "data parallel: 2 ranks under mpirun (make test-dist)"
 run_suite bash tests/run_dist.sh
 section "Windows (MinGW-w64 under Wine) and ARM64 (QEMU): smoke runs (make test-windows, make test-arm64 in full)"
 run_suite bash tests/run_cross.sh windows --quick
 run_suite bash tests/run_cross.sh arm64 --quick
+section "the assignments' autograder: its core's lines (started above)"
+echo "$SECTION: waiting for tests/grade_test.sh --core" > "$STEP"
+wait $GRADE_PID
+run_suite sh -c "cat $B/grade_core.out; exit \$(cat $B/grade_core.rc 2>/dev/null || echo 1)"
 section "the GPU path on the emulated CUDA device: its core (make test-emu in full)"
 if command -v python3 >/dev/null && command -v g++ >/dev/null; then
     run_suite bash tests/run_emu.sh --core

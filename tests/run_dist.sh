@@ -15,7 +15,9 @@ set -u
 cd "$(dirname "$0")/.."
 B=build/dist
 mkdir -p $B build/test/data
-for f in data/fashion-mnist-subset/*.gz; do gunzip -c "$f" > "build/test/data/$(basename "$f" .gz)"; done
+for f in data/fashion-mnist-subset/*.gz; do   # beside and renamed: make test's grader reads them meanwhile
+    d=build/test/data/$(basename "$f" .gz); gunzip -c "$f" > "$d.$$" && mv -f "$d.$$" "$d"
+done
 passed=0; failed=0; skipped=0
 ok()   { printf 'ok      %-34s %s\n' "$1" "${2:-}"; passed=$((passed + 1)); }
 bad()  { printf 'FAIL    %-34s %s\n' "$1" "${2:-}"; failed=$((failed + 1)); }
@@ -84,9 +86,12 @@ else
     if [ -f tests/emu/include/nccl.h ] && command -v python3 >/dev/null && command -v g++ >/dev/null; then
         EMU=tests/emu/nvcc-emu
         ARCH=(-gencode arch=compute_80,code=sm_80 -gencode "arch=compute_90,code=[sm_90,compute_90]")
-        if $EMU -O2 "${ARCH[@]}" -Xcompiler -fopenmp -DGPUDL_MPI -DGPUDL_NCCL $(mpicc --showme:compile) -o $B/dist_test_emu \
-                tests/dist_test.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn -lnccl $(mpicc --showme:link) -lgomp \
-                >$B/dist_test_emu.build.log 2>&1; then
+        # the kernels as the other emulated builds compile them (./gpudl_kernels.cu, the same options: nvcc-emu's
+        # object cache then hands over the one make test built first, saving its 30 s of g++)
+        if $EMU -O2 "${ARCH[@]}" -Xcompiler -fopenmp -c ./gpudl_kernels.cu -o $B/kernels_emu.o >$B/dist_test_emu.build.log 2>&1 \
+                && $EMU -O2 "${ARCH[@]}" -Xcompiler -fopenmp -DGPUDL_MPI -DGPUDL_NCCL $(mpicc --showme:compile) -o $B/dist_test_emu \
+                tests/dist_test.c $B/kernels_emu.o -lcublas -lcublasLt -lcudnn -lnccl $(mpicc --showme:link) -lgomp \
+                >>$B/dist_test_emu.build.log 2>&1; then
             run_ranks dist_gpu_nccl "${MPIRUN[@]}" -x GPUDL_EMU_DEVICE=9.0:80G,9.0:80G $B/dist_test_emu --gpu all
             run_ranks dist_gpu_nccl_mismatch "${MPIRUN[@]}" -x GPUDL_EMU_DEVICE=9.0:80G,9.0:80G $B/dist_test_emu --gpu mismatch
             run_die dist_gpu_nccl_rank_dies "${MPIRUN[@]}" -x GPUDL_EMU_DEVICE=9.0:80G,9.0:80G --mca orte_abort_on_non_zero_status 0 \
