@@ -196,11 +196,11 @@ for ex in bench/*.c; do
     name=$(basename "$ex" .c)
     pcheck "cc_${name}"       $CC -std=c99 -O2 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -o $B/$name $ex -lm
 done
-if [ $HAVE_NVCC = 1 ]; then   # the kernels for both architectures; the README's nvcc line for the demo and the MLP
+if [ $HAVE_NVCC = 1 ]; then   # the kernels for both architectures; the README's nvcc line for the demo
+    # (make test-extra builds every example and benchmark with nvcc)
     pcheck nvcc_kernels_sm80  $NVCC -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k80.o
     pcheck nvcc_kernels_sm90  $NVCC -O2 -gencode arch=compute_90,code=sm_90 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k90.o
     nvcc_dropin cnn_fashion
-    nvcc_dropin mlp_fashion
 else
     skip nvcc_builds "nvcc not found"
 fi

@@ -15,7 +15,7 @@
 #     --core:  what make test runs: --quick, and without the slowest test
 #              (three epochs in three precisions), the examples that only
 #              print (gradcheck, cpu_vs_gpu), mixed_precision and the CNN's
-#              --residual run; the GPT example 10 steps instead of 30
+#              --residual run; the GPT example 4 steps instead of 30
 set -u
 cd "$(dirname "$0")/.."
 NVCC_EMU=tests/emu/nvcc-emu
@@ -159,11 +159,11 @@ fi
 example mlp_fashion     'test accuracy: [0-9.]+%'  --data "$DATA" --epochs 1
 # (three epochs, one per precision: not in the core, whose gpu_amp_* and gpu_layers_16bit tests step FP16 and BF16)
 [ $CORE = 0 ] && example mixed_precision 'BF16'    --data "$DATA" --epochs 1
-# the GPT example on the emulated GPU: --short's learning check in full (100 steps), 10 steps in the core;
+# the GPT example on the emulated GPU: --short's learning check in full (100 steps), 4 steps in the core;
 # then its held-out logits, computed on the GPU path, against check_gpt.py's float64 numpy forward of its checkpoint
 # (30 steps in full: the learning check's 100 steps run on the CPU in make test; here the GPU path's
 # logits against the float64 forward are the point, and 100 steps took 65-344 s of the emulator)
-if [ $CORE = 1 ]; then example gpt_text 'checkpoint: ' --short --steps 10 --sample 20 --out $B/gpt_text.safetensors --eval-dump $B/gpt_text.eval
+if [ $CORE = 1 ]; then example gpt_text 'checkpoint: ' --short --steps 4 --sample 20 --out $B/gpt_text.safetensors --eval-dump $B/gpt_text.eval
 else example gpt_text 'checkpoint: ' --short --steps 30 --sample 40 --attention 1 --out $B/gpt_text.safetensors --eval-dump $B/gpt_text.eval; fi
 if [ -x $B/gpt_text ] && python3 -c 'import numpy' >/dev/null 2>&1; then
     if python3 tests/check_gpt.py $B/gpt_text.safetensors $B/gpt_text.eval >$B/gpt_check.log 2>&1; then

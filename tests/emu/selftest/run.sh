@@ -13,6 +13,8 @@ OUT=${CUEMU_TEST_OUT:-$EMU/.cache/selftest}
 mkdir -p "$OUT"
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
+# --quick: the exhaustive 16-bit arithmetic sweeps sample their ranges (selftest.h: st_stride)
+if [ $QUICK = 1 ]; then export CUEMU_SELFTEST_QUICK=1; else unset CUEMU_SELFTEST_QUICK; fi
 passed=0; failed=0; skipped=0
 
 ok()   { printf 'ok      %-40s %s\n' "$1" "${2:-}"; passed=$((passed + 1)); }
@@ -60,6 +62,29 @@ check driver_version "$NVCC_EMU" --version
 if "$NVCC_EMU" -fopenmp -o "$OUT/x" "$HERE/arch_probe.cu" >"$OUT/unknown_option.log" 2>&1 || ! grep -q "Unknown option '-fopenmp'" "$OUT/unknown_option.log"; then
     bad driver_rejects_unknown_option "(nvcc says: Unknown option '-fopenmp')"
 else ok driver_rejects_unknown_option; fi
+# the object cache (CUEMU_CACHE/obj): the same rewritten text, options and compiler give the kept object;
+# a define the text does not use changes nothing (the text is the input); one it uses, or another option,
+# compiles again; CUEMU_OBJECT_CACHE=0 keeps nothing and takes nothing
+OC=$OUT/objcache; rm -rf "$OC"
+oc_build() {   # oc_build NAME NVCC_OPTIONS...: arch_probe.cu's object, with a cache of its own: says hit or compiled
+    local name=$1; shift
+    CUEMU_CACHE=$OC CUEMU_VERBOSE=1 "$NVCC_EMU" "$@" -c "$HERE/arch_probe.cu" -o "$OUT/oc_$name.o" >"$OUT/oc_$name.log" 2>&1 \
+        || { echo "failed"; return; }
+    if grep -q '(object cache: ' "$OUT/oc_$name.log"; then echo hit; else echo compiled; fi
+}
+oc_expect() {   # oc_expect NAME WANT GOT
+    if [ "$3" = "$2" ]; then ok "objcache_$1" "($3)"; else bad "objcache_$1" "($3, want $2)"; fi
+}
+oc_expect first_compiles compiled "$(oc_build first -O2)"
+oc_expect same_build_hits hit "$(oc_build again -O2)"
+if cmp -s "$OUT/oc_first.o" "$OUT/oc_again.o" && "$NVCC_EMU" -o "$OUT/oc_prog" "$OUT/oc_again.o" >"$OUT/oc_link.log" 2>&1 \
+        && "$OUT/oc_prog"; then ok objcache_kept_object_runs
+else bad objcache_kept_object_runs "(the kept object differs from the compiled one, or its program did not run)"; fi
+oc_expect unused_define_hits hit "$(oc_build unused -O2 -DCUEMU_SELFTEST_UNUSED=1)"
+oc_expect used_define_compiles compiled "$(oc_build used -O2 -Dprobe=probe_renamed)"
+oc_expect option_compiles compiled "$(oc_build o1 -O1)"
+oc_expect arch_compiles compiled "$(oc_build arch -O2 -arch=sm_90)"
+oc_expect off_compiles compiled "$(CUEMU_OBJECT_CACHE=0 oc_build off -O2)"
 
 echo "== target architectures (nvcc's compatibility rules)"
 arch_case() {   # arch_case NAME "NVCC ARCH FLAGS" DEVICE WANT(0 ran, 3 no kernel image)

@@ -6,6 +6,7 @@
 #ifndef CUEMU_SELFTEST_H
 #define CUEMU_SELFTEST_H
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int st_passed, st_failed, st_cur_failed;
@@ -20,6 +21,15 @@ static char st_first[512];
 #define ST_RUN(name) do { st_cur_failed = 0; st_first[0] = 0; name(); fflush(stdout); \
     if (st_cur_failed) { st_failed++; printf("FAIL %s: %s\n", #name, st_first); } \
     else { st_passed++; printf("ok   %s\n", #name); } fflush(stdout); } while (0)
+
+/* CUEMU_SELFTEST_QUICK=1 (run.sh --quick, which make test runs): the
+   exhaustive arithmetic sweeps (fp16_*) take a sample of each range, every
+   STRIDE-th pattern, instead of every pattern; run.sh without --quick
+   (make test-emu) sweeps them all. */
+static inline unsigned st_stride(unsigned stride) {
+    const char *e = getenv("CUEMU_SELFTEST_QUICK");
+    return e && *e && strcmp(e, "0") ? stride : 1u;
+}
 
 static int st_summary(void) {
     printf("%d passed, %d failed\n", st_passed, st_failed);
