@@ -42,6 +42,14 @@ else
         "Error: Race reported between Write access at shift_racy(int*)" "in cases.cu:$L_RW" "in cases.cu:$L_RR" \
         "RAW hazard on __shared__ variable 'int [64]'" "threads (" "RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)"
     san_case race_control_clean 0 "--tool racecheck" race_control "$RCLEAN"
+    # racecheck: four __shared__ scalars declared on one line are four shared variables (nvcc-emu's
+    # rewrite of every declarator): thread 0's writes race with the others' reads; with the barrier, clean
+    L_MW=$(san_line MULTI_WRITE); L_MR=$(san_line MULTI_READ)
+    san_case race_one_line_declarators_flagged 0 "--tool racecheck" race_multi \
+        "Error: Race reported between Write access at tile_origin(int const*, int*, int)" "in cases.cu:$L_MW" \
+        "in cases.cu:$L_MR" "RAW hazard on __shared__ variable 'int' (4 bytes)" \
+        "RACECHECK SUMMARY: 4 hazards displayed (4 errors, 0 warnings)"
+    san_case race_one_line_declarators_control_clean 0 "--tool racecheck" race_multi_control "$RCLEAN"
     # initcheck: a read of what nothing wrote; the control after cudaMemset is clean
     san_case uninit_flagged 0 "--tool initcheck" uninit "Uninitialized __global__ memory read of size 4 bytes" \
         "at sum_first(float const*, float*, int)+0x" "in cases.cu:$L_UN" "by thread (0,0,0) in block (0,0,0)" \

@@ -4,6 +4,7 @@ declarations) on the awkward cases, run on preprocessed-looking text."""
 import importlib.machinery
 import importlib.util
 import os
+import re
 import sys
 
 here = os.path.dirname(os.path.realpath(__file__))
@@ -59,7 +60,59 @@ sh = emu.rewrite_shared('# 1 "t.cu"\nvoid f() { __shared__ typename B::TempStora
 check('shared_dependent_type', 'static thread_local typename B::TempStorage &temp = ::cuemu::shared_var<typename B::TempStorage, ' in sh, sh)
 
 sh = emu.rewrite_shared('# 1 "t.cu"\nvoid f() { __shared__ int a[4], b[4]; }\n')
-check('shared_two_declarators_fall_back', 'static thread_local int a[4], b[4]' in sh, sh)
+check('shared_two_declarators', 'static thread_local int (&a)[4] = ::cuemu::shared_var<int[4], ' in sh
+      and 'static thread_local int (&b)[4] = ::cuemu::shared_var<int[4], ' in sh and 'thread_local int a[4]' not in sh, sh)
+
+# every declarator of a __shared__ declaration is block-shared storage of its own
+# (a plain thread_local would be one copy for all blocks, unseen by racecheck and the shuffle)
+def shared_vars(src):
+    sh = emu.rewrite_shared('# 1 "t.cu"\n' + src)
+    return sh, re.findall(r'static thread_local (.*?) = ::cuemu::shared_(var|dynamic)<(.*?)(?:, (\d+)ull, ([^>]*))?>\(\)', sh)
+
+
+sh, v = shared_vars('__global__ void k() {\n  __shared__ int64_t row0, col0, lda, ldb;\n  row0 = 1; }\n')
+check('shared_four_scalars_one_line', [x[0] for x in v] == ['int64_t &row0', 'int64_t &col0', 'int64_t &lda', 'int64_t &ldb']
+      and len({x[3] for x in v}) == 4 and sh.count('\n') == 4 and 'row0 = 1;' in sh, sh)
+sh, v = shared_vars('void f() { __shared__ float a[32], b[32][33], c; }\n')
+check('shared_arrays_among_declarators', [(x[0], x[2]) for x in v] == [('float (&a)[32]', 'float[32]'),
+      ('float (&b)[32][33]', 'float[32][33]'), ('float &c', 'float')], sh)
+sh, v = shared_vars('void f() { static __shared__ volatile float v[8], w; }\n')
+check('static_volatile_shared_declarators', [x[0] for x in v] == ['volatile float (&v)[8]', 'volatile float &w'], sh)
+sh, v = shared_vars('void f() { __shared__ float *p, q, *r[2]; }\n')
+check('shared_pointer_declarators', [x[2] for x in v] == ['float *', 'float', 'float *[2]'], sh)
+sh, v = shared_vars('void f() { __shared__ __attribute__((aligned(16))) std::pair<int, float> x, y[3]; }\n')
+check('shared_template_type_and_alignment', [(x[2], x[4]) for x in v] == [('std::pair<int, float>', '16'),
+      ('std::pair<int, float>[3]', '16')], sh)
+sh, v = shared_vars('template <int B, class T> void f() { __shared__ T s[B], t[2 * B]; }\n')
+check('shared_template_declarators', [x[2] for x in v] == ['T[B]', 'T[2*B]'], sh)
+sh, v = shared_vars('void f() { extern __shared__ float dyn[], dyn2[]; }\n')
+check('extern_shared_declarators', [x[0] for x in v] == ['float (&dyn)[]', 'float (&dyn2)[]'] and
+      all(x[1] == 'dynamic' for x in v), sh)
+out = emu.rewrite('# 1 "t.cu"\n' + '__cuemu_global__ void k2(float *o) { __shared__ float sg[8][33], sb[8][33]; o[0] = sg[0][0] + sb[0][0]; }\n')
+check('static_smem_counts_every_declarator', out.count('smem_add(') == 2 and out.count('sizeof(float[8][33])') == 2, out)
+
+
+def rewrite_error(src):
+    """The rewrite of src must stop the build: its message, or None when it did not."""
+    import io
+    err, saved = io.StringIO(), sys.stderr
+    sys.stderr = err
+    try:
+        emu.rewrite_shared('# 1 "t.cu"\n' + src)
+        return None
+    except SystemExit:
+        return err.getvalue()
+    finally:
+        sys.stderr = saved
+
+
+e = rewrite_error('void f() {\n  __shared__ int n = 0;\n}\n')
+check('shared_initialiser_refused', e is not None and 't.cu(2): error: initializer not allowed for __shared__ variable "n"' in e, e)
+e = rewrite_error('void f() { __shared__ int a, b{1}; }\n')
+check('shared_brace_initialiser_refused', e is not None and '"b"' in e, e)
+e = rewrite_error('void f() { __shared__ void (*fp)(int); }\n')
+check('shared_unreadable_declaration_refused', e is not None and 'cannot read this __shared__ declaration' in e, e)
+check('shared_control_builds', rewrite_error('void f() { __shared__ int a, b; __shared__ float c[2]; }\n') is None)
 
 sh = emu.rewrite_shared('# 1 "t.cu"\nvoid f() { static __shared__ volatile float v[8]; }\n')
 check('static_volatile_shared', 'static thread_local volatile float (&v)[8]' in sh, sh)

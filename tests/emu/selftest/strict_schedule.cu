@@ -53,6 +53,22 @@ __global__ void warp_sum(const int *in, int *out, int fix) {
     if (t == 0) *out = s[0];
 }
 
+/* Thread 0 sets four __shared__ scalars declared on one line (four shared
+   variables, like four lines) and every thread reads them: right only when
+   thread 0 happens to go first, unless a barrier separates the writes from
+   the reads. */
+__global__ void tile_origin(const int *in, int *out, int fix) {
+    __shared__ int row0, col0, lda, ldb;
+    if (threadIdx.x == 0) {
+        row0 = in[0];
+        col0 = in[1];
+        lda = in[2];
+        ldb = in[3];
+    }
+    if (fix) __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = row0 + col0 * lda + ldb;
+}
+
 /* A correct block reduction and atomics: the same under every schedule. */
 __global__ void block_sum(const int *in, int *total) {
     __shared__ int s[128];
@@ -103,6 +119,15 @@ static int body(void) {
         int want = 0;
         for (int i = 0; i < 128 * 16; i++) want += hin[i];
         right = h[0] == want;
+        break;
+    }
+    case 5: {
+        int *o;
+        if (cudaMalloc(&o, 16 * 32 * sizeof(int)) != cudaSuccess) return 3;
+        tile_origin<<<16, 32>>>(in, o, g_fix);
+        int ho[16 * 32];
+        if (cudaMemcpy(ho, o, sizeof ho, cudaMemcpyDeviceToHost) != cudaSuccess) return 4;
+        for (int i = 0; i < 16 * 32; i++) right = right && ho[i] == hin[0] + hin[1] * hin[2] + hin[3];
         break;
     }
     }
@@ -165,10 +190,22 @@ ST_TEST(correct_kernels_agree_under_every_seed) {
     ST_CHECK(errors == 0);
 }
 
+ST_TEST(one_line_shared_scalars_race_fails_under_shuffle) {
+    int errors = 0;
+    ST_CHECKF(run(5, 0, 0) == 0, "the default schedule runs thread 0 first");
+#if !defined(__SANITIZE_ADDRESS__)   /* an ASan build has no access hooks: threads switch only where they wait */
+    ST_CHECKF(wrong_seeds(5, 0, &errors) > 0, "no seed of %d let a thread read __shared__ int row0, col0, lda, ldb "
+              "before thread 0 wrote them", kSeeds);
+#endif
+    ST_CHECKF(wrong_seeds(5, 1, &errors) == 0, "with __syncthreads() a seed went wrong");
+    ST_CHECK(errors == 0);
+}
+
 int main(void) {
     ST_RUN(block_order_dependence_fails_under_shuffle);
     ST_RUN(lockstep_reliance_fails_under_shuffle);
     ST_RUN(warp_reduction_without_syncwarp_fails_under_shuffle);
+    ST_RUN(one_line_shared_scalars_race_fails_under_shuffle);
     ST_RUN(correct_kernels_agree_under_every_seed);
     return st_summary();
 }

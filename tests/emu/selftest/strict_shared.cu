@@ -3,8 +3,10 @@
    extern __shared__ memory the size the launch gives): an access past a
    static array (one element, or 240 KiB) or past the launch's dynamic size
    faults with cudaErrorIllegalAddress, "out-of-bounds shared access"; the
-   last valid element is fine. Under AddressSanitizer builds the device code
-   has no access hooks: there the same accesses end in ASan's report. */
+   last valid element is fine. Several arrays declared on one line
+   (__shared__ float a[8], b[8];) are as many variables, each with its own
+   bounds. Under AddressSanitizer builds the device code has no access
+   hooks: there the same accesses end in ASan's report. */
 #include <cuda_runtime.h>
 #include "selftest.h"
 #include "strict_child.h"
@@ -44,6 +46,18 @@ __global__ void dynamic_write(long at, float *out) {
     out[threadIdx.x] = d[threadIdx.x];
 }
 
+/* two arrays declared on one line: each has its own exact bounds */
+__global__ void second_of_two(long at, float *out) {
+    __shared__ float a[8], b[8];
+    a[threadIdx.x] = 1.0f;
+    b[threadIdx.x] = 2.0f;
+    __syncthreads();
+    float *p = b;
+    if (threadIdx.x == 0) p[at] = 3.0f;
+    __syncthreads();
+    out[threadIdx.x] = a[threadIdx.x] + b[threadIdx.x];
+}
+
 static float *g_out;
 static int run_static(long at, int read) {
     if (cudaMalloc(&g_out, 64 * sizeof(float)) != cudaSuccess) return -1;
@@ -57,6 +71,19 @@ static int run_dynamic(long at, size_t bytes) {
     return (int)cudaDeviceSynchronize();
 }
 
+static int run_two(long at) {
+    if (cudaMalloc(&g_out, 8 * sizeof(float)) != cudaSuccess) return -1;
+    second_of_two<<<2, 8>>>(at, g_out);
+    return (int)cudaDeviceSynchronize();
+}
+static int two_one_past(void) { EXPECT(1, OOB_WANT((cudaError_t)run_two(8))); return 0; }
+static int two_last(void) {
+    EXPECT(1, run_two(7) == cudaSuccess);
+    float h[8];
+    EXPECT(2, cudaMemcpy(h, g_out, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess);
+    EXPECT(3, h[0] == 3.0f && h[6] == 3.0f && h[7] == 4.0f);
+    return 0;
+}
 static int static_one_past(void) { EXPECT(1, OOB_WANT((cudaError_t)run_static(64, 0))); return 0; }
 static int static_240k_past(void) { EXPECT(1, OOB_WANT((cudaError_t)run_static(64 + 240 * 256, 0))); return 0; }
 static int static_last(void) {
@@ -104,6 +131,14 @@ ST_TEST(static_far_past_t) { ST_CHILD(static_far_past, NULL); ST_CHECKF(strstr(s
 ST_TEST(static_far_before_t) { ST_CHILD(static_far_before, NULL); ST_CHECKF(strstr(strict_log, "out-of-bounds shared"), "%s", strict_log); }
 ST_TEST(dynamic_far_past_t) { ST_CHILD(dynamic_far_past, NULL); ST_CHECKF(strstr(strict_log, "out-of-bounds shared"), "%s", strict_log); }
 
+ST_TEST(one_line_declarators_one_past_t) {
+    OOB_CHILD(two_one_past);
+#if !defined(__SANITIZE_ADDRESS__)
+    ST_CHECKF(strstr(strict_log, "variable 'float [8]' (32 bytes)"), "%s", strict_log);
+#endif
+}
+ST_TEST(one_line_declarators_last_t) { ST_CHILD(two_last, NULL); }
+
 int main(void) {
     ST_RUN(static_one_past_t);
     ST_RUN(static_240k_past_t);
@@ -116,5 +151,7 @@ int main(void) {
     ST_RUN(static_far_past_t);
     ST_RUN(static_far_before_t);
     ST_RUN(dynamic_far_past_t);
+    ST_RUN(one_line_declarators_one_past_t);
+    ST_RUN(one_line_declarators_last_t);
     return st_summary();
 }

@@ -24,6 +24,17 @@ __global__ void shift_synced(int *out) {
     __syncthreads();
     out[t] = tile[(t + 1) % 64];
 }
+/* racecheck: several __shared__ scalars declared on one line (each its own
+   shared variable): thread 0 sets them, every thread reads them, with no
+   barrier between unless sync */
+__global__ void tile_origin(const int *in, int *out, int sync) {
+    __shared__ int row0, col0, lda, ldb;
+    if (threadIdx.x == 0) {
+        row0 = in[0] + 1; col0 = in[1] + 2; lda = in[2] + 3; ldb = in[3] + 4;   /* MULTI_WRITE */
+    }
+    if (sync) __syncthreads();
+    out[threadIdx.x] = row0 + col0 * lda + ldb;                              /* MULTI_READ */
+}
 /* racecheck: lanes of one warp exchange through shared memory; __syncwarp orders them */
 __global__ void warp_exchange(int *out, int sync) {
     __shared__ int s[32];
@@ -97,6 +108,8 @@ int main(int argc, char **argv) {
     int rc = 0;
     if (!strcmp(c, "race")) shift_racy<<<2, 64>>>(d_i);
     else if (!strcmp(c, "race_control")) shift_synced<<<2, 64>>>(d_i);
+    else if (!strcmp(c, "race_multi")) tile_origin<<<2, 32>>>(d_i, d_i + 32, 0);
+    else if (!strcmp(c, "race_multi_control")) tile_origin<<<2, 32>>>(d_i, d_i + 32, 1);
     else if (!strcmp(c, "warp_race")) warp_exchange<<<1, 32>>>(d_i, 0);
     else if (!strcmp(c, "warp_control")) warp_exchange<<<1, 32>>>(d_i, 1);
     else if (!strcmp(c, "same_value")) same_value<<<1, 64>>>(d_i);
