@@ -274,6 +274,13 @@ else
     echo "FAIL    build tests/test_faults.c"; cat $B/test_faults.log; failed=$((failed + 1))
 fi
 
+section "gpudl_check_op for any seed: gpudl's own ops pass every op's battery for 27 seeds (11 for the attention's)"
+if $CC -std=c99 -O2 -Wall -Wextra -DGPUDL_NO_CUDA -o $B/test_check_seeds tests/test_check_seeds.c -lm >$B/test_check_seeds.log 2>&1; then
+    run_suite $B/test_check_seeds
+else
+    echo "FAIL    build tests/test_check_seeds.c"; cat $B/test_check_seeds.log; failed=$((failed + 1))
+fi
+
 section "the full Fashion-MNIST: the drop-in build reads Debian's .gz; one epoch of the demo's CNN (CPU)"
 DEB=/usr/share/datasets/fashion-mnist
 if [ -f $DEB/t10k-labels-idx1-ubyte.gz ] && [ -x $B/dropin_mlp_fashion/mlp_fashion ]; then

@@ -136,6 +136,26 @@ static gpudl_status failing_gemm(void *user, void *stream, int ta, int tb, int64
     return GPUDL_ERR_INVALID_ARG;
 }
 
+/* Hashes (FNV-1a) every input the activation's forward sees, then hands
+   the call back to gpudl: what a recording of the battery would hold. */
+static uint64_t seen_inputs;
+static gpudl_status act_fwd_recorder(void *user, void *stream, gpudl_act act, float alpha, float *y, const float *x, int64_t n) {
+    const unsigned char *b = (const unsigned char *)x;
+    size_t i;
+    (void)user; (void)stream; (void)act; (void)alpha; (void)y;
+    for (i = 0; i < sizeof(float) * (size_t)n; i++) seen_inputs = (seen_inputs ^ b[i]) * 0x100000001b3ull;
+    return GPUDL_ERR_UNSUPPORTED;
+}
+/* The hash of the battery's inputs for a seed (0: the context's default). */
+static uint64_t battery_inputs(gpudl_ctx *c, uint64_t seed) {
+    gpudl_check_report r;
+    if (seed) gpudl_ctx_set_seed(c, seed);
+    seen_inputs = 0xcbf29ce484222325ull;
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_ACT_FORWARD, GPUDL_ACT_RELU, &r));
+    CHECK(r.passed && r.override_declined == r.ncases);
+    return seen_inputs;
+}
+
 /* Which groups of a report failed, as "a,b," (each once, in order). */
 static const char *failed_groups(const gpudl_check_report *r) {
     static char buf[256];
@@ -317,6 +337,21 @@ static void test_check_op(void) {
         CHECK(strstr(gpudl_ctx_last_error(c), "needs a GPU") && t.ms_override == 0 && t.ms_builtin == 0);
     }
     gpudl_ctx_destroy(c);
+    {   /* the battery's inputs come from the context's seed: the same seed the same inputs, another seed others */
+        uint64_t dflt, a, b;
+        c = own_cpu_ctx();
+        memset(&o, 0, sizeof o);
+        o.act_forward = act_fwd_recorder;
+        CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
+        dflt = battery_inputs(c, 0);
+        CHECK(battery_inputs(c, 0x5EED) == dflt);   /* the default seed, set */
+        a = battery_inputs(c, 1234);
+        b = battery_inputs(c, 1235);
+        CHECK(a != dflt && b != dflt && a != b);
+        CHECK(battery_inputs(c, 1234) == a);
+        CHECK(battery_inputs(c, 1235) == b);
+        gpudl_ctx_destroy(c);
+    }
 }
 
 /* ---- custom layers ---- */
