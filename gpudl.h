@@ -1844,7 +1844,8 @@ typedef enum gpudl_op {
    each named by a group (what it probes) and a shape: sizes of 1, primes,
    non-multiples of the warp (32) and of 16/64-wide tiles, and a large one;
    values random, zero, negative, large (logits of 1000), subnormal, and
-   NaN/Inf where gpudl's reference defines the result. Each output element
+   NaN/Inf where gpudl's reference defines the result (IEEE's: a GEMM's
+   0 * Inf is NaN). Each output element
    is compared with a float64 reference (backward ops: also with central
    finite differences of the float64 forward) and fails when
    |got - expected| > tol * (1 + |expected|) (NaN must meet NaN). */
@@ -11165,6 +11166,19 @@ static void gpudl__chk_release(gpudl__chk *c) {
     while (c->nt > 0) gpudl_tensor_free(c->ctx, &c->t[--c->nt]);
 }
 
+/* A case added to an op's battery after its first version draws its
+   inputs from a stream of its own (tag: which), so the cases after it keep
+   theirs: gpudl__chk_fork before it, gpudl__chk_join after. */
+static uint64_t gpudl__chk_fork(gpudl__chk *c, uint64_t tag) {
+    uint64_t keep = c->seed;
+    c->seed = gpudl_rng_bits(keep, 0xadd00000ull + tag);
+    return keep;
+}
+static gpudl_status gpudl__chk_join(gpudl__chk *c, uint64_t keep, gpudl_status s) {
+    c->seed = keep;
+    return s;
+}
+
 /* Opens a case: its group and shape. */
 static gpudl_check_case *gpudl__chk_case(gpudl__chk *c, const char *group, const char *fmt, ...) {
     gpudl_check_case *k;
@@ -11236,21 +11250,33 @@ static gpudl_status gpudl__chk_close(gpudl__chk *c, gpudl_check_case *k, gpudl_s
 typedef struct gpudl__chk_gemm { int64_t M, N, K; int ta, tb; float alpha, beta; const float *A, *B, *C0; } gpudl__chk_gemm;
 static void gpudl__chk_gemm_where(const void *kase, int64_t i, char *w, size_t ws, char *in, size_t is) {
     const gpudl__chk_gemm *g = (const gpudl__chk_gemm *)kase;
-    int64_t r = i / g->N, col = i % g->N;
+    int64_t r = i / g->N, col = i % g->N, l;
     snprintf(w, ws, "C[%lld,%lld] (row %lld, column %lld of %lldx%lld)", (long long)r, (long long)col, (long long)r,
              (long long)col, (long long)g->M, (long long)g->N);
+    for (l = 0; l < g->K; l++) {   /* a zero factor that meets an Inf or a NaN: the product is NaN */
+        float a = g->ta ? g->A[l * g->M + r] : g->A[r * g->K + l], b = g->tb ? g->B[col * g->K + l] : g->B[l * g->N + col];
+        if ((a == 0.0f && !isfinite(b)) || (b == 0.0f && !isfinite(a))) {
+            snprintf(in, is, "row %lld of op(A) . column %lld of op(B), K = %lld: op(A)[%lld,%lld] = %g times op(B)[%lld,%lld] = %g "
+                     "is NaN (IEEE: do not skip zero factors)", (long long)r, (long long)col, (long long)g->K, (long long)r,
+                     (long long)l, (double)a, (long long)l, (long long)col, (double)b);
+            return;
+        }
+    }
     snprintf(in, is, "row %lld of op(A) . column %lld of op(B), K = %lld, alpha %g, beta %g%s", (long long)r, (long long)col,
              (long long)g->K, (double)g->alpha, (double)g->beta, g->beta == 0.0f ? " (C held NaN before: not to be read)" : "");
 }
 
 /* A case of the GEMM; fill: 0 random, 1 zeros in A, 2 negatives, 3 large,
-   4 subnormal, 5 a NaN and an Inf in A. */
+   4 subnormal, 5 a NaN and an Inf in A, 6 zeros that meet an Inf or a NaN
+   (no transposes): a zero and a -0 in A's row M/2 meet an Inf and a NaN in
+   B (0 * Inf and 0 * NaN are NaN: a GEMM that skips zero factors loses
+   them), and an Inf in A meets a zero in B. */
 static gpudl_status gpudl__chk_gemm_case(gpudl__chk *c, const char *group, int64_t M, int64_t N, int64_t K, int ta, int tb,
                                          float alpha, float beta, int fill) {
     gpudl__chk_gemm g;
     gpudl_check_case *k = gpudl__chk_case(c, group, "M=%lld N=%lld K=%lld%s%s%s%s", (long long)M, (long long)N, (long long)K,
                                           ta ? " A^T" : "", tb ? " B^T" : "", beta != 0.0f ? " beta!=0" : "",
-                                          fill == 5 ? " NaN, Inf in A" : gpudl__fill_name(fill));
+                                          fill == 5 ? " NaN, Inf in A" : fill == 6 ? " 0 x Inf, 0 x NaN" : gpudl__fill_name(fill));
     float *A, *B, *C0, *got = NULL;
     double *want = NULL, *sc = NULL;
     int64_t i, j, l, sa[2], sb[2], scs[2];
@@ -11273,6 +11299,13 @@ static gpudl_status gpudl__chk_gemm_case(gpudl__chk *c, const char *group, int64
     }
     for (i = 0; fill == 2 && i < K * N; i++) B[i] = -fabsf(B[i]) - 0.01f;
     if (fill == 5) { A[0] = NAN; A[M * K - 1] = INFINITY; }
+    if (fill == 6) {   /* K >= 3, N >= 3, M >= 2: C[M/2, N/3] and C[M/2, 2N/3] are NaN, C[0, N-1] too */
+        int64_t r = M / 2, k0 = K / 3, k1 = 2 * K / 3, j0 = N / 3, j1 = 2 * N / 3;
+        for (i = 0; i < M * K; i++) if (A[i] == 0.0f) A[i] = 0.5f;   /* no other zeros: the other rows' Infs stay Infs */
+        A[r * K + k0] = 0.0f; B[k0 * N + j0] = INFINITY;
+        A[r * K + k1] = -0.0f; B[k1 * N + j1] = NAN;
+        A[K - 1] = -INFINITY; B[(K - 1) * N + N - 1] = 0.0f;
+    }
     for (i = 0; i < M; i++)
         for (j = 0; j < N; j++) {
             double acc = 0, mag = 0;
@@ -11303,6 +11336,7 @@ static gpudl_status gpudl__chk_gemm_case(gpudl__chk *c, const char *group, int64
 static gpudl_status gpudl__chk_gemm_all(gpudl__chk *c) {
     static const int64_t odd[][3] = {{1, 1, 1}, {1, 7, 3}, {7, 1, 5}, {17, 31, 13}, {33, 65, 47}, {63, 17, 129}, {15, 47, 16}};
     size_t i;
+    uint64_t keep;
     c->r->tol = 1e-5;
     GPUDL__TRY(gpudl__chk_gemm_case(c, "basic", 16, 16, 16, 0, 0, 1.0f, 0.0f, 0));   /* one 16-wide tile: no edges */
     GPUDL__TRY(gpudl__chk_gemm_case(c, "basic", 32, 32, 32, 0, 0, 1.0f, 0.0f, 0));
@@ -11318,6 +11352,8 @@ static gpudl_status gpudl__chk_gemm_all(gpudl__chk *c) {
     GPUDL__TRY(gpudl__chk_gemm_case(c, "values", 24, 20, 18, 0, 0, 1.0f, 0.0f, 3));
     GPUDL__TRY(gpudl__chk_gemm_case(c, "values", 24, 20, 18, 0, 0, 1.0f, 0.0f, 4));
     GPUDL__TRY(gpudl__chk_gemm_case(c, "nan/inf", 9, 10, 11, 0, 0, 1.0f, 0.0f, 5));
+    keep = gpudl__chk_fork(c, 1);
+    GPUDL__TRY(gpudl__chk_join(c, keep, gpudl__chk_gemm_case(c, "nan/inf", 7, 11, 9, 0, 0, 1.0f, 0.0f, 6)));
     GPUDL__TRY(gpudl__chk_gemm_case(c, "large", 256, 256, 256, 0, 0, 1.0f, 0.0f, 0));
     return gpudl__chk_gemm_case(c, "large", 300, 257, 200, 0, 1, 1.0f, 0.0f, 0);
 }
@@ -12217,7 +12253,7 @@ static const char *gpudl__check_hint(gpudl_op op, const char *group) {
         {"values", "zeros, negatives, huge and tiny values: keep to the formula (no early exits; the first maximum "
                    "wins a tie; padding is never the maximum)"},
         {"nan/inf", "NaN must come out NaN where the reference keeps it (ReLU: x > 0 ? x : 0 turns NaN into 0; a "
-                    "max-pool window with a NaN gives NaN)"},
+                    "max-pool window with a NaN gives NaN; 0 * Inf is NaN: a GEMM must not skip zero factors)"},
         {"large logits", "subtract each row's maximum before exp() (exp(1000) is Inf in float, Inf/Inf NaN), and take "
                          "the loss as max + log(sum) - z[label], not -log(p): p underflows to 0 when the gap is large"},
         {"overlap", "windows overlap (stride < window): a cell can be the maximum of several windows, so add (+=) the "

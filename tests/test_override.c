@@ -26,6 +26,31 @@ static gpudl_status gemm_no_trans_b(void *user, void *stream, int ta, int tb, in
     (void)tb;
     return naive_gemm(user, stream, ta, 0, M, N, K, alpha, A, B, beta, C);
 }
+/* skips zero factors (if (a != 0), or if (b != 0)): a seeded bug, 0 * Inf and 0 * NaN are NaN */
+static gpudl_status gemm_skip_zeros(int skip_b, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                                    const float *B, float beta, float *C) {
+    int64_t i, j, k;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            float acc = 0;
+            for (k = 0; k < K; k++) {
+                float a = ta ? A[k * M + i] : A[i * K + k], b = tb ? B[j * K + k] : B[k * N + j];
+                if ((skip_b ? b : a) != 0.0f) acc += a * b;
+            }
+            C[i * N + j] = alpha * acc + (beta != 0.0f ? beta * C[i * N + j] : 0.0f);
+        }
+    return GPUDL_OK;
+}
+static gpudl_status gemm_skip_zero_a(void *user, void *stream, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                     const float *A, const float *B, float beta, float *C) {
+    (void)user; (void)stream;
+    return gemm_skip_zeros(0, ta, tb, M, N, K, alpha, A, B, beta, C);
+}
+static gpudl_status gemm_skip_zero_b(void *user, void *stream, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                     const float *A, const float *B, float beta, float *C) {
+    (void)user; (void)stream;
+    return gemm_skip_zeros(1, ta, tb, M, N, K, alpha, A, B, beta, C);
+}
 static gpudl_status relu_only(void *user, void *stream, gpudl_act act, float alpha, float *y, const float *x, int64_t n) {
     int64_t i;
     (void)stream; (void)alpha;
@@ -281,7 +306,7 @@ static void test_check_op(void) {
     gpudl_ops o;
     op_counts n;
     char buf[8192];
-    int op, lines = 0;
+    int op, i, lines = 0;
     const char *p;
     for (op = GPUDL_OP_GEMM; op <= GPUDL_OP_ADAM_UPDATE; op++) {
         CHECK_OK(gpudl_check_op(c, (gpudl_op)op, GPUDL_ACT_RELU, &r));
@@ -316,6 +341,17 @@ static void test_check_op(void) {
     CHECKF(!r.passed && !strcmp(failed_groups(&r), "transposes,alpha/beta,large,"), "failed: %s", failed_groups(&r));
     CHECK_OK(gpudl_check_op(c, GPUDL_OP_ACT_FORWARD, 0, &r));
     CHECKF(!strcmp(failed_groups(&r), "nan/inf,"), "failed: %s", failed_groups(&r));
+    for (i = 0; i < 2; i++) {   /* a GEMM that skips zero factors (in A, or in B) loses 0 * Inf = NaN: nan/inf fails, nothing else */
+        o.gemm = i ? gemm_skip_zero_b : gemm_skip_zero_a;
+        CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
+        CHECK_OK(gpudl_check_op(c, GPUDL_OP_GEMM, 0, &r));
+        CHECKF(!strcmp(failed_groups(&r), "nan/inf,") && r.got == r.got && r.expected != r.expected, "skips zeros in %s: failed %s",
+               i ? "B" : "A", failed_groups(&r));
+        gpudl_check_explain(&r, buf, sizeof buf);
+        CHECKF(strstr(buf, "0 x Inf") && strstr(buf, "do not skip zero factors"), "explanation:\n%s", buf);
+    }
+    o.gemm = gemm_no_trans_b;
+    CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
     CHECK_OK(gpudl_check_op(c, GPUDL_OP_XENT_FORWARD, 0, &r));
     CHECKF(!strcmp(failed_groups(&r), "large logits,"), "failed: %s", failed_groups(&r));
     CHECK_OK(gpudl_check_op(c, GPUDL_OP_MAXPOOL_BACKWARD, 0, &r));
