@@ -1834,8 +1834,9 @@ typedef enum gpudl_op {
     GPUDL_OP_SGD_UPDATE, GPUDL_OP_ADAM_UPDATE,
     /* the causal softmax over attention scores; its own groups: causal mask
        (NaN, 1e4 or Inf above the diagonal; masked outputs exactly 0), large
-       scores (+-1e4), long rows (T = 1100, 2049), finite diff (the backward
-       against the installed forward) and odd head sizes (the whole
+       scores (+-1e4, in rows of T = 40 and of T = 1100, past 1024 too),
+       long rows (T = 1100, 2049), finite diff (the backward against the
+       installed forward) and odd head sizes (the whole
        gpudl_attention_forward/_backward with the override, float64 reference) */
     GPUDL_OP_ATTN_SOFTMAX_FORWARD, GPUDL_OP_ATTN_SOFTMAX_BACKWARD
 } gpudl_op;
@@ -12133,11 +12134,14 @@ static gpudl_status gpudl__chk_attn_all(gpudl__chk *c, int backward) {
     static const int64_t odd[][2] = {{1, 1}, {3, 7}, {5, 33}, {2, 65}};
     static const int64_t heads[][4] = {{2, 7, 3, 5}, {1, 33, 2, 1}, {3, 5, 1, 13}};
     size_t i;
+    uint64_t keep;
     c->r->tol = 1e-5;
     GPUDL__TRY(gpudl__chk_attn_case(c, backward, "basic", 4, 16, 0));
     GPUDL__TRY(gpudl__chk_attn_case(c, backward, "causal mask", 3, 37, 1));
     for (i = 0; i < sizeof odd / sizeof odd[0]; i++) GPUDL__TRY(gpudl__chk_attn_case(c, backward, "odd sizes", odd[i][0], odd[i][1], 0));
     GPUDL__TRY(gpudl__chk_attn_case(c, backward, "large scores", 2, 40, 2));
+    keep = gpudl__chk_fork(c, 1);   /* a long row of large scores: the max subtracted on the long rows' path too */
+    GPUDL__TRY(gpudl__chk_join(c, keep, gpudl__chk_attn_case(c, backward, "large scores", 1, 1100, 2)));
     GPUDL__TRY(gpudl__chk_attn_case(c, backward, "long rows", 1, 1100, 0));
     GPUDL__TRY(gpudl__chk_attn_case(c, backward, "long rows", 1, 2049, 0));
     if (backward) {

@@ -653,7 +653,8 @@ static void test_gpu_override_and_custom(void) {
 /* A student's plain C softmax over scores, with seeded bugs picked by *user:
    0 right, 1 no max subtracted, 2 the mask leaks (the whole row), 3 a row
    held in a fixed array of 1024 (longer rows: the rest left unwritten),
-   5 nothing written. */
+   5 nothing written, 6 the max subtracted on the short rows' path only
+   (T <= 1024). */
 static int attn_calls;
 static gpudl_status attn_fwd_user(void *user, void *stream, float *att, const float *s, int64_t L, int64_t T) {
     int bug = *(const int *)user;
@@ -666,7 +667,7 @@ static gpudl_status attn_fwd_user(void *user, void *stream, float *att, const fl
         float mx = -INFINITY, sum = 0, row[1024];
         if (bug == 3 && n > 1024) n = 1024;   /* the rest of a long row is lost */
         for (j = 0; j < n; j++) mx = s[r * T + j] > mx ? s[r * T + j] : mx;
-        if (bug == 1) mx = 0.0f;
+        if (bug == 1 || (bug == 6 && T > 1024)) mx = 0.0f;
         for (j = 0; j < n; j++) {
             float e = expf(s[r * T + j] - mx);
             if (j < 1024) row[j] = e;
@@ -733,15 +734,19 @@ static void test_check_attn(void) {
     bug = 1;
     CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_FORWARD, 0, &r));
     CHECKF(!strcmp(failed_groups(&r), "large scores,"), "no max: failed %s", failed_groups(&r));
+    bug = 6;   /* long rows of small scores pass without the max: only the long row of large scores catches it */
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_FORWARD, 0, &r));
+    CHECKF(!strcmp(failed_groups(&r), "large scores,") && r.first_case >= 0 && strstr(r.cases[r.first_case].shape, "T=1100"),
+           "no max on long rows: failed %s", failed_groups(&r));
     bug = 2;
     CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_FORWARD, 0, &r));
     CHECKF(strstr(failed_groups(&r), "causal mask,") && strstr(failed_groups(&r), "odd head sizes,"), "mask leak: failed %s",
            failed_groups(&r));
     gpudl_check_explain(&r, buf, sizeof buf);
     CHECKF(strstr(buf, "first failure") && strstr(buf, "att[") && strstr(buf, "expected") && strstr(buf, "scores from"), "explanation:\n%s", buf);
-    bug = 3;
+    bug = 3;   /* large scores has a row of T = 1100 too */
     CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_FORWARD, 0, &r));
-    CHECKF(!strcmp(failed_groups(&r), "long rows,"), "fixed row: failed %s", failed_groups(&r));
+    CHECKF(!strcmp(failed_groups(&r), "large scores,long rows,"), "fixed row: failed %s", failed_groups(&r));
     bug = 4;
     CHECK_OK(gpudl_check_op(c, GPUDL_OP_ATTN_SOFTMAX_BACKWARD, 0, &r));
     CHECKF(strstr(failed_groups(&r), "basic,") && strstr(failed_groups(&r), "finite diff,"), "wrong range: failed %s",
