@@ -55,6 +55,16 @@ else
         "at sum_first(float const*, float*, int)+0x" "in cases.cu:$L_UN" "by thread (0,0,0) in block (0,0,0)" \
         "ERROR SUMMARY: 16 errors"
     san_case uninit_control_clean 0 "--tool initcheck" uninit_control "$CLEAN"
+    # initcheck of shared memory: NVIDIA's initcheck checks global memory unless
+    # --initcheck-address-space says shared or all; a tile read before any thread wrote it
+    L_US=$(san_line UNINIT_SHARED)
+    san_case uninit_shared_flagged 0 "--tool initcheck --initcheck-address-space shared" uninit_shared \
+        "Uninitialized __shared__ memory read of size 4 bytes" "at tile_sum(int*, int)+0x" "in cases.cu:$L_US" \
+        "by thread (0,0,0) in block (0,0,0)" "ERROR SUMMARY: 128 errors"
+    san_case uninit_shared_not_by_default 0 "--tool initcheck" uninit_shared "$CLEAN"
+    san_case uninit_shared_control_clean 0 "--tool initcheck --initcheck-address-space all" uninit_shared_control "$CLEAN"
+    san_case uninit_global_with_all 0 "--tool initcheck --initcheck-address-space all" uninit \
+        "Uninitialized __global__ memory read of size 4 bytes" "ERROR SUMMARY: 16 errors"
     # --error-exitcode: N when errors were found, the program's status when none
     san_case error_exitcode_7 7 "--tool racecheck --error-exitcode 7" race "RACECHECK SUMMARY: 2 hazards"
     san_case error_exitcode_clean 0 "--tool initcheck --error-exitcode 7" uninit_control "$CLEAN"

@@ -34,7 +34,12 @@
    - initcheck (Manual, "Initcheck Tool"): a kernel's read of device global
      memory that nothing wrote since cudaMalloc (a byte of shadow per
      device byte; cudaMemset/cudaMemcpy/library outputs and kernel writes
-     mark bytes written).
+     mark bytes written). Global memory only, unless the command line's
+     --initcheck-address-space (global, the default; shared; all) asks for
+     shared memory too (CUEMU_SAN_INIT_SPACE): then a read of a __shared__
+     byte that no thread of the block wrote since the block started
+     ("Uninitialized __shared__ memory read"; a block's shared memory starts
+     undefined: Programming Guide, "Shared Memory").
    - synccheck (Manual, "Synccheck Tool"): barrier and warp-synchronisation
      errors the executor finds (san_sync_error).
 
@@ -70,6 +75,8 @@ namespace {
 /* >>tool and options */
 int g_tool = -1;                 /* SanTool; -1 until read */
 bool g_leak_check = false;       /* CUEMU_SAN_LEAK_CHECK=1 (--leak-check full) */
+bool g_init_global = true;       /* initcheck's address spaces (CUEMU_SAN_INIT_SPACE: global, shared or all) */
+bool g_init_shared = false;
 int g_fd = 2;                    /* CUEMU_SAN_FD: where records go */
 std::string *g_capture = nullptr;   /* self-tests: records go here instead */
 const unsigned kPerSite = 32;    /* full records per (kind, pc); more are only counted */
@@ -99,6 +106,15 @@ int read_tool() {
         if (fd && *fd) g_fd = atoi(fd);
         const char *lc = getenv("CUEMU_SAN_LEAK_CHECK");
         g_leak_check = tool == SAN_MEMCHECK && lc && !strcmp(lc, "1");
+        const char *is = getenv("CUEMU_SAN_INIT_SPACE");
+        if (is && *is) {
+            if (strcmp(is, "global") && strcmp(is, "shared") && strcmp(is, "all")) {
+                fprintf(stderr, "cuemu: CUEMU_SAN_INIT_SPACE=%s: want global, shared or all\n", is);
+                exit(1);
+            }
+            g_init_global = strcmp(is, "shared") != 0;
+            g_init_shared = strcmp(is, "global") != 0;
+        }
         atexit(at_exit);
     }
     return tool;
@@ -324,6 +340,12 @@ struct WorkerSan {
     Hazard p_haz[3];
     int p_nhaz = 0;
     dim3 p_thread{}, p_block{};
+    /* initcheck of shared memory: per byte of the window, the block (serial)
+       whose thread last wrote it; a byte not written in this block reads as
+       uninitialised */
+    uint32_t *written = nullptr;
+    size_t nwritten = 0;
+    uint32_t block_serial = 0;
     /* memcheck/initcheck: the allocation of the last global access */
     AllocRec *cache = nullptr;
     uint64_t cache_gen = 0;
@@ -422,8 +444,46 @@ void memcheck_access(WorkerSan &w, uintptr_t a, size_t n, bool write, const void
 }
 
 /* >>initcheck */
+void ensure_written(WorkerSan &w, size_t n) {
+    if (n <= w.nwritten) return;
+    size_t want = (n + 65535) / 65536 * 65536;
+    void *p = mmap(nullptr, want * sizeof(uint32_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) return;
+    if (w.written) {
+        memcpy(p, w.written, w.nwritten * sizeof(uint32_t));
+        munmap(w.written, w.nwritten * sizeof(uint32_t));
+    }
+    w.written = (uint32_t *)p;
+    w.nwritten = want;
+}
+
+void initcheck_shared(WorkerSan &w, uintptr_t a, size_t n, bool write, bool atomic, const void *pc) {
+    size_t off = a - (uintptr_t)w.smem;
+    ensure_written(w, off + n);
+    if (off + n > w.nwritten) return;
+    uint32_t *s = w.written + off;
+    if (!write || atomic) {
+        for (size_t i = 0; i < n; i++) {
+            if (s[i] == w.block_serial) continue;
+            if (site_allows(site("is", pc))) {
+                Rec rec("initcheck");
+                rec.kv("what", "uninit").kv("space", "shared").kv("rw", "read").num("size", n).hex("addr", off);
+                where(rec, pc).emit();
+            }
+            break;
+        }
+    }
+    if (write)
+        for (size_t i = 0; i < n; i++) s[i] = w.block_serial;
+}
+
 void initcheck_access(WorkerSan &w, uintptr_t a, size_t n, bool write, bool atomic, const void *pc) {
-    if (in_shared(w, a) || on_stack(a)) return;
+    if (in_shared(w, a)) {
+        if (g_init_shared && w.smem) initcheck_shared(w, a, n, write, atomic, pc);
+        return;
+    }
+    if (!g_init_global || on_stack(a)) return;
     AllocRec *r = nullptr;
     if (lookup(w, a, n, &r) != 0 || !r->shadow) return;
     uint8_t *s = r->shadow + (a - r->base);
@@ -743,6 +803,10 @@ void san_block_begin(char *smem, size_t smem_bytes, char *dynamic, size_t dynami
     w.hi = (uintptr_t)smem + smem_bytes;
     if (dynamic && (uintptr_t)dynamic >= w.lo && (uintptr_t)dynamic + dynamic_bytes > w.hi) w.hi = (uintptr_t)dynamic + dynamic_bytes;
     w.last_bad = 0;
+    if (tool() == SAN_INITCHECK && g_init_shared && ++w.block_serial == 0) {   /* a new block: nothing written yet */
+        if (w.written) memset(w.written, 0, w.nwritten * sizeof(uint32_t));
+        w.block_serial = 1;
+    }
     if (tool() != SAN_RACECHECK) return;
     w.epoch++;
     unsigned n = blockDim.x * blockDim.y * blockDim.z;

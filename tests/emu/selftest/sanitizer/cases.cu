@@ -67,6 +67,15 @@ __global__ void sum_first(const float *in, float *out, int n) {
     for (int i = 0; i < n; i++) s += in[i];   /* UNINIT_READ */
     out[0] = s;
 }
+/* initcheck --initcheck-address-space shared|all: a tile of shared memory
+   read before (or, with fill, after) its threads wrote it */
+__global__ void tile_sum(int *out, int fill) {
+    __shared__ int tile[32];
+    int t = threadIdx.x;
+    if (fill) tile[t] = t;
+    __syncthreads();
+    out[t] = tile[t] + tile[31 - t];          /* UNINIT_SHARED */
+}
 /* memcheck: one element past the end */
 __global__ void read_past(const float *in, float *out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -118,7 +127,9 @@ int main(int argc, char **argv) {
         CHECK(cudaMalloc(&d_f, 16 * sizeof(float)));
         if (!strcmp(c, "uninit_control")) CHECK(cudaMemset(d_f, 0, 16 * sizeof(float)));
         sum_first<<<1, 1>>>(d_f, d_o, 16);
-    } else if (!strcmp(c, "oob") || !strcmp(c, "oob_control")) {
+    } else if (!strcmp(c, "uninit_shared")) tile_sum<<<2, 32>>>(d_i, 0);
+    else if (!strcmp(c, "uninit_shared_control")) tile_sum<<<2, 32>>>(d_i, 1);
+    else if (!strcmp(c, "oob") || !strcmp(c, "oob_control")) {
         CHECK(cudaMalloc(&d_f, 100 * sizeof(float)));
         CHECK(cudaMemset(d_f, 0, 100 * sizeof(float)));
         read_past<<<1, 128>>>(d_f, d_o, !strcmp(c, "oob") ? 100 : 99);
