@@ -1846,10 +1846,10 @@ typedef enum gpudl_op {
    non-multiples of the warp (32) and of 16/64-wide tiles, and a large one;
    values random, zero, negative, large (logits of 1000), subnormal, and
    NaN/Inf where gpudl's reference defines the result (IEEE's: a GEMM's
-   0 * Inf is NaN). Each output element
-   is compared with a float64 reference (backward ops: also with central
-   finite differences of the float64 forward) and fails when
-   |got - expected| > tol * (1 + |expected|) (NaN must meet NaN). */
+   0 * Inf is NaN). Each output element is compared with a float64
+   reference (backward ops: also with central finite differences of the
+   float64 forward) and fails when |got - expected| > tol * (1 + |expected|)
+   (NaN must meet NaN). */
 #define GPUDL_CHECK_MAX_CASES 64
 typedef struct gpudl_check_case {
     char    group[24];        /* "shapes", "odd sizes", "large", "values", "nan/inf", "accumulate", ... */
@@ -11300,7 +11300,7 @@ static gpudl_status gpudl__chk_gemm_case(gpudl__chk *c, const char *group, int64
     }
     for (i = 0; fill == 2 && i < K * N; i++) B[i] = -fabsf(B[i]) - 0.01f;
     if (fill == 5) { A[0] = NAN; A[M * K - 1] = INFINITY; }
-    if (fill == 6) {   /* K >= 3, N >= 3, M >= 2: C[M/2, N/3] and C[M/2, 2N/3] are NaN, C[0, N-1] too */
+    if (fill == 6) {   /* K >= 4, N >= 4, M >= 2: C[M/2, N/3] and C[M/2, 2N/3] are NaN, C[0, N-1] too */
         int64_t r = M / 2, k0 = K / 3, k1 = 2 * K / 3, j0 = N / 3, j1 = 2 * N / 3;
         for (i = 0; i < M * K; i++) if (A[i] == 0.0f) A[i] = 0.5f;   /* no other zeros: the other rows' Infs stay Infs */
         A[r * K + k0] = 0.0f; B[k0 * N + j0] = INFINITY;
