@@ -117,7 +117,7 @@ OUT ?= grades.csv
 GRADE_KIT ?= .
 build/grade/grade: assignments/grade.c gpudl.h
 	@mkdir -p build/grade
-	$(CC) -O2 -I. -o $@ assignments/grade.c
+	$(CC) -O2 -I. -o $@ assignments/grade.c -lm
 # The grader's command line for assignment $$a (shell): the toolchain this machine has.
 GRADE_CMD = if [ -n "$(HAVE_NVCC)" ] && nvidia-smi -L >/dev/null 2>&1; then nvcc="$(NVCC)"; flags="$(CUDA_FLAGS)"; \
 	    else nvcc=tests/emu/nvcc-emu; flags=; fi; \

@@ -2,7 +2,7 @@
 
    One file, two programs:
    - the grader (this file built with a plain C compiler, no student code):
-       cc -O2 -o grade grade.c
+       cc -O2 -o grade grade.c -lm
        ./grade sgemm my_sgemm.cu                      one submission: its table and score
        ./grade sgemm submissions/ --out grades.csv    a class: a CSV row and a feedback file each
      It builds, per submission, in a fresh folder holding only gpudl.h and
@@ -10,20 +10,27 @@
      it with the runner (below) and runs the runner in child processes
      under a sandbox; it never runs a line of student code itself.
    - the runner (this file built with -DGRADE_RUNNER, linked with the
-     student's file, which defines student_ops(gpudl_ops *)): in each child
-     it installs the student's functions as gpudl's overrides and runs
-     gpudl_check_op (gpudl.h, section >>override), sending each case's
-     result to the grader on a private channel (fd 3, not stdout); or it
-     trains a small network with them.
-   The grader decides the score from those records, a group of cases at a
-   time: a crash, a timeout or a CUDA fault costs the group of the case it
-   happened in, and the grading goes on with the next group in a fresh
-   child (and a fresh device). */
+     student's file, which defines student_ops(gpudl_ops *)): in a child it
+     only computes: it receives a call's inputs on fd 4, runs the student's
+     function on them (on the GPU, the emulated one, or the CPU) and sends
+     the raw outputs back on fd 3; or it trains a small network with the
+     student's functions (no points).
+   The grader itself runs gpudl_check_op (gpudl.h, section >>override) on
+   the CPU with proxies installed as the ops: each call goes to the child,
+   and the inputs (a seed drawn per grading run), the float64 references,
+   the tolerances, the comparison and the score stay in the grader, in a
+   process that never runs student code. A crash, a timeout or a CUDA fault
+   costs the group of the case it happened in, and the grading goes on with
+   the next group in a fresh child (and a fresh device). */
 
 #if defined(GRADE_RUNNER)
 #  define GPUDL_IMPLEMENTATION
-#elif !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE   /* the grader: O_PATH, strsignal, wait4 */
+#else   /* the grader: gpudl's CPU implementation for the references and the comparison, no CUDA */
+#  if !defined(_GNU_SOURCE)
+#    define _GNU_SOURCE   /* O_PATH, strsignal, wait4 */
+#  endif
+#  define GPUDL_IMPLEMENTATION
+#  define GPUDL_NO_CUDA
 #endif
 #include "gpudl.h"
 #include <stdio.h>
@@ -155,38 +162,48 @@ static int grade_nrules(const grade_check *c) {
 }
 
 
-/* ---- the channel: what a runner child tells the grader -------------------- */
-/* Fixed-size records on fd 3 (a pipe; each record is written whole, in one
-   write of less than PIPE_BUF bytes). The grader reads nothing else from a
-   child: what the child prints goes to the student's feedback only.
-   Each record carries the run's key: 64 random bits that the grader draws
-   for each child and passes as the last argument pair (--key HEX), which
-   the runner reads and overwrites in .preinit_array, before any code of
-   the student's runs. A submission can write to fd 3 with allowed calls
-   alone (stdout->_fileno = 3; fwrite), and grade.c's record layout is
-   public: without the key its records are dropped. */
-#define GRADE_MAGIC 0x67726431   /* "grd1" */
-#define GRADE_FD 3
-typedef enum grade_msg_kind {
-    GRADE_MSG_PROBE = 1,   /* student_ops ran: a = the gpudl_ops fields it set (bit op), b = guards (GRADE_GUARD_*) */
-    GRADE_MSG_START,       /* a case begins: index, kase.group, kase.shape */
-    GRADE_MSG_CASE,        /* a case ended: index, kase, status (the student's), first (details below) */
-    GRADE_MSG_FAULT,       /* a sticky CUDA fault in the case index: text = the error's name */
-    GRADE_MSG_END          /* the check ended: status (gpudl_check_op's), a = calls, b = GPUDL_ERR_UNSUPPORTED answers */
-} grade_msg_kind;
-#define GRADE_NOT_CALLED 1000   /* status of a case that never called the student's function */
+
+/* ---- the channel: the grader asks, a runner child computes ---------------- */
+/* The process that runs a student's code only computes. For each call of
+   the student's function that gpudl's check makes, the grader (which runs
+   gpudl_check_op itself, on the CPU, with proxies installed as the ops)
+   sends the call's sizes and scalars and its input buffers on fd 4
+   (GRADE_FD_CALL); the runner child copies them to the device, calls the
+   student's function, and sends back the output buffers, raw, on fd 3
+   (GRADE_FD_BACK). The inputs come from a seed the grader draws for each
+   grading run; the references, the tolerances, the comparison and the
+   score never leave the grader. Nothing in the child is a secret: a child
+   that lies on the channel lies about its own outputs, which is all it
+   could do by computing them wrong. */
+#define GRADE_MAGIC 0x67726432   /* "grd2" */
+#define GRADE_FD_BACK 3
+#define GRADE_FD_CALL 4
+#define GRADE_NBUF 6
+#define GRADE_NOPS 16
+enum { GRADE_BUF_NONE = 0, GRADE_BUF_IN, GRADE_BUF_OUT };   /* OUT: sent (it may be read: beta != 0) and returned */
+enum { GRADE_BACK_PROBE = 1, GRADE_BACK_CALL };
 #define GRADE_GUARD_SECCOMP 1
-typedef struct grade_msg {
-    int32_t magic, kind, index, status, first, pad;
-    uint64_t key;                /* the run's key (--key): a record without it is not the runner's */
-    int64_t a, b;
-    gpudl_check_case kase;
-    double  expected, got;
-    int64_t elem;                /* the failing element (-1: the call failed) */
-    char    where[96];
-    char    inputs[160];
-    char    text[256];           /* the status message, or a reason */
-} grade_msg;
+/* One call: the op, its scalars and sizes, and its pointer arguments in the
+   order of gpudl_ops' signature (grade_call_layout); the buffers' bytes
+   follow, IN and OUT ones, in that order. */
+typedef struct grade_call {
+    int32_t magic, op, act, trans_a, trans_b, nbuf;
+    float   alpha, beta, scale, pad;
+    int64_t M, N, K;                 /* gemm: M N K; act: n = M; xent: N = M, K; attention: L = M, T = N */
+    gpudl_pool_shape pool;
+    int64_t bytes[GRADE_NBUF];
+    int32_t role[GRADE_NBUF];        /* GRADE_BUF_*: NONE is a NULL pointer */
+    int32_t same[GRADE_NBUF];        /* -1, or an earlier buffer that is the same pointer (in-place) */
+} grade_call;
+/* What comes back: the probe (the gpudl_ops fields student_ops set), or a
+   call's status, then its OUT buffers' bytes (none after a fault: the
+   child then ends). */
+typedef struct grade_back {
+    int32_t magic, kind, status, fault;
+    int64_t fields, guards;
+    char    text[256];               /* a fault: the CUDA error's name */
+} grade_back;
+
 
 #if defined(GRADE_RUNNER)
 /* ======================================================================== */
@@ -194,6 +211,9 @@ typedef struct grade_msg {
 /* sandboxed children (--child ...).                                        */
 /* ======================================================================== */
 #include <unistd.h>
+#if defined(__linux__)
+#  include <sys/mman.h>
+#endif
 #if defined(__linux__) && defined(__x86_64__)
 #  include <stddef.h>
 #  include <linux/audit.h>
@@ -312,7 +332,6 @@ static int grade_seccomp(void) {
 }
 
 static int grade_guards;   /* GRADE_GUARD_* in place */
-static uint64_t grade_key;  /* the run's key (--key), from the grader; its text in argv is overwritten */
 
 static int grade_streq(const char *a, const char *b) {   /* no libc: a student's strcmp must not decide */
     while (*a && *a == *b) { a++; b++; }
@@ -320,38 +339,42 @@ static int grade_streq(const char *a, const char *b) {   /* no libc: a student's
 }
 
 static void grade_preinit(int argc, char **argv, char **envp) {
-    int i;
     (void)envp;
-    for (i = 1; i + 1 < argc; i++)
-        if (grade_streq(argv[i], "--key")) {
-            char *h = argv[i + 1];
-            for (grade_key = 0; *h; h++) {
-                int d = *h >= '0' && *h <= '9' ? *h - '0' : *h >= 'a' && *h <= 'f' ? *h - 'a' + 10 : 0;
-                grade_key = grade_key << 4 | (uint64_t)d;
-                *h = '0';   /* not left for the student's code to read (argv, /proc/self/cmdline) */
-            }
-        }
     if (argc > 1 && grade_streq(argv[1], "--child") && grade_seccomp()) grade_guards |= GRADE_GUARD_SECCOMP;
 }
 #if defined(__linux__)
 __attribute__((section(".preinit_array"), used)) static void (*const grade_preinit_entry)(int, char **, char **) = grade_preinit;
 #endif
 
-/* One record to the grader, written whole. */
-static void grade_send(grade_msg *m) {
-    const char *p = (const char *)m;
-    size_t left = sizeof *m;
-    m->magic = GRADE_MAGIC;
-    m->key = grade_key;
-    while (left > 0) {
+/* The channel, with raw system calls: a student's object that defined
+   write() or read() would otherwise see (or stop) them. */
+static int grade_put(const void *p, size_t n) {
+    const char *c = (const char *)p;
+    while (n > 0) {
 #if defined(GRADE_SECCOMP)
-        long w = grade_raw(SYS_write, GRADE_FD, (long)p, (long)left, 0, 0);
+        long w = grade_raw(SYS_write, GRADE_FD_BACK, (long)c, (long)n, 0, 0);
+        if (w == -EINTR) continue;
 #else
-        long w = (long)write(GRADE_FD, p, left);
+        long w = (long)write(GRADE_FD_BACK, c, n);
 #endif
-        if (w <= 0) break;
-        p += w; left -= (size_t)w;
+        if (w <= 0) return 0;
+        c += w; n -= (size_t)w;
     }
+    return 1;
+}
+static int grade_get(void *p, size_t n) {
+    char *c = (char *)p;
+    while (n > 0) {
+#if defined(GRADE_SECCOMP)
+        long r = grade_raw(SYS_read, GRADE_FD_CALL, (long)c, (long)n, 0, 0);
+        if (r == -EINTR) continue;
+#else
+        long r = (long)read(GRADE_FD_CALL, c, n);
+#endif
+        if (r <= 0) return 0;
+        c += r; n -= (size_t)r;
+    }
+    return 1;
 }
 
 static void grade_leave(int code) {
@@ -364,184 +387,61 @@ static void grade_leave(int code) {
 
 void student_ops(gpudl_ops *ops);   /* in the student's file */
 
-/* ---- the spy: the student's functions, called through counting wrappers --- */
-/* The runner installs these wrappers, not the student's functions: it can
-   then tell that the student's code really ran (a field left NULL, or a
-   function that only returns GPUDL_ERR_UNSUPPORTED, would have gpudl's own
-   code checked, and pass). While checking, GPUDL_ERR_UNSUPPORTED from the
-   op under test becomes an error, so such a case fails instead of falling
-   back to gpudl. The wrappers also follow the check's cases (the report's
-   case in flight), send each finished case to the grader, skip the cases
-   the grader has decided already, and catch a sticky CUDA fault at the
-   case that caused it. */
-#define GRADE_NOPS 16
-static struct {
-    gpudl_ops student;
-    int       checking;                  /* the op under check (0: training) */
-    int64_t   calls[GRADE_NOPS];         /* per gpudl_op */
-    int64_t   unsupported[GRADE_NOPS];
-    gpudl_check_report *report;          /* the check's report, being filled */
-    int       from;                      /* cases before this index: decided already, skipped */
-    int       only;                      /* >= 0: this case only (the sanitizer's rerun) */
-    const char *skip;                    /* groups decided already: "|g1|g2|" */
-    int       sent, started;             /* cases sent to the grader; the case in flight (-1) */
-    int       skipped[GPUDL_CHECK_MAX_CASES];
-    int       status[GPUDL_CHECK_MAX_CASES];
-} spy;
+/* ---- the student's functions ------------------------------------------------ */
+/* What student_ops set, and, for the training run, counting wrappers: the
+   run says how often each of the student's functions ran. */
+static gpudl_ops grade_student;
+static int64_t grade_calls[GRADE_NOPS];
 
-static int grade_skipped(int idx, const char *group) {
-    char key[32];
-    if (idx < spy.from || (spy.only >= 0 && idx != spy.only)) return 1;
-    snprintf(key, sizeof key, "|%s|", group);
-    return spy.skip && strstr(spy.skip, key) != NULL;
-}
-
-/* Sends the cases that the check has closed since the last call. */
-static void grade_flush_cases(void) {
-    gpudl_check_report *r = spy.report;
-    grade_msg m;
-    while (r && spy.sent < r->ncases && spy.sent < GPUDL_CHECK_MAX_CASES) {
-        int j = spy.sent++;
-        memset(&m, 0, sizeof m);
-        m.kind = GRADE_MSG_CASE;
-        m.index = j;
-        m.kase = r->cases[j];
-        m.status = spy.status[j];
-        if (r->first_case == j && spy.skipped[j]) {   /* a skipped case's failure is no failure: let the next one record */
-            r->first_case = -1;
-            r->status_msg[0] = 0;
-        }
-        if (spy.skipped[j]) continue;
-        if (r->first_case == j) {
-            m.first = 1;
-            m.elem = r->index;
-            m.expected = r->expected;
-            m.got = r->got;
-            memcpy(m.where, r->where, sizeof m.where);
-            memcpy(m.inputs, r->inputs, sizeof m.inputs);
-            snprintf(m.text, sizeof m.text, "%s", r->status_msg);
-        }
-        grade_send(&m);
-    }
-}
-
-/* Before a call of the op under check: which case, and whether to run it. */
-static int grade_case_begin(gpudl_op op) {
-    gpudl_check_report *r = spy.report;
-    int idx;
-    grade_msg m;
-    if (spy.checking != (int)op || !r) return 1;
-    grade_flush_cases();
-    idx = r->ncases;
-    if (idx >= GPUDL_CHECK_MAX_CASES) return 1;
-    if (idx != spy.started) {
-        spy.started = idx;
-        spy.status[idx] = GRADE_NOT_CALLED;
-        spy.skipped[idx] = grade_skipped(idx, r->cases[idx].group);
-        if (!spy.skipped[idx]) {
-            memset(&m, 0, sizeof m);
-            m.kind = GRADE_MSG_START;
-            m.index = idx;
-            m.kase = r->cases[idx];
-            grade_send(&m);
-        }
-    }
-    return !spy.skipped[idx];
-}
-
-static gpudl_status spy_result(gpudl_op op, gpudl_status s) {
-    gpudl_check_report *r = spy.report;
-    spy.calls[op]++;
-    if (spy.checking == (int)op && r && r->ncases < GPUDL_CHECK_MAX_CASES) {
-        int idx = r->ncases;
-        spy.status[idx] = s;
-#if !defined(GPUDL_NO_CUDA)
-        {   /* a fault in the kernel: sticky, every later case would fail too. Name it, and leave. */
-            cudaError_t e = cudaDeviceSynchronize();
-            if (e != cudaSuccess) {
-                (void)cudaGetLastError();
-                if (cudaDeviceSynchronize() != cudaSuccess) {
-                    grade_msg m;
-                    memset(&m, 0, sizeof m);
-                    m.kind = GRADE_MSG_FAULT;
-                    m.index = idx;
-                    m.kase = r->cases[idx];
-                    snprintf(m.text, sizeof m.text, "%s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
-                    grade_send(&m);
-                    grade_leave(3);
-                }
-            }
-        }
-#endif
-    }
-    if (s == GPUDL_ERR_UNSUPPORTED) {
-        spy.unsupported[op]++;
-        if (spy.checking == (int)op) return GPUDL_ERR_INVALID_ARG;
-    }
-    return s;
-}
-
-#define GRADE_SKIP(op) do { if (!grade_case_begin(op)) return GPUDL_ERR_INVALID_ARG; } while (0)
+#define GRADE_COUNT_CALL(op, field, ...) (grade_calls[op]++, grade_student.field(grade_student.user, __VA_ARGS__))
 static gpudl_status spy_gemm(void *user, void *stream, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                              float alpha, const float *A, const float *B, float beta, float *C) {
     (void)user;
-    GRADE_SKIP(GPUDL_OP_GEMM);
-    return spy_result(GPUDL_OP_GEMM, spy.student.gemm(spy.student.user, stream, trans_a, trans_b, M, N, K, alpha, A, B, beta, C));
+    return GRADE_COUNT_CALL(GPUDL_OP_GEMM, gemm, stream, trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
 }
 static gpudl_status spy_act_forward(void *user, void *stream, gpudl_act act, float alpha, float *y, const float *x, int64_t n) {
     (void)user;
-    GRADE_SKIP(GPUDL_OP_ACT_FORWARD);
-    return spy_result(GPUDL_OP_ACT_FORWARD, spy.student.act_forward(spy.student.user, stream, act, alpha, y, x, n));
+    return GRADE_COUNT_CALL(GPUDL_OP_ACT_FORWARD, act_forward, stream, act, alpha, y, x, n);
 }
 static gpudl_status spy_act_backward(void *user, void *stream, gpudl_act act, float alpha, float *dx, const float *dy,
                                      const float *x, const float *y, int64_t n) {
     (void)user;
-    GRADE_SKIP(GPUDL_OP_ACT_BACKWARD);
-    return spy_result(GPUDL_OP_ACT_BACKWARD, spy.student.act_backward(spy.student.user, stream, act, alpha, dx, dy, x, y, n));
+    return GRADE_COUNT_CALL(GPUDL_OP_ACT_BACKWARD, act_backward, stream, act, alpha, dx, dy, x, y, n);
 }
 static gpudl_status spy_xent_forward(void *user, void *stream, float *loss, float *probs, const float *logits,
                                      const int32_t *labels, int64_t N, int64_t K) {
     (void)user;
-    GRADE_SKIP(GPUDL_OP_XENT_FORWARD);
-    return spy_result(GPUDL_OP_XENT_FORWARD,
-                      spy.student.softmax_xent_forward(spy.student.user, stream, loss, probs, logits, labels, N, K));
+    return GRADE_COUNT_CALL(GPUDL_OP_XENT_FORWARD, softmax_xent_forward, stream, loss, probs, logits, labels, N, K);
 }
 static gpudl_status spy_xent_backward(void *user, void *stream, float *dlogits, const float *probs, const int32_t *labels,
                                       int64_t N, int64_t K, float scale) {
     (void)user;
-    GRADE_SKIP(GPUDL_OP_XENT_BACKWARD);
-    return spy_result(GPUDL_OP_XENT_BACKWARD,
-                      spy.student.softmax_xent_backward(spy.student.user, stream, dlogits, probs, labels, N, K, scale));
+    return GRADE_COUNT_CALL(GPUDL_OP_XENT_BACKWARD, softmax_xent_backward, stream, dlogits, probs, labels, N, K, scale);
 }
 static gpudl_status spy_maxpool_forward(void *user, void *stream, float *y, const float *x, const gpudl_pool_shape *s) {
     (void)user;
-    GRADE_SKIP(GPUDL_OP_MAXPOOL_FORWARD);
-    return spy_result(GPUDL_OP_MAXPOOL_FORWARD, spy.student.maxpool_forward(spy.student.user, stream, y, x, s));
+    return GRADE_COUNT_CALL(GPUDL_OP_MAXPOOL_FORWARD, maxpool_forward, stream, y, x, s);
 }
 static gpudl_status spy_maxpool_backward(void *user, void *stream, float *dx, const float *dy, const float *x,
                                          const gpudl_pool_shape *s) {
     (void)user;
-    GRADE_SKIP(GPUDL_OP_MAXPOOL_BACKWARD);
-    return spy_result(GPUDL_OP_MAXPOOL_BACKWARD, spy.student.maxpool_backward(spy.student.user, stream, dx, dy, x, s));
+    return GRADE_COUNT_CALL(GPUDL_OP_MAXPOOL_BACKWARD, maxpool_backward, stream, dx, dy, x, s);
 }
 static gpudl_status spy_attn_forward(void *user, void *stream, float *att, const float *scores, int64_t L, int64_t T) {
     (void)user;
-    GRADE_SKIP(GPUDL_OP_ATTN_SOFTMAX_FORWARD);
-    return spy_result(GPUDL_OP_ATTN_SOFTMAX_FORWARD, spy.student.attn_softmax_forward(spy.student.user, stream, att, scores, L, T));
+    return GRADE_COUNT_CALL(GPUDL_OP_ATTN_SOFTMAX_FORWARD, attn_softmax_forward, stream, att, scores, L, T);
 }
 static gpudl_status spy_attn_backward(void *user, void *stream, float *ds, const float *dp, const float *att, int64_t L,
                                       int64_t T) {
     (void)user;
-    GRADE_SKIP(GPUDL_OP_ATTN_SOFTMAX_BACKWARD);
-    return spy_result(GPUDL_OP_ATTN_SOFTMAX_BACKWARD,
-                      spy.student.attn_softmax_backward(spy.student.user, stream, ds, dp, att, L, T));
+    return GRADE_COUNT_CALL(GPUDL_OP_ATTN_SOFTMAX_BACKWARD, attn_softmax_backward, stream, ds, dp, att, L, T);
 }
-#undef GRADE_SKIP
+#undef GRADE_COUNT_CALL
 
-/* The ops to install: a wrapper for each op the student set; the fields
-   no assignment grades (conv2d, the optimizers) go in as they are. */
+/* The ops to install for the training run: a wrapper for each op the
+   student set; the fields no assignment grades go in as they are. */
 static gpudl_ops spy_ops(void) {
-    gpudl_ops o = spy.student;
+    gpudl_ops o = grade_student;
     if (o.gemm) o.gemm = spy_gemm;
     if (o.act_forward) o.act_forward = spy_act_forward;
     if (o.act_backward) o.act_backward = spy_act_backward;
@@ -556,7 +456,7 @@ static gpudl_ops spy_ops(void) {
 
 /* The gpudl_ops fields the student set, one bit per gpudl_op. */
 static int64_t spy_fields(void) {
-    const gpudl_ops *o = &spy.student;
+    const gpudl_ops *o = &grade_student;
     return (int64_t)(!!o->gemm << GPUDL_OP_GEMM | !!o->act_forward << GPUDL_OP_ACT_FORWARD |
                      !!o->act_backward << GPUDL_OP_ACT_BACKWARD | !!o->softmax_xent_forward << GPUDL_OP_XENT_FORWARD |
                      !!o->softmax_xent_backward << GPUDL_OP_XENT_BACKWARD | !!o->maxpool_forward << GPUDL_OP_MAXPOOL_FORWARD |
@@ -579,35 +479,168 @@ static gpudl_status grade_ctx(gpudl_device device, gpudl_ctx **ctx) {
     return s;
 }
 
-/* Checks one op, sending each case as it closes, then the end. */
-static void grade_check_child(const grade_assignment *a, const grade_check *c) {
-    static gpudl_check_report report;
-    gpudl_ctx *ctx = NULL;
-    grade_msg m;
-    gpudl_status s = grade_ctx(a->device, &ctx);
-    memset(&m, 0, sizeof m);
-    m.kind = GRADE_MSG_END;
-    if (s != GPUDL_OK) {
-        m.status = s;
-        snprintf(m.text, sizeof m.text, "no %s context: %s%s", a->device == GPUDL_DEVICE_CUDA ? "CUDA" : "CPU",
-                 gpudl_status_string(s), a->device == GPUDL_DEVICE_CUDA ? " (this assignment needs a GPU, or the "
-                 "emulated one: the grader's --nvcc tests/emu/nvcc-emu)" : "");
-        grade_send(&m);
-        return;
+/* ---- serving the grader's calls -------------------------------------------- */
+/* A buffer of the call where the student's function gets it: device memory
+   of exactly its size (cudaMalloc; on the emulated device the grader asks
+   for exact bounds, so a read one element past the end faults), or, for a
+   CPU assignment, host memory that ends at an inaccessible page (the first
+   byte past the end faults). */
+static void *grade_buf_alloc(size_t bytes, int cuda, void **base, size_t *mapped) {
+    *base = NULL; *mapped = 0;
+#if !defined(GPUDL_NO_CUDA)
+    if (cuda) {
+        void *d = NULL;
+        if (cudaMalloc(&d, bytes ? bytes : 4) != cudaSuccess) { (void)cudaGetLastError(); return NULL; }
+        *base = d;
+        return d;
     }
-    spy.report = &report;
-    spy.started = -1;
-    spy.checking = (int)c->op;
-    s = gpudl_check_op(ctx, c->op, c->act, &report);
-    grade_flush_cases();
-    spy.checking = 0;
-    m.status = s;
-    if (s != GPUDL_OK) snprintf(m.text, sizeof m.text, "gpudl_check_op: %s: %.200s", gpudl_status_string(s), gpudl_ctx_last_error(ctx));
-    m.index = report.ncases;
-    m.a = spy.calls[c->op];
-    m.b = spy.unsupported[c->op];
-    grade_send(&m);
-    gpudl_ctx_destroy(ctx);
+#else
+    (void)cuda;
+#endif
+#if defined(__linux__)
+    {
+        size_t page = 4096, body = (bytes + page - 1) / page * page;
+        char *m = (char *)mmap(NULL, body + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == (char *)MAP_FAILED) return NULL;
+        if (mprotect(m + body, page, PROT_NONE) != 0) { munmap(m, body + page); return NULL; }
+        *base = m; *mapped = body + page;
+        return m + body - bytes;
+    }
+#else
+    *base = malloc(bytes ? bytes : 4);
+    return *base;
+#endif
+}
+static void grade_buf_free(void *base, size_t mapped, int cuda) {
+    if (!base) return;
+#if !defined(GPUDL_NO_CUDA)
+    if (cuda) { cudaFree(base); return; }
+#endif
+#if defined(__linux__)
+    (void)cuda;
+    munmap(base, mapped);
+#else
+    (void)cuda; (void)mapped;
+    free(base);
+#endif
+}
+
+/* The student's function for the call, on the buffers d (in gpudl_ops' order). */
+static gpudl_status grade_dispatch(const grade_call *q, void **d, void *stream) {
+    const gpudl_ops *o = &grade_student;
+    switch (q->op) {
+    case GPUDL_OP_GEMM:
+        return o->gemm ? o->gemm(o->user, stream, q->trans_a, q->trans_b, q->M, q->N, q->K, q->alpha, (const float *)d[0],
+                                 (const float *)d[1], q->beta, (float *)d[2]) : GPUDL_ERR_UNSUPPORTED;
+    case GPUDL_OP_ACT_FORWARD:
+        return o->act_forward ? o->act_forward(o->user, stream, (gpudl_act)q->act, q->alpha, (float *)d[0], (const float *)d[1],
+                                               q->M) : GPUDL_ERR_UNSUPPORTED;
+    case GPUDL_OP_ACT_BACKWARD:
+        return o->act_backward ? o->act_backward(o->user, stream, (gpudl_act)q->act, q->alpha, (float *)d[0], (const float *)d[1],
+                                                 (const float *)d[2], (const float *)d[3], q->M) : GPUDL_ERR_UNSUPPORTED;
+    case GPUDL_OP_XENT_FORWARD:
+        return o->softmax_xent_forward ? o->softmax_xent_forward(o->user, stream, (float *)d[0], (float *)d[1], (const float *)d[2],
+                                                                 (const int32_t *)d[3], q->M, q->K) : GPUDL_ERR_UNSUPPORTED;
+    case GPUDL_OP_XENT_BACKWARD:
+        return o->softmax_xent_backward ? o->softmax_xent_backward(o->user, stream, (float *)d[0], (const float *)d[1],
+                                                                   (const int32_t *)d[2], q->M, q->K, q->scale)
+                                        : GPUDL_ERR_UNSUPPORTED;
+    case GPUDL_OP_MAXPOOL_FORWARD:
+        return o->maxpool_forward ? o->maxpool_forward(o->user, stream, (float *)d[0], (const float *)d[1], &q->pool)
+                                  : GPUDL_ERR_UNSUPPORTED;
+    case GPUDL_OP_MAXPOOL_BACKWARD:
+        return o->maxpool_backward ? o->maxpool_backward(o->user, stream, (float *)d[0], (const float *)d[1], (const float *)d[2],
+                                                         &q->pool) : GPUDL_ERR_UNSUPPORTED;
+    case GPUDL_OP_ATTN_SOFTMAX_FORWARD:
+        return o->attn_softmax_forward ? o->attn_softmax_forward(o->user, stream, (float *)d[0], (const float *)d[1], q->M, q->N)
+                                       : GPUDL_ERR_UNSUPPORTED;
+    case GPUDL_OP_ATTN_SOFTMAX_BACKWARD:
+        return o->attn_softmax_backward ? o->attn_softmax_backward(o->user, stream, (float *)d[0], (const float *)d[1],
+                                                                   (const float *)d[2], q->M, q->N) : GPUDL_ERR_UNSUPPORTED;
+    default:
+        return GPUDL_ERR_INVALID_ARG;
+    }
+}
+
+/* Serves calls until the grader closes fd 4. A sticky CUDA fault is sent
+   back named, and ends the child: every later call would fail too. */
+static void grade_serve(int cuda) {
+    void *stream = NULL;
+#if !defined(GPUDL_NO_CUDA)
+    cudaStream_t st;
+    if (cuda && cudaStreamCreate(&st) == cudaSuccess) stream = (void *)st;
+#endif
+    for (;;) {
+        grade_call q;
+        grade_back b;
+        void *h[GRADE_NBUF], *d[GRADE_NBUF], *base[GRADE_NBUF];
+        size_t mapped[GRADE_NBUF];
+        int i, ok = 1;
+        uint64_t total = 0;
+        if (!grade_get(&q, sizeof q)) break;   /* the grader is done */
+        if (q.magic != GRADE_MAGIC || q.nbuf < 0 || q.nbuf > GRADE_NBUF) grade_leave(4);
+        memset(&b, 0, sizeof b);
+        b.magic = GRADE_MAGIC;
+        b.kind = GRADE_BACK_CALL;
+        for (i = 0; i < GRADE_NBUF; i++) { h[i] = d[i] = base[i] = NULL; mapped[i] = 0; }
+        for (i = 0; i < q.nbuf; i++) {
+            if (q.bytes[i] < 0 || q.same[i] >= i) grade_leave(4);
+            if (q.role[i] != GRADE_BUF_NONE && q.same[i] < 0) total += (uint64_t)q.bytes[i];
+        }
+        if (total > (3ull << 30)) grade_leave(4);
+        for (i = 0; i < q.nbuf; i++) {   /* the inputs, into host memory */
+            if (q.role[i] == GRADE_BUF_NONE || q.same[i] >= 0) continue;
+            if (!(h[i] = malloc((size_t)q.bytes[i] + 1))) grade_leave(4);
+            if (!grade_get(h[i], (size_t)q.bytes[i])) grade_leave(4);
+        }
+        for (i = 0; i < q.nbuf && ok; i++) {   /* then where the student's function gets them */
+            if (q.role[i] == GRADE_BUF_NONE) continue;
+            if (q.same[i] >= 0) { h[i] = h[q.same[i]]; d[i] = d[q.same[i]]; continue; }
+            if (!(d[i] = grade_buf_alloc((size_t)q.bytes[i], cuda, &base[i], &mapped[i]))) { ok = 0; break; }
+#if !defined(GPUDL_NO_CUDA)
+            if (cuda) { if (cudaMemcpy(d[i], h[i], (size_t)q.bytes[i], cudaMemcpyHostToDevice) != cudaSuccess) ok = 0; }
+            else
+#endif
+                memcpy(d[i], h[i], (size_t)q.bytes[i]);
+        }
+        if (!ok) {
+            b.status = GPUDL_ERR_OOM;
+            snprintf(b.text, sizeof b.text, "the grader's process could not allocate the case's buffers");
+        } else {
+            if (q.op > 0 && q.op < GRADE_NOPS) grade_calls[q.op]++;
+            b.status = grade_dispatch(&q, d, stream);
+#if !defined(GPUDL_NO_CUDA)
+            if (cuda) {   /* a fault in the kernel: sticky, every later call would fail too. Name it, and leave. */
+                cudaError_t e = cudaDeviceSynchronize();
+                if (e != cudaSuccess) {
+                    (void)cudaGetLastError();
+                    if (cudaDeviceSynchronize() != cudaSuccess) {
+                        b.fault = 1;
+                        snprintf(b.text, sizeof b.text, "%s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+                        grade_put(&b, sizeof b);
+                        grade_leave(3);
+                    }
+                }
+            }
+#endif
+            for (i = 0; i < q.nbuf; i++)
+                if (q.role[i] == GRADE_BUF_OUT && q.same[i] < 0) {
+#if !defined(GPUDL_NO_CUDA)
+                    if (cuda) { if (cudaMemcpy(h[i], d[i], (size_t)q.bytes[i], cudaMemcpyDeviceToHost) != cudaSuccess) (void)cudaGetLastError(); }
+                    else
+#endif
+                        memcpy(h[i], d[i], (size_t)q.bytes[i]);
+                }
+        }
+        if (!grade_put(&b, sizeof b)) grade_leave(4);
+        for (i = 0; i < q.nbuf; i++)
+            if (q.role[i] == GRADE_BUF_OUT && q.same[i] < 0 && !grade_put(h[i], (size_t)q.bytes[i])) grade_leave(4);
+        for (i = 0; i < q.nbuf; i++)
+            if (q.same[i] < 0) { grade_buf_free(base[i], mapped[i], cuda); free(h[i]); }
+    }
+#if !defined(GPUDL_NO_CUDA)
+    if (stream) cudaStreamDestroy((cudaStream_t)stream);
+#endif
 }
 
 
@@ -647,7 +680,7 @@ static void grade_train_run(const grade_assignment *a, const char *dir, int epoc
         goto done; } } while (0)
     if ((s = grade_ctx(a->device, &ctx)) != GPUDL_OK) { printf("training: SKIPPED (no context: %s)\n", gpudl_status_string(s)); return; }
     if (a->train == GRADE_TRAIN_ATTENTION) {   /* no images: a sequence task of its own */
-        memset(spy.calls, 0, sizeof spy.calls);
+        memset(grade_calls, 0, sizeof grade_calls);
         grade_train_attention(a, ctx, epochs);
         gpudl_ctx_destroy(ctx);
         return;
@@ -697,7 +730,7 @@ static void grade_train_run(const grade_assignment *a, const char *dir, int epoc
     od.lr = 2e-3f;
     GRADE_TRY(gpudl_model_set_optimizer(m, &od));
 
-    memset(spy.calls, 0, sizeof spy.calls);
+    memset(grade_calls, 0, sizeof grade_calls);
     printf("training: %s on %lld images of %s, %d epoch(s), batch %d, with your ops\n", what, (long long)train.n, found,
            epochs, GRADE_BATCH);
     fflush(stdout);
@@ -732,7 +765,7 @@ static void grade_train_run(const grade_assignment *a, const char *dir, int epoc
            (long long)steps, loss0, loss, 100.0 * correct / (double)test.n, (long long)test.n, a->expect, gpudl_now() - t0);
     printf("training: your code ran");
     for (i = 0; i < grade_nchecks(a); i++)
-        printf("%s %s %lld times", i ? "," : "", a->checks[i].name, (long long)spy.calls[a->checks[i].op]);
+        printf("%s %s %lld times", i ? "," : "", a->checks[i].name, (long long)grade_calls[a->checks[i].op]);
     printf("\n");
 done:
     gpudl_tensor_free(ctx, &count);
@@ -870,7 +903,7 @@ static void grade_train_attention(const grade_assignment *a, gpudl_ctx *ctx, int
            a->expect, gpudl_now() - t0);
     printf("training: your code ran");
     for (j = 0; j < grade_nchecks(a); j++)
-        printf("%s %s %lld times", j ? "," : "", a->checks[j].name, (long long)spy.calls[a->checks[j].op]);
+        printf("%s %s %lld times", j ? "," : "", a->checks[j].name, (long long)grade_calls[a->checks[j].op]);
     printf("\n");
 done:
     free(hlog);
@@ -881,48 +914,41 @@ done:
 #undef GRADE_TRY
 }
 
+
+
 /* ---- the runner's main: one job per child -------------------------------- */
-/* --child probe|check|train --assignment A [--op I] [--from K] [--skip |g|...|] [--data DIR] [--epochs N] */
+/* --child probe|serve|train --assignment A [--data DIR] [--epochs N] */
 int main(int argc, char **argv) {
     const grade_assignment *a = NULL;
     const char *mode = "", *dir = NULL;
-    int i, op = -1, epochs = 3;
-    grade_msg m;
+    int i, epochs = 3;
     for (i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--child")) mode = argv[i + 1];
         else if (!strcmp(argv[i], "--assignment")) {
             int j;
             for (j = 0; j < GRADE_NASSIGN; j++)
                 if (!strcmp(argv[i + 1], grade_assignments[j].name)) a = &grade_assignments[j];
-        } else if (!strcmp(argv[i], "--op")) op = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--from")) spy.from = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--skip")) spy.skip = argv[i + 1];
-        else if (!strcmp(argv[i], "--only")) spy.only = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--data")) dir = argv[i + 1];
+        } else if (!strcmp(argv[i], "--data")) dir = argv[i + 1];
         else if (!strcmp(argv[i], "--epochs")) epochs = atoi(argv[i + 1]);
     }
     (void)grade_nrules;
-    spy.only = -1;
-    for (i = 1; i + 1 < argc; i += 2)
-        if (!strcmp(argv[i], "--only")) spy.only = atoi(argv[i + 1]);
     if (!a) {
         fprintf(stderr, "this is the grader's runner: the grader (grade.c built without -DGRADE_RUNNER) starts it\n");
         return 2;
     }
-    student_ops(&spy.student);
+    student_ops(&grade_student);
     if (!strcmp(mode, "probe")) {
-        memset(&m, 0, sizeof m);
-        m.kind = GRADE_MSG_PROBE;
-        m.a = spy_fields();
-        m.b = grade_guards;
-        grade_send(&m);
-    } else if (!strcmp(mode, "check") && op >= 0 && op < grade_nchecks(a)) {
-        grade_check_child(a, &a->checks[op]);
+        grade_back b;
+        memset(&b, 0, sizeof b);
+        b.magic = GRADE_MAGIC;
+        b.kind = GRADE_BACK_PROBE;
+        b.fields = spy_fields();
+        b.guards = grade_guards;
+        grade_put(&b, sizeof b);
+    } else if (!strcmp(mode, "serve")) {
+        grade_serve(a->device == GPUDL_DEVICE_CUDA);
     } else if (!strcmp(mode, "train")) {
         grade_train_run(a, dir, epochs < 1 ? 1 : epochs);
-        memset(&m, 0, sizeof m);
-        m.kind = GRADE_MSG_END;
-        grade_send(&m);
     }
     grade_leave(0);
     return 0;
@@ -1030,18 +1056,24 @@ static void grade_quote(grade_buf *b, const char *s, size_t n, size_t max) {
 }
 
 /* ---- files ---------------------------------------------------------------- */
-static int grade_read_file(const char *path, grade_buf *b, size_t max) {
-    FILE *f = fopen(path, "rb");
+/* Reads a regular file (max: stop past that many bytes; 0: all). A FIFO, a
+   device or a folder is refused before a read could block; nofollow: a
+   symbolic link too (what a child may have left in its folder). */
+static int grade_read_file_at(const char *path, grade_buf *b, size_t max, int nofollow) {
     char tmp[65536];
-    size_t n;
-    if (!f) return 0;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
-        grade_addn(b, tmp, n);
+    struct stat st;
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (nofollow ? O_NOFOLLOW : 0));
+    if (fd < 0) return 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { close(fd); return 0; }
+    while ((n = read(fd, tmp, sizeof tmp)) > 0) {
+        grade_addn(b, tmp, (size_t)n);
         if (max && b->n > max) break;
     }
-    fclose(f);
-    return 1;
+    close(fd);
+    return n >= 0 || (max && b->n > max);
 }
+static int grade_read_file(const char *path, grade_buf *b, size_t max) { return grade_read_file_at(path, b, max, 0); }
 static int grade_write_file(const char *path, const char *s, size_t n) {
     FILE *f = fopen(path, "wb");
     int ok;
@@ -1061,30 +1093,40 @@ static uint64_t grade_hash(const char *s, size_t n, uint64_t h) {   /* FNV-1a */
     for (i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 1099511628211ull; }
     return h;
 }
-static uint64_t grade_hash_file(const char *path) {
+static uint64_t grade_hash_file(const char *path) {   /* 0: not a regular file (a link, a FIFO, gone) */
     grade_buf b = {0};
-    uint64_t h = grade_read_file(path, &b, 0) ? grade_hash(grade_str(&b), b.n, 0) : 0;
+    uint64_t h = grade_read_file_at(path, &b, 0, 1) ? grade_hash(grade_str(&b), b.n, 0) : 0;
     free(b.p);
     return h;
 }
 static int grade_exists(const char *path) { struct stat st; return stat(path, &st) == 0; }
 static int grade_is_dir(const char *path) { struct stat st; return stat(path, &st) == 0 && S_ISDIR(st.st_mode); }
 static const char *grade_base(const char *path) { const char *s = strrchr(path, '/'); return s ? s + 1 : path; }
-static void grade_rm_rf(const char *path) {
-    DIR *d = opendir(path);
+/* Removes name in the folder dirfd, and what it holds, never following a
+   symbolic link: a link a child left in its folder (to the teacher's home,
+   to ../shared) is removed, not what it points to. Folders a child made
+   unreadable are made readable first, by name, without following links. */
+static void grade_rm_at(int dir, const char *name, int depth) {
+    struct stat st;
+    int fd;
+    DIR *d;
     struct dirent *e;
-    if (d) {
-        while ((e = readdir(d)) != NULL) {
-            char p[4096];
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-            chmod(p, 0700);
-            if (grade_is_dir(p)) grade_rm_rf(p); else unlink(p);
-        }
-        closedir(d);
-        rmdir(path);
-    } else unlink(path);
+    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+    if (!S_ISDIR(st.st_mode) || depth > 64) { unlinkat(dir, name, 0); return; }
+    fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES && fchmodat(dir, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+        fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) { unlinkat(dir, name, AT_REMOVEDIR); return; }
+    if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700) (void)fchmod(fd, 0700);   /* the folder itself, by its fd */
+    if (!(d = fdopendir(fd))) { close(fd); return; }
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        grade_rm_at(dirfd(d), e->d_name, depth + 1);
+    }
+    closedir(d);
+    unlinkat(dir, name, AT_REMOVEDIR);
 }
+static void grade_rm_rf(const char *path) { grade_rm_at(AT_FDCWD, path, 0); }
 static char *grade_abs(const char *path) {   /* an absolute path (the file need not exist) */
     char cwd[4096], *r = realpath(path, NULL), *out;
     if (r) return r;
@@ -1094,6 +1136,8 @@ static char *grade_abs(const char *path) {   /* an absolute path (the file need 
     return out;
 }
 
+static char grade_sanitizer_path[4300];   /* the emulated device's compute-sanitizer (beside nvcc-emu), or "" */
+
 /* ---- children ------------------------------------------------------------- */
 /* A child's limits and what came back from it. */
 typedef struct grade_limits {
@@ -1102,23 +1146,26 @@ typedef struct grade_limits {
     size_t data_bytes;          /* RLIMIT_DATA (0: none) */
     size_t fsize_bytes;         /* RLIMIT_FSIZE */
     size_t out_keep, out_kill;  /* output kept for the feedback; past out_kill bytes the child is killed */
-    int    sandbox;             /* runner child: Landlock, no inherited environment, fd 3 the channel */
+    int    sandbox;             /* runner child: Landlock, no inherited environment, fd 3 (and 4) the channel */
+    int    serve;               /* a runner child that serves calls: fd 4 its input */
     const char *cwd;
 } grade_limits;
 
 typedef struct grade_child {
     int      started, exited, code, sig;   /* exited: normally, with code; sig: killed by it */
     int      timed_out, flooded;
+    int      tampered;                      /* not started: the submission's linked program changed since the link */
     double   wall_s, cpu_s;
     grade_buf out;                          /* its stdout + stderr, the first out_keep bytes */
     size_t   out_total;
-    grade_msg *msgs;                        /* its records */
-    uint64_t key;                           /* the key its records must carry (a runner child) */
-    int      tampered;                      /* not started: the submission's linked program changed since the link */
-    int      nmsgs, cap;
+    grade_buf back;                         /* what it sent on fd 3 and the grader has not taken yet */
+    pid_t    pid;                           /* while it runs */
+    int      out_fd, back_fd, call_fd;
+    double   t0;
+    grade_limits L;
 } grade_child;
 
-static void grade_child_free(grade_child *c) { free(c->out.p); free(c->msgs); memset(c, 0, sizeof *c); }
+static void grade_child_free(grade_child *c) { free(c->out.p); free(c->back.p); memset(c, 0, sizeof *c); }
 
 /* The sandbox (Landlock): what a runner child may touch. Filled once. */
 typedef struct grade_env {
@@ -1147,31 +1194,41 @@ static uint64_t grade_ll_fs_all(int abi) {
     if (abi >= 5) r |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
     return r;
 }
-static void grade_ll_rule(int rs, const char *path, uint64_t allowed) {
+static void grade_ll_rule_fd(int rs, int fd, uint64_t allowed) {
     grade_ll_path pb;
     struct stat st;
-    int fd = open(path, O_PATH | O_CLOEXEC);
-    if (fd < 0) return;
     if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))   /* a file takes file rights only */
         allowed &= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |
                    LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV;
     pb.allowed = allowed;
     pb.fd = fd;
     (void)syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+}
+static void grade_ll_rule(int rs, const char *path, uint64_t allowed) {
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) return;
+    grade_ll_rule_fd(rs, fd, allowed);
     close(fd);
 }
+/* The fd that keeps the child's own /proc/<pid> directory (the one its
+   Landlock rule names) from being looked up anew while it runs. */
+#define GRADE_PROC_FD 9
 /* In the forked child, before exec: the runner may read and execute the
-   system's files, read the data, and use only its own folder; no TCP, no
-   signals to processes outside its sandbox (ABI 6). Returns 0 on success. */
+   system's files, read the data, and use only its own folder; of /proc only
+   its own process and a few system-wide files (not the grader's environ,
+   nor other students' processes); no TCP, no signals to processes outside
+   its sandbox (ABI 6). Returns 0 on success. */
 static int grade_landlock(const char *sandbox, const char *data) {
     grade_ll_attr at;
-    int abi = genv.landlock_abi, rs, i;
+    int abi = genv.landlock_abi, rs, i, self;
     uint64_t ro = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
     uint64_t dev = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | (abi >= 5 ? LANDLOCK_ACCESS_FS_IOCTL_DEV : 0);
     static const char *devs[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/shm",
                                  "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-caps",
                                  "/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3", "/dev/nvidia4",
                                  "/dev/nvidia5", "/dev/nvidia6", "/dev/nvidia7", "/dev/dri"};
+    static const char *procs[] = {"/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems", "/proc/sys",
+                                  "/proc/driver/nvidia"};
     if (abi < 1) return -1;
     memset(&at, 0, sizeof at);
     at.fs = grade_ll_fs_all(abi);
@@ -1181,6 +1238,12 @@ static int grade_landlock(const char *sandbox, const char *data) {
     if (rs < 0) return -1;
     for (i = 0; i < genv.nro; i++) grade_ll_rule(rs, genv.ro[i], ro);
     for (i = 0; i < (int)(sizeof devs / sizeof devs[0]); i++) grade_ll_rule(rs, devs[i], dev);
+    for (i = 0; i < (int)(sizeof procs / sizeof procs[0]); i++) grade_ll_rule(rs, procs[i], ro);
+    if ((self = open("/proc/self", O_PATH | O_DIRECTORY)) >= 0) {   /* /proc/<this pid>: kept open across exec */
+        if (self != GRADE_PROC_FD) { dup2(self, GRADE_PROC_FD); close(self); }
+        grade_ll_rule_fd(rs, GRADE_PROC_FD, ro);
+    }
+    if (grade_sanitizer_path[0]) grade_ll_rule(rs, grade_sanitizer_path, ro);   /* the emulator's compute-sanitizer: that file only */
     if (data) grade_ll_rule(rs, data, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR);
     grade_ll_rule(rs, sandbox, grade_ll_fs_all(abi));
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
@@ -1191,7 +1254,7 @@ static int grade_landlock(const char *sandbox, const char *data) {
 #endif
 
 static void grade_env_setup(void) {
-    static const char *sys_ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys"};
+    static const char *sys_ro[] = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/sys"};
     static char *envp[16];
     static char ld[4096];
     int i, n = 0;
@@ -1236,32 +1299,9 @@ static void grade_env_add(char **envp, const char *kv) {   /* envp has room: gra
     if (n < 15) { envp[n] = (char *)kv; envp[n + 1] = NULL; }
 }
 
-static void grade_child_msg(grade_child *c, const grade_msg *m) {
-    if (m->magic != GRADE_MAGIC || m->key != c->key) return;   /* not the runner's: forged by the student's code */
-    if (c->nmsgs == c->cap) {
-        int cap = c->cap ? 2 * c->cap : 64;
-        grade_msg *p = (grade_msg *)realloc(c->msgs, sizeof *p * (size_t)cap);
-        if (!p) return;
-        c->msgs = p; c->cap = cap;
-    }
-    c->msgs[c->nmsgs++] = *m;
-}
-
-/* Runs argv in a child: its own process group, the limits, output through
-   a pipe (kept up to out_keep bytes, killed past out_kill), a wall
-   timeout that kills the whole group with SIGKILL (which no handler
-   catches). A runner child (L->sandbox) also gets Landlock, a clean
-   environment and the channel on fd 3. */
-/* A fresh key for a runner child's records: 64 bits of /dev/urandom
-   (mixed with the time, the process and a counter, never 0). */
-/* The submission's linked program and its hash after the link: a child
-   may write its own folder, so each runner child first checks that the
-   program it is about to start is still the one the grader linked (a
-   replaced one would get the run's key on its command line). */
-static char grade_cur_runner[4200];
-static uint64_t grade_cur_runner_hash;
-
-static uint64_t grade_new_key(void) {
+/* 64 random bits: /dev/urandom, mixed with the time, the process and a
+   counter (never 0). The grading run's seed, the shuffled schedules'. */
+static uint64_t grade_random64(void) {
     static uint64_t count;
     uint64_t k = 0, h;
     double t = grade_now();
@@ -1276,35 +1316,47 @@ static uint64_t grade_new_key(void) {
     return k ? k : 1;
 }
 
-static void grade_spawn(char *const argv_in[], const grade_limits *L, const char *sandbox, const char *data,
-                        grade_child *c) {
-    int out[2], ch[2] = {-1, -1}, st = 0, open_fds, na = 0;
+/* The submission's linked program and its hash after the link: a child
+   may write its own folder, so each runner child first checks that the
+   program it is about to start is still the one the grader linked (a
+   regular file, not a link or a FIFO). */
+static char grade_cur_runner[4200];
+static uint64_t grade_cur_runner_hash;
+
+/* Starts argv in a child: its own process group, the limits, output
+   through a pipe. A runner child (L->sandbox) also gets Landlock, a clean
+   environment (plus env, NULL-terminated), fd 3 for what it sends back and,
+   serving calls (L->serve), fd 4 for the calls. Returns 1 when it runs. */
+static int grade_start(char *const argv[], const grade_limits *L, const char *sandbox, const char *data,
+                       const char *const *env, grade_child *c) {
+    int out[2], back[2] = {-1, -1}, call[2] = {-1, -1}, n;
+    char *envp[24];
     pid_t pid;
-    double t0 = grade_now();
-    grade_buf msgbuf = {0};
-    struct rusage ru;
-    char *argv[48], key_s[24];
     memset(c, 0, sizeof *c);
-    while (argv_in[na] && na < 44) { argv[na] = argv_in[na]; na++; }
-    if (L->sandbox) {   /* the runner's last argument pair: the key its records must carry */
-        c->key = grade_new_key();
-        snprintf(key_s, sizeof key_s, "%016llx", (unsigned long long)c->key);
-        argv[na++] = (char *)"--key";
-        argv[na++] = key_s;
-    }
-    argv[na] = NULL;
+    c->out_fd = c->back_fd = c->call_fd = -1;
+    c->L = *L;
+    c->t0 = grade_now();
+    for (n = 0; genv.envp && genv.envp[n] && n < 16; n++) envp[n] = genv.envp[n];
+    while (env && *env && n < 23) envp[n++] = (char *)*env++;
+    envp[n] = NULL;
     if (L->sandbox && grade_cur_runner[0] && grade_hash_file(grade_cur_runner) != grade_cur_runner_hash) {
         c->started = 1; c->tampered = 1; c->sig = SIGSYS;   /* reported as refused */
-        return;
+        return 0;
     }
-    if (pipe(out) != 0) return;
-    if (L->sandbox && pipe(ch) != 0) { close(out[0]); close(out[1]); return; }
+    if (pipe(out) != 0) return 0;
+    if (L->sandbox && pipe(back) != 0) { close(out[0]); close(out[1]); return 0; }
+    if (L->serve && pipe(call) != 0) { close(out[0]); close(out[1]); close(back[0]); close(back[1]); return 0; }
     fflush(stdout); fflush(stderr);
     pid = fork();
-    if (pid < 0) { close(out[0]); close(out[1]); if (ch[0] >= 0) { close(ch[0]); close(ch[1]); } return; }
+    if (pid < 0) {
+        close(out[0]); close(out[1]);
+        if (back[0] >= 0) { close(back[0]); close(back[1]); }
+        if (call[0] >= 0) { close(call[0]); close(call[1]); }
+        return 0;
+    }
     if (pid == 0) {
         struct rlimit r;
-        int fd, nul = open("/dev/null", O_RDONLY);
+        int fd, nul = open("/dev/null", O_RDONLY), keep = 3;
         setpgid(0, 0);
         r.rlim_cur = r.rlim_max = (rlim_t)L->cpu_s; setrlimit(RLIMIT_CPU, &r);
         r.rlim_cur = r.rlim_max = 0; setrlimit(RLIMIT_CORE, &r);
@@ -1312,83 +1364,140 @@ static void grade_spawn(char *const argv_in[], const grade_limits *L, const char
         if (L->data_bytes) { r.rlim_cur = r.rlim_max = (rlim_t)L->data_bytes; setrlimit(RLIMIT_DATA, &r); }
         if (L->sandbox) { r.rlim_cur = r.rlim_max = 256; setrlimit(RLIMIT_NOFILE, &r); }
         if (L->cwd && chdir(L->cwd) != 0) _exit(126);
+        /* the pipes' ends to low numbers first: none of them may sit on 0-4 when those are set */
+        if (L->sandbox) { back[1] = fcntl(back[1], F_DUPFD, 10); if (L->serve) call[0] = fcntl(call[0], F_DUPFD, 10); }
+        out[1] = fcntl(out[1], F_DUPFD, 10);
         dup2(nul, 0);
         dup2(out[1], 1);
         dup2(out[1], 2);
-        if (L->sandbox) dup2(ch[1], GRADE_FD);
-        for (fd = L->sandbox ? GRADE_FD + 1 : 3; fd < 1024; fd++) close(fd);
+        if (L->sandbox) { dup2(back[1], GRADE_FD_BACK); keep = GRADE_FD_BACK + 1; }
+        if (L->serve) { dup2(call[0], GRADE_FD_CALL); keep = GRADE_FD_CALL + 1; }
+        for (fd = keep; fd < 1024; fd++) close(fd);
 #if defined(GRADE_LANDLOCK)
         if (L->sandbox && genv.landlock_abi > 0 && grade_landlock(sandbox, data) != 0) {
             fprintf(stderr, "grade: the sandbox (Landlock) could not be set up: %s\n", strerror(errno));
             _exit(125);
         }
+#else
+        (void)sandbox; (void)data;
 #endif
 #if defined(__linux__)
         if (L->sandbox) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 #endif
-        if (L->sandbox) execve(argv[0], argv, genv.envp);
+        if (L->sandbox) execve(argv[0], argv, envp);
         else execvp(argv[0], argv);
         fprintf(stderr, "grade: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     setpgid(pid, pid);
     c->started = 1;
+    c->pid = pid;
     close(out[1]);
-    if (ch[1] >= 0) close(ch[1]);
-    open_fds = 1 + (ch[0] >= 0);
-    while (open_fds > 0) {
-        struct pollfd p[2];
-        int np = 0, i, left_ms = (int)((L->wall_s - (grade_now() - t0)) * 1000);
-        if (left_ms <= 0) { c->timed_out = 1; break; }
-        if (out[0] >= 0) { p[np].fd = out[0]; p[np].events = POLLIN; np++; }
-        if (ch[0] >= 0) { p[np].fd = ch[0]; p[np].events = POLLIN; np++; }
-        if (poll(p, (nfds_t)np, left_ms < 200 ? left_ms : 200) < 0 && errno != EINTR) break;
+    c->out_fd = out[0];
+    if (back[1] >= 0) { close(back[1]); c->back_fd = back[0]; }
+    if (call[0] >= 0) {
+        close(call[0]);
+        c->call_fd = call[1];
+        fcntl(c->call_fd, F_SETFL, fcntl(c->call_fd, F_GETFL) | O_NONBLOCK);
+    }
+    return 1;
+}
+
+/* Moves bytes while the child runs: send[0, nsend) into its fd 4, its
+   output into c->out (killed past out_kill), its fd 3 into c->back, until
+   everything is sent and c->back holds need bytes (SIZE_MAX: until it has
+   closed its output and fd 3), or its wall limit, or its end. Returns 1
+   when that goal was met. */
+static int grade_pump(grade_child *c, const char *send, size_t nsend, size_t need) {
+    size_t sent = 0;
+    for (;;) {
+        struct pollfd p[3];
+        int np = 0, i, left_ms;
+        if (sent == nsend && need != (size_t)-1 && c->back.n >= need) return 1;
+        if (c->out_fd < 0 && c->back_fd < 0) return need == (size_t)-1 && sent == nsend;
+        if (need != (size_t)-1 && c->back_fd < 0) return 0;   /* it closed fd 3 (it ended) before answering */
+        left_ms = (int)((c->L.wall_s - (grade_now() - c->t0)) * 1000);
+        if (left_ms <= 0) { c->timed_out = 1; return 0; }
+        if (c->out_fd >= 0) { p[np].fd = c->out_fd; p[np].events = POLLIN; np++; }
+        if (c->back_fd >= 0) { p[np].fd = c->back_fd; p[np].events = POLLIN; np++; }
+        if (sent < nsend && c->call_fd >= 0) { p[np].fd = c->call_fd; p[np].events = POLLOUT; np++; }
+        if (poll(p, (nfds_t)np, left_ms < 200 ? left_ms : 200) < 0 && errno != EINTR) return 0;
         for (i = 0; i < np; i++) {
-            char tmp[8192];
+            char tmp[65536];
             ssize_t r;
+            if (!p[i].revents) continue;
+            if (p[i].fd == c->call_fd) {
+                if (p[i].revents & (POLLERR | POLLHUP)) return 0;   /* it closed fd 4: it ended */
+                r = write(c->call_fd, send + sent, nsend - sent > (1u << 20) ? (1u << 20) : nsend - sent);
+                if (r > 0) sent += (size_t)r;
+                else if (r < 0 && errno != EAGAIN && errno != EINTR) return 0;
+                continue;
+            }
             if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
             r = read(p[i].fd, tmp, sizeof tmp);
             if (r <= 0) {
-                if (p[i].fd == out[0]) { close(out[0]); out[0] = -1; } else { close(ch[0]); ch[0] = -1; }
-                open_fds--;
+                if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+                if (p[i].fd == c->out_fd) { close(c->out_fd); c->out_fd = -1; } else { close(c->back_fd); c->back_fd = -1; }
                 continue;
             }
-            if (p[i].fd == out[0]) {
-                if (c->out.n < L->out_keep) grade_addn(&c->out, tmp, (size_t)r);
+            if (p[i].fd == c->out_fd) {
+                if (c->out.n < c->L.out_keep) grade_addn(&c->out, tmp, (size_t)r);
                 c->out_total += (size_t)r;
-                if (L->out_kill && c->out_total > L->out_kill) { c->flooded = 1; open_fds = 0; break; }
+                if (c->L.out_kill && c->out_total > c->L.out_kill) { c->flooded = 1; return 0; }
             } else {
-                grade_addn(&msgbuf, tmp, (size_t)r);
-                while (msgbuf.n >= sizeof(grade_msg)) {
-                    grade_msg m;
-                    memcpy(&m, msgbuf.p, sizeof m);
-                    grade_child_msg(c, &m);
-                    memmove(msgbuf.p, msgbuf.p + sizeof m, msgbuf.n - sizeof m);
-                    msgbuf.n -= sizeof m;
-                }
-                if (c->nmsgs > 4096) { c->flooded = 1; open_fds = 0; break; }
+                grade_addn(&c->back, tmp, (size_t)r);
+                if (c->back.n > (need == (size_t)-1 ? 0 : need) + (1u << 20)) { c->flooded = 1; return 0; }   /* more than asked */
             }
         }
     }
-    if (c->timed_out || c->flooded) kill(-pid, SIGKILL);
-    /* the pipes are closed (or we gave up on them): wait for the exit, still under the wall limit */
+}
+
+/* Ends the child: closes fd 4 (a serving child then leaves), gives it up
+   to grace seconds (within its wall limit) to end, then SIGKILL to its
+   whole group, which no handler catches; reaps it and says how it ended. */
+static void grade_finish(grade_child *c, double grace) {
+    int st = 0;
+    struct rusage ru;
+    double until;
+    if (!c->pid) return;
+    if (c->call_fd >= 0) { close(c->call_fd); c->call_fd = -1; }
+    until = grade_now() + grace;
+    if (until > c->t0 + c->L.wall_s) until = c->t0 + c->L.wall_s;
+    if (!c->timed_out && !c->flooded) {   /* what it still prints, while it ends */
+        double keep = c->L.wall_s;
+        c->L.wall_s = until - c->t0;
+        grade_pump(c, NULL, 0, (size_t)-1);
+        c->L.wall_s = keep;
+        if (c->timed_out && grade_now() < c->t0 + c->L.wall_s) c->timed_out = 0;   /* only the grace ran out */
+    }
+    if (c->timed_out || c->flooded) kill(-c->pid, SIGKILL);
     memset(&ru, 0, sizeof ru);
-    while (wait4(pid, &st, WNOHANG, &ru) == 0) {
-        if (grade_now() - t0 > L->wall_s) { c->timed_out = 1; kill(-pid, SIGKILL); kill(pid, SIGKILL); wait4(pid, &st, 0, &ru); break; }
+    while (wait4(c->pid, &st, WNOHANG, &ru) == 0) {
+        if (grade_now() > until) {
+            if (grade_now() > c->t0 + c->L.wall_s - 0.01) c->timed_out = 1;
+            kill(-c->pid, SIGKILL); kill(c->pid, SIGKILL); wait4(c->pid, &st, 0, &ru);
+            break;
+        }
         usleep(2000);
     }
-    kill(-pid, SIGKILL);   /* whatever is left of its group */
-    kill(pid, SIGKILL);    /* and the child itself, had it left the group (not reaped yet: pid is still ours) */
-    if (out[0] >= 0) close(out[0]);
-    if (ch[0] >= 0) close(ch[0]);
-    free(msgbuf.p);
-    c->wall_s = grade_now() - t0;
+    kill(-c->pid, SIGKILL);   /* whatever is left of its group */
+    if (c->out_fd >= 0) { close(c->out_fd); c->out_fd = -1; }
+    if (c->back_fd >= 0) { close(c->back_fd); c->back_fd = -1; }
+    c->pid = 0;
+    c->wall_s = grade_now() - c->t0;
     c->cpu_s = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
                1e-6 * (double)ru.ru_stime.tv_usec;
     if (WIFEXITED(st)) { c->exited = 1; c->code = WEXITSTATUS(st); }
     else if (WIFSIGNALED(st)) c->sig = WTERMSIG(st);
-    if ((c->sig == SIGKILL || c->sig == SIGXCPU) && !c->timed_out && !c->flooded && c->cpu_s >= (double)L->cpu_s - 0.5)
+    if ((c->sig == SIGKILL || c->sig == SIGXCPU) && !c->timed_out && !c->flooded && c->cpu_s >= (double)c->L.cpu_s - 0.5)
         c->timed_out = 2;   /* RLIMIT_CPU */
+}
+
+/* Runs argv to its end in a child (grade_start, grade_pump, grade_finish). */
+static void grade_spawn(char *const argv[], const grade_limits *L, const char *sandbox, const char *data, grade_child *c) {
+    if (!grade_start(argv, L, sandbox, data, NULL, c)) return;
+    grade_pump(c, NULL, 0, (size_t)-1);
+    grade_finish(c, L->wall_s);
 }
 
 /* Why a child ended badly, in a student's words; "" if it did not. */
@@ -1453,7 +1562,7 @@ static grade_rx grade_allow[] = {
      "strcspn|strtol|strtoul|strtoll|strtoull|strtod|strtof|strtold|atoi|atol|atoll|atof|abs|labs|llabs|div|ldiv|qsort|bsearch|"
      "printf|fprintf|vprintf|vfprintf|puts|fputs|putchar|fputc|putc|fwrite|fflush|fclose|fread|fgets|fgetc|getc|feof|ferror|"
      "setvbuf|setbuf|snprintf|sprintf|vsnprintf|vsprintf|perror|"
-     "strerror|getenv|secure_getenv|rand|srand|rand_r|random|srandom|drand48|srand48|clock|time|gettimeofday|clock_gettime|"
+     "sscanf|vsscanf|__isoc99_sscanf|__isoc99_vsscanf|__isoc23_sscanf|__isoc23_vsscanf|strerror|getenv|secure_getenv|rand|srand|rand_r|random|srandom|drand48|srand48|clock|time|gettimeofday|clock_gettime|"
      "nanosleep|usleep|sleep|sched_yield|exit|_exit|_Exit|abort|quick_exit|atexit|__cxa_atexit|__cxa_finalize|__assert_fail|"
      "__assert|__stack_chk_fail|__errno_location|isalpha|isdigit|isspace|isupper|islower|toupper|tolower|__ctype_b_loc|"
      "__ctype_tolower_loc|__ctype_toupper_loc|stdout|stderr|_GLOBAL_OFFSET_TABLE_|__dso_handle|_DYNAMIC|__[a-z0-9_]+_chk)$", NULL},
@@ -1492,19 +1601,33 @@ static size_t grade_nlibc;
 static int grade_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Runs a command (argv), its output into out; returns its exit status or -1. */
-static int grade_run_capture(char *const argv[], grade_buf *out, int cpu_s, const char *cwd) {
+static int grade_run_limited(char *const argv[], grade_buf *out, int cpu_s, const char *cwd, size_t data_bytes) {
     grade_limits L;
     grade_child c;
     int code;
     memset(&L, 0, sizeof L);
     L.cpu_s = cpu_s; L.wall_s = 3.0 * cpu_s + 30; L.out_keep = 64u << 20; L.out_kill = 256u << 20; L.fsize_bytes = 1ull << 30;
     L.cwd = cwd;
+    if (data_bytes) {   /* a student's compile or link: memory, time and output capped (a macro bomb, a flood of errors) */
+        L.data_bytes = data_bytes; L.wall_s = 2.0 * cpu_s; L.out_keep = 1u << 20; L.out_kill = 16u << 20; L.fsize_bytes = 256u << 20;
+    }
     grade_spawn(argv, &L, NULL, NULL, &c);
     if (out) grade_addn(out, grade_str(&c.out), c.out.n);
     code = c.exited ? c.code : -1;
+    if (data_bytes && (c.timed_out || c.flooded || c.sig) && out) {
+        char why[200];
+        grade_printf(out, "\ngrade: the compiler was stopped: %s\n", c.timed_out ? "it took longer than the grader allows a compile "
+                     "(60 s of CPU)" : c.flooded ? "it printed more than 16 MB" : c.sig == SIGKILL || c.sig == SIGSEGV ?
+                     "it ran out of the memory the grader allows a compile (2 GB)" : (snprintf(why, sizeof why, "signal %d", c.sig), why));
+    }
     grade_child_free(&c);
     return code;
 }
+static int grade_run_capture(char *const argv[], grade_buf *out, int cpu_s, const char *cwd) {
+    return grade_run_limited(argv, out, cpu_s, cwd, 0);
+}
+#define GRADE_COMPILE_CPU_S 60
+#define GRADE_COMPILE_DATA ((size_t)2 << 30)
 
 static void grade_libc_setup(const char *cc) {
     static const char *libs[] = {"libc.so.6", "libm.so.6", "libgomp.so.1"};
@@ -1580,6 +1703,7 @@ typedef struct grade_opts {
     char emu_include[4096], cuda_root[4096], emu_dir[4096];
     char emu_device[64];
     size_t data_limit;
+    uint64_t seed;            /* the grading run's: the cases' inputs (gpudl_check_op draws them from the context's seed) */
 } grade_opts;
 static grade_opts O;
 
@@ -1664,20 +1788,45 @@ static int grade_shared_build(grade_shared *sh, const char *name, const char *sr
 }
 
 /* ---- grading one submission ------------------------------------------------ */
+#define GRADE_MAX_SOURCE (4u << 20)   /* bytes of a submission's file */
 typedef enum grade_status { GRADE_OK, GRADE_CRASH, GRADE_TIMEOUT, GRADE_COMPILE, GRADE_REFUSED, GRADE_ERROR } grade_status;
 static const char *grade_status_names[] = {"ok", "crash", "timeout", "compile error", "refused", "grader error"};
+
+/* ---- the judge: gpudl's check here, each call of the student's code in a child ---- */
+/* The grader runs gpudl_check_op itself on a CPU context whose ops are the
+   proxies below. Each proxy sends its call to a runner child (grade_call),
+   which runs the student's function and sends back the outputs; gpudl's
+   check then compares them, here, with its float64 reference. On the
+   emulated device, calls up to GRADE_SMALL_CALL bytes go to a child that
+   runs them under a shuffled schedule (CUEMU_SCHEDULE=shuffle, a seed drawn
+   per child: blocks in random order, threads switched at shared memory
+   accesses), so a missing barrier gives wrong values; larger ones (the
+   large groups, where the shuffle would cost seconds) to one on the
+   default schedule. A child that crashes, faults, times out or answers
+   what it was not asked loses the group of the case in flight; the next
+   call starts a fresh one. */
+#define GRADE_SMALL_CALL (256u << 10)
+
+typedef struct grade_case_res {
+    gpudl_check_case kase;
+    int     status, first;           /* the student's status; first: the op's first failure, described below */
+    int64_t elem;                    /* the failing element (-1: the call failed) */
+    double  expected, got;
+    char    where[96], inputs[160], text[256];
+} grade_case_res;
+#define GRADE_NOT_CALLED 1000   /* status of a case that never called the student's function */
 
 typedef struct grade_group_lost { char group[24], shape[64], why[320]; } grade_group_lost;
 typedef struct grade_op_res {
     int      implemented;
     char     whole[400];                 /* a reason every group of the op fails */
     int      have[GPUDL_CHECK_MAX_CASES];
-    grade_msg cases[GPUDL_CHECK_MAX_CASES];
+    grade_case_res cases[GPUDL_CHECK_MAX_CASES];
     int      ncases;
     grade_group_lost lost[GRADE_MAX_RULES * 2];
     int      nlost;
     int64_t  calls, unsupported;
-    int      ended, starts;                /* END records; cases begun (the student's function about to run) */
+    int      ended, starts;              /* the check ran to its end; cases begun (the student's function about to run) */
 } grade_op_res;
 
 typedef struct grade_sub {
@@ -1691,6 +1840,8 @@ typedef struct grade_sub {
     double   seconds;
     grade_buf fb;                        /* the feedback */
 } grade_sub;
+
+static double grade_deadline;   /* the submission's time budget ends (grade_now's clock) */
 
 static void grade_set_status(grade_sub *s, grade_status st, const char *why) {
     static const int rank[] = {0, 1, 2, 3, 4, 5};
@@ -1722,134 +1873,414 @@ static void grade_child_status(grade_sub *s, const grade_child *c, const char *w
     else grade_set_status(s, GRADE_CRASH, why);
 }
 
-static void grade_child_output(grade_buf *fb, const char *what, const grade_child *c) {
-    if (c->out.n == 0) return;
-    grade_printf(fb, "  %s printed%s:\n", what, c->out_total > c->out.n ? " (the start of it)" : "");
-    grade_quote(fb, grade_str(&c->out), c->out.n, 4096);
-}
+/* A child's text in the grader's own lines: printable ASCII only. */
+static void grade_clean(char *s) { for (; *s; s++) if (*s < 32 || *s > 126) *s = '?'; }
 
-/* Checks op i: a child per run of groups; after a crash, a timeout or a
-   sticky fault, the group of the case in flight is lost and a fresh child
-   goes on with the next case. */
-static void grade_check_op_children(grade_sub *s, const char *sandbox, const char *runner, int i, grade_op_res *r,
-                                    double *budget_s, grade_buf *printed) {
-    const grade_check *c = &O.a->checks[i];
-    char skip[1024] = "|", from_s[16], op_s[16], why[400];
-    int from = 0, attempt;
-    for (attempt = 0; attempt < 2 * GPUDL_CHECK_MAX_CASES; attempt++) {
-        char *argv[16];
-        grade_limits L = grade_runner_limits(sandbox, 3.0 * O.timeout_s + 10);
-        grade_child ch;
-        int k, inflight = -1, fault = -1;
-        char fault_text[256] = "";
-        if (*budget_s <= 0) {
-            snprintf(r->whole, sizeof r->whole, "not checked: the submission used up its time budget (%d x --timeout)", 10);
-            return;
+static struct {
+    grade_sub *s;
+    const char *sandbox, *runner;
+    const grade_check *check;
+    grade_op_res *r;
+    grade_buf *printed;                  /* what the children printed (quoted) */
+    gpudl_check_report *report;          /* gpudl's check, being filled */
+    grade_child srv[2];                  /* 0: the default schedule (every call off the emulated device); 1: shuffled */
+    int      nstarts;
+    const char *tool;                    /* the sanitizer's rerun: its tool, the one case it reruns, what it said */
+    int      only;
+    grade_buf tool_out;
+    int      sent, started;              /* cases flushed into r; the case in flight */
+    int      status[GPUDL_CHECK_MAX_CASES], skipped[GPUDL_CHECK_MAX_CASES];
+    char     lost[1024];                 /* groups lost: "|g1|g2|" */
+} J;
+
+/* The cases gpudl's check has closed since the last call, into J.r. A
+   skipped case's failure is no failure: the next one is recorded instead. */
+static void grade_judge_flush(void) {
+    gpudl_check_report *rep = J.report;
+    while (J.sent < rep->ncases && J.sent < GPUDL_CHECK_MAX_CASES) {
+        int j = J.sent++;
+        grade_case_res *m = &J.r->cases[j];
+        if (rep->first_case == j && J.skipped[j]) { rep->first_case = -1; rep->status_msg[0] = 0; }
+        if (J.skipped[j]) continue;
+        memset(m, 0, sizeof *m);
+        m->kase = rep->cases[j];
+        m->status = J.status[j];
+        m->elem = -1;
+        if (rep->first_case == j) {
+            m->first = 1;
+            m->elem = rep->index;
+            m->expected = rep->expected;
+            m->got = rep->got;
+            memcpy(m->where, rep->where, sizeof m->where);
+            memcpy(m->inputs, rep->inputs, sizeof m->inputs);
+            snprintf(m->text, sizeof m->text, "%s", rep->status_msg);
         }
-        snprintf(op_s, sizeof op_s, "%d", i);
-        snprintf(from_s, sizeof from_s, "%d", from);
-        k = 0;
-        argv[k++] = (char *)runner; argv[k++] = (char *)"--child"; argv[k++] = (char *)"check";
-        argv[k++] = (char *)"--assignment"; argv[k++] = (char *)O.a->name; argv[k++] = (char *)"--op"; argv[k++] = op_s;
-        argv[k++] = (char *)"--from"; argv[k++] = from_s; argv[k++] = (char *)"--skip"; argv[k++] = skip; argv[k] = NULL;
-        grade_spawn(argv, &L, sandbox, NULL, &ch);
-        *budget_s -= ch.wall_s;
-        for (k = 0; k < ch.nmsgs; k++) {
-            const grade_msg *m = &ch.msgs[k];
-            int idx = m->index;
-            if (m->kind == GRADE_MSG_START && idx >= 0 && idx < GPUDL_CHECK_MAX_CASES) { inflight = idx; r->starts++; }
-            else if (m->kind == GRADE_MSG_CASE && idx >= 0 && idx < GPUDL_CHECK_MAX_CASES) {
-                r->cases[idx] = *m;
-                r->have[idx] = 1;
-                if (idx + 1 > r->ncases) r->ncases = idx + 1;
-                if (inflight == idx) inflight = -1;
-            } else if (m->kind == GRADE_MSG_FAULT && idx >= 0 && idx < GPUDL_CHECK_MAX_CASES) {
-                fault = idx; inflight = idx;
-                snprintf(fault_text, sizeof fault_text, "%s", m->text);
-            } else if (m->kind == GRADE_MSG_END) {
-                r->ended = 1;
-                r->calls += m->a;
-                r->unsupported += m->b;
-                if (m->status != GPUDL_OK) snprintf(r->whole, sizeof r->whole, "%s", m->text);
-            }
-        }
-        if (ch.out.n && printed->n < 4096) grade_quote(printed, grade_str(&ch.out), ch.out.n, 4096 - printed->n);
-        grade_child_why(&ch, &L, why, sizeof why);
-        if (fault >= 0) {
-            snprintf(why, sizeof why, "your kernel faulted: %s; a fault is sticky (every later CUDA call fails), so the "
-                     "grader went on in a fresh process", fault_text);
-            grade_set_status(s, GRADE_CRASH, why);
-        } else if (!why[0] && !(r->ended && ch.exited && ch.code == 0))
-            snprintf(why, sizeof why, "the process ended (exit status %d) in the middle of the check: exit() in your code?",
-                     ch.exited ? ch.code : -1);
-        grade_child_status(s, &ch, why);
-        if (r->ended && !why[0]) { grade_child_free(&ch); return; }
-        if (!why[0]) snprintf(why, sizeof why, "the check did not finish");
-        if (fault < 0) grade_child_status(s, &ch, why);
-        if (inflight < 0) {   /* no case in flight: before the first one, or after the last */
-            if (!r->ended) snprintf(r->whole, sizeof r->whole, "%s", why);
-            grade_child_free(&ch);
-            return;
-        }
-        if (r->nlost < (int)(sizeof r->lost / sizeof r->lost[0])) {
-            grade_group_lost *g = &r->lost[r->nlost++];
-            const grade_msg *m = NULL;
-            for (k = 0; k < ch.nmsgs; k++)
-                if (ch.msgs[k].index == inflight && (ch.msgs[k].kind == GRADE_MSG_START || ch.msgs[k].kind == GRADE_MSG_FAULT)) m = &ch.msgs[k];
-            snprintf(g->group, sizeof g->group, "%s", m ? m->kase.group : "?");
-            snprintf(g->shape, sizeof g->shape, "%s", m ? m->kase.shape : "?");
-            snprintf(g->why, sizeof g->why, "%s", why);
-            if (strlen(skip) + strlen(g->group) + 2 < sizeof skip) { strcat(skip, g->group); strcat(skip, "|"); }
-        }
-        from = inflight + 1;
-        grade_child_free(&ch);
+        J.r->have[j] = 1;
+        if (j + 1 > J.r->ncases) J.r->ncases = j + 1;
     }
-    (void)c;
 }
 
-/* On the emulated device, an op whose groups computed wrong values runs
-   once more under the emulator's compute-sanitizer (racecheck, then
-   initcheck), only those groups' cases (the others are skipped), and what
-   the tool reports (a race or a read of uninitialised device memory, with
-   the source line) goes into the feedback. No points depend on it. */
-static void grade_sanitize(grade_sub *s, const char *sandbox, const char *runner, int i, const grade_op_res *r, double *budget_s) {
+/* What a child printed goes to the feedback (or, rerun under a sanitizer, to its report). */
+static void grade_judge_output(const grade_child *c) {
+    if (!c->out.n) return;
+    if (J.tool) grade_addn(&J.tool_out, grade_str(&c->out), c->out.n);
+    else if (J.printed->n < 4096) grade_quote(J.printed, grade_str(&c->out), c->out.n, 4096 - J.printed->n);
+}
+
+/* The case in flight loses its group: why (NULL: how child k ended), in the feedback's row. */
+static void grade_judge_lose(int k, int idx, const char *why_given) {
+    grade_child *c = &J.srv[k];
+    char why[400] = "";
+    if (c->started) {
+        grade_finish(c, 0.5);
+        grade_judge_output(c);
+        grade_child_why(c, &c->L, why, sizeof why);
+    }
+    if (why_given) {
+        snprintf(why, sizeof why, "%s", why_given);
+        grade_set_status(J.s, GRADE_CRASH, why);
+    } else {
+        if (!why[0] && c->started && c->exited)
+            snprintf(why, sizeof why, "the process ended (exit status %d) in the middle of the check: exit() in your code?", c->code);
+        if (!why[0]) snprintf(why, sizeof why, "the check did not finish");
+        if (c->started) grade_child_status(J.s, c, why);
+        if (J.s->status == GRADE_OK) grade_set_status(J.s, GRADE_CRASH, why);
+    }
+    grade_child_free(c);
+    J.skipped[idx] = 1;
+    J.status[idx] = GPUDL_ERR_INVALID_ARG;
+    if (J.r->nlost < (int)(sizeof J.r->lost / sizeof J.r->lost[0])) {
+        grade_group_lost *g = &J.r->lost[J.r->nlost++];
+        snprintf(g->group, sizeof g->group, "%s", J.report->cases[idx].group);
+        snprintf(g->shape, sizeof g->shape, "%s", J.report->cases[idx].shape);
+        snprintf(g->why, sizeof g->why, "%s", why);
+    }
+    if (strlen(J.lost) + strlen(J.report->cases[idx].group) + 2 < sizeof J.lost) {
+        strcat(J.lost, J.report->cases[idx].group);
+        strcat(J.lost, "|");
+    }
+}
+
+/* Before a call: the case in flight (gpudl_check_op opened it at report->ncases), or -1: not to be run. */
+static int grade_judge_case_begin(void) {
+    gpudl_check_report *rep = J.report;
+    int idx = rep->ncases;
+    grade_judge_flush();
+    if (idx >= GPUDL_CHECK_MAX_CASES) return -1;
+    if (idx != J.started) {
+        char key[32];
+        J.started = idx;
+        J.status[idx] = GRADE_NOT_CALLED;
+        snprintf(key, sizeof key, "|%s|", rep->cases[idx].group);
+        J.skipped[idx] = (J.only >= 0 && idx != J.only) || strstr(J.lost, key) != NULL;
+        if (!J.skipped[idx] && grade_now() >= grade_deadline) {
+            grade_judge_lose(0, idx, "not checked: the submission used up its time budget (10 x --timeout)");
+            return -1;
+        }
+        if (!J.skipped[idx]) J.r->starts++;
+    }
+    return J.skipped[idx] ? -1 : idx;
+}
+
+/* A runner child for calls: k 1 on the shuffled schedule; under J.tool the emulator's compute-sanitizer. */
+static int grade_judge_start(int k) {
+    char *argv[16], seed_s[64];
+    const char *env[4];
+    int n = 0, e = 0;
+    double left = grade_deadline - grade_now();
+    grade_limits L = grade_runner_limits(J.sandbox, J.tool ? O.timeout_s + 10.0 : 3.0 * O.timeout_s + 10);
+    if (left < L.wall_s) L.wall_s = left;
+    if (L.wall_s <= 0.5) return 0;
+    L.serve = 1;
+    if (J.tool) {
+        L.out_keep = 32768;
+        argv[n++] = grade_sanitizer_path; argv[n++] = (char *)"--tool"; argv[n++] = (char *)J.tool;
+        argv[n++] = (char *)"--print-limit"; argv[n++] = (char *)"3";
+    }
+    argv[n++] = (char *)J.runner; argv[n++] = (char *)"--child"; argv[n++] = (char *)"serve";
+    argv[n++] = (char *)"--assignment"; argv[n++] = (char *)O.a->name; argv[n] = NULL;
+    if (O.emulated) env[e++] = "CUEMU_BOUNDS=exact";   /* a read one element past an allocation faults */
+    if (k == 1) {
+        env[e++] = "CUEMU_SCHEDULE=shuffle";
+        snprintf(seed_s, sizeof seed_s, "CUEMU_SEED=%llu", (unsigned long long)(grade_random64() >> 1));
+        env[e++] = seed_s;
+    }
+    env[e] = NULL;
+    J.nstarts++;
+    return grade_start(argv, &L, J.sandbox, NULL, env, &J.srv[k]);
+}
+
+static void grade_take(grade_buf *b, size_t n) {
+    if (n >= b->n) { b->n = 0; return; }
+    memmove(b->p, b->p + n, b->n - n);
+    b->n -= n;
+}
+
+/* One call of the student's function: q's sizes and scalars, ptr its
+   buffers (gpudl_ops' order), in the child; the outputs back into ptr. */
+static gpudl_status grade_judge_call(gpudl_op op, grade_call *q, void *const *ptr) {
+    int idx = grade_judge_case_begin(), i, j, k;
+    size_t nin = sizeof *q, nout = 0, off;
+    char *msg, why[400];
+    grade_back b;
+    gpudl_status st;
+    grade_child *c;
+    if (idx < 0) return GPUDL_ERR_INVALID_ARG;   /* its group is lost already, or it is not the case rerun */
+    q->magic = GRADE_MAGIC;
+    q->op = (int32_t)op;
+    for (i = 0; i < q->nbuf; i++) {   /* in-place buffers go once, as the earliest, returned when either is written */
+        q->same[i] = -1;
+        if (!ptr[i]) { q->role[i] = GRADE_BUF_NONE; continue; }
+        for (j = 0; j < i; j++)
+            if (q->role[j] != GRADE_BUF_NONE && q->same[j] < 0 && ptr[j] == ptr[i]) {
+                q->same[i] = j;
+                if (q->role[i] == GRADE_BUF_OUT) q->role[j] = GRADE_BUF_OUT;
+                if (q->bytes[i] > q->bytes[j]) q->bytes[j] = q->bytes[i];
+                break;
+            }
+    }
+    for (i = 0; i < q->nbuf; i++)
+        if (q->role[i] != GRADE_BUF_NONE && q->same[i] < 0) {
+            nin += (size_t)q->bytes[i];
+            if (q->role[i] == GRADE_BUF_OUT) nout += (size_t)q->bytes[i];
+        }
+    k = O.emulated && !J.tool && nin <= GRADE_SMALL_CALL;
+    c = &J.srv[k];
+    if (!c->pid && !grade_judge_start(k)) {
+        grade_judge_lose(k, idx, grade_now() >= grade_deadline - 0.5 ? "not checked: the submission used up its time "
+                         "budget (10 x --timeout)" : c->tampered ? NULL : "the grader could not start a process");
+        return GPUDL_ERR_INVALID_ARG;
+    }
+    if (c->back.n) {
+        grade_judge_lose(k, idx, "REFUSED: your code wrote on the grader's channel (fd 3) what the grader did not ask for");
+        grade_set_status(J.s, GRADE_REFUSED, "your code wrote on the grader's channel (fd 3)");
+        return GPUDL_ERR_INVALID_ARG;
+    }
+    if (!(msg = (char *)malloc(nin))) { grade_judge_lose(k, idx, "the grader ran out of memory"); return GPUDL_ERR_INVALID_ARG; }
+    memcpy(msg, q, sizeof *q);
+    for (i = 0, off = sizeof *q; i < q->nbuf; i++)
+        if (q->role[i] != GRADE_BUF_NONE && q->same[i] < 0) { memcpy(msg + off, ptr[i], (size_t)q->bytes[i]); off += (size_t)q->bytes[i]; }
+    i = grade_pump(c, msg, nin, sizeof b);
+    free(msg);
+    if (!i) { grade_judge_lose(k, idx, NULL); return GPUDL_ERR_INVALID_ARG; }
+    memcpy(&b, c->back.p, sizeof b);
+    grade_take(&c->back, sizeof b);
+    b.text[sizeof b.text - 1] = 0;
+    grade_clean(b.text);
+    if (b.magic != GRADE_MAGIC || b.kind != GRADE_BACK_CALL) {
+        grade_judge_lose(k, idx, "REFUSED: your code wrote on the grader's channel (fd 3) what the grader did not ask for");
+        grade_set_status(J.s, GRADE_REFUSED, "your code wrote on the grader's channel (fd 3)");
+        return GPUDL_ERR_INVALID_ARG;
+    }
+    if (b.fault) {
+        snprintf(why, sizeof why, "your kernel faulted: %s; a fault is sticky (every later CUDA call fails), so the grader "
+                 "went on in a fresh process", b.text);
+        grade_judge_lose(k, idx, why);
+        return GPUDL_ERR_INVALID_ARG;
+    }
+    if (!grade_pump(c, NULL, 0, nout)) { grade_judge_lose(k, idx, NULL); return GPUDL_ERR_INVALID_ARG; }
+    for (i = 0, off = 0; i < q->nbuf; i++)
+        if (q->role[i] == GRADE_BUF_OUT && q->same[i] < 0) {
+            memcpy(ptr[i], c->back.p + off, (size_t)q->bytes[i]);
+            off += (size_t)q->bytes[i];
+        }
+    grade_take(&c->back, nout);
+    st = (gpudl_status)b.status;
+    if ((int)op == (int)J.check->op) {
+        J.r->calls++;
+        J.status[idx] = st;
+        if (st == GPUDL_ERR_UNSUPPORTED) { J.r->unsupported++; return GPUDL_ERR_INVALID_ARG; }   /* it must do the case itself */
+    }
+    return st;
+}
+
+/* The proxies: each op's pointer arguments in gpudl_ops' order, and their sizes. */
+#define GRADE_ARG(i, ptr, nbytes, r) (p[i] = (void *)(ptr), q.bytes[i] = (int64_t)(nbytes), q.role[i] = (r))
+#define GRADE_F(n) ((n) * (int64_t)sizeof(float))
+static gpudl_status judge_gemm(void *user, void *stream, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                               float alpha, const float *A, const float *B, float beta, float *C) {
+    grade_call q; void *p[GRADE_NBUF];
+    (void)user; (void)stream;
+    memset(&q, 0, sizeof q);
+    q.trans_a = trans_a; q.trans_b = trans_b; q.M = M; q.N = N; q.K = K; q.alpha = alpha; q.beta = beta; q.nbuf = 3;
+    GRADE_ARG(0, A, GRADE_F(M * K), GRADE_BUF_IN); GRADE_ARG(1, B, GRADE_F(K * N), GRADE_BUF_IN);
+    GRADE_ARG(2, C, GRADE_F(M * N), GRADE_BUF_OUT);
+    return grade_judge_call(GPUDL_OP_GEMM, &q, p);
+}
+static gpudl_status judge_act_forward(void *user, void *stream, gpudl_act act, float alpha, float *y, const float *x, int64_t n) {
+    grade_call q; void *p[GRADE_NBUF];
+    (void)user; (void)stream;
+    memset(&q, 0, sizeof q);
+    q.act = (int32_t)act; q.alpha = alpha; q.M = n; q.nbuf = 2;
+    GRADE_ARG(0, y, GRADE_F(n), GRADE_BUF_OUT); GRADE_ARG(1, x, GRADE_F(n), GRADE_BUF_IN);
+    return grade_judge_call(GPUDL_OP_ACT_FORWARD, &q, p);
+}
+static gpudl_status judge_act_backward(void *user, void *stream, gpudl_act act, float alpha, float *dx, const float *dy,
+                                       const float *x, const float *y, int64_t n) {
+    grade_call q; void *p[GRADE_NBUF];
+    (void)user; (void)stream;
+    memset(&q, 0, sizeof q);
+    q.act = (int32_t)act; q.alpha = alpha; q.M = n; q.nbuf = 4;
+    GRADE_ARG(0, dx, GRADE_F(n), GRADE_BUF_OUT); GRADE_ARG(1, dy, GRADE_F(n), GRADE_BUF_IN);
+    GRADE_ARG(2, x, GRADE_F(n), GRADE_BUF_IN); GRADE_ARG(3, y, GRADE_F(n), GRADE_BUF_IN);
+    return grade_judge_call(GPUDL_OP_ACT_BACKWARD, &q, p);
+}
+static gpudl_status judge_xent_forward(void *user, void *stream, float *loss, float *probs, const float *logits,
+                                       const int32_t *labels, int64_t N, int64_t K) {
+    grade_call q; void *p[GRADE_NBUF];
+    (void)user; (void)stream;
+    memset(&q, 0, sizeof q);
+    q.M = N; q.K = K; q.nbuf = 4;
+    GRADE_ARG(0, loss, GRADE_F(1), GRADE_BUF_OUT); GRADE_ARG(1, probs, GRADE_F(N * K), GRADE_BUF_OUT);
+    GRADE_ARG(2, logits, GRADE_F(N * K), GRADE_BUF_IN); GRADE_ARG(3, labels, N * (int64_t)sizeof(int32_t), GRADE_BUF_IN);
+    return grade_judge_call(GPUDL_OP_XENT_FORWARD, &q, p);
+}
+static gpudl_status judge_xent_backward(void *user, void *stream, float *dlogits, const float *probs, const int32_t *labels,
+                                        int64_t N, int64_t K, float scale) {
+    grade_call q; void *p[GRADE_NBUF];
+    (void)user; (void)stream;
+    memset(&q, 0, sizeof q);
+    q.M = N; q.K = K; q.scale = scale; q.nbuf = 3;
+    GRADE_ARG(0, dlogits, GRADE_F(N * K), GRADE_BUF_OUT); GRADE_ARG(1, probs, GRADE_F(N * K), GRADE_BUF_IN);
+    GRADE_ARG(2, labels, N * (int64_t)sizeof(int32_t), GRADE_BUF_IN);
+    return grade_judge_call(GPUDL_OP_XENT_BACKWARD, &q, p);
+}
+static gpudl_status judge_maxpool_forward(void *user, void *stream, float *y, const float *x, const gpudl_pool_shape *s) {
+    grade_call q; void *p[GRADE_NBUF];
+    (void)user; (void)stream;
+    memset(&q, 0, sizeof q);
+    q.pool = *s; q.nbuf = 2;
+    GRADE_ARG(0, y, GRADE_F(s->NC * s->Ho * s->Wo), GRADE_BUF_OUT); GRADE_ARG(1, x, GRADE_F(s->NC * s->H * s->W), GRADE_BUF_IN);
+    return grade_judge_call(GPUDL_OP_MAXPOOL_FORWARD, &q, p);
+}
+static gpudl_status judge_maxpool_backward(void *user, void *stream, float *dx, const float *dy, const float *x,
+                                           const gpudl_pool_shape *s) {
+    grade_call q; void *p[GRADE_NBUF];
+    (void)user; (void)stream;
+    memset(&q, 0, sizeof q);
+    q.pool = *s; q.nbuf = 3;
+    GRADE_ARG(0, dx, GRADE_F(s->NC * s->H * s->W), GRADE_BUF_OUT); GRADE_ARG(1, dy, GRADE_F(s->NC * s->Ho * s->Wo), GRADE_BUF_IN);
+    GRADE_ARG(2, x, GRADE_F(s->NC * s->H * s->W), GRADE_BUF_IN);
+    return grade_judge_call(GPUDL_OP_MAXPOOL_BACKWARD, &q, p);
+}
+static gpudl_status judge_attn_forward(void *user, void *stream, float *att, const float *scores, int64_t L, int64_t T) {
+    grade_call q; void *p[GRADE_NBUF];
+    (void)user; (void)stream;
+    memset(&q, 0, sizeof q);
+    q.M = L; q.N = T; q.nbuf = 2;
+    GRADE_ARG(0, att, GRADE_F(L * T * T), GRADE_BUF_OUT); GRADE_ARG(1, scores, GRADE_F(L * T * T), GRADE_BUF_IN);
+    return grade_judge_call(GPUDL_OP_ATTN_SOFTMAX_FORWARD, &q, p);
+}
+static gpudl_status judge_attn_backward(void *user, void *stream, float *ds, const float *dp, const float *att, int64_t L,
+                                        int64_t T) {
+    grade_call q; void *p[GRADE_NBUF];
+    (void)user; (void)stream;
+    memset(&q, 0, sizeof q);
+    q.M = L; q.N = T; q.nbuf = 3;
+    GRADE_ARG(0, ds, GRADE_F(L * T * T), GRADE_BUF_OUT); GRADE_ARG(1, dp, GRADE_F(L * T * T), GRADE_BUF_IN);
+    GRADE_ARG(2, att, GRADE_F(L * T * T), GRADE_BUF_IN);
+    return grade_judge_call(GPUDL_OP_ATTN_SOFTMAX_BACKWARD, &q, p);
+}
+#undef GRADE_ARG
+#undef GRADE_F
+
+/* Checks op i of the assignment: gpudl_check_op here, on the CPU, with a
+   proxy for each op the student set (fields: the probe's bits), from the
+   grading run's seed. tool: rerun the case only under that sanitizer. */
+static void grade_judge_op(grade_sub *s, const char *sandbox, const char *runner, int i, grade_op_res *r, grade_buf *printed,
+                           int64_t fields, const char *tool, int only) {
+    static gpudl_check_report rep;
+    const grade_check *c = &O.a->checks[i];
+    gpudl_ctx_desc d;
+    gpudl_ctx *ctx = NULL;
+    gpudl_ops o;
+    gpudl_status st;
+    int k;
+    memset(&J, 0, sizeof J);
+    J.s = s; J.sandbox = sandbox; J.runner = runner; J.check = c; J.r = r; J.printed = printed; J.report = &rep;
+    J.tool = tool; J.only = only; J.started = -1;
+    snprintf(J.lost, sizeof J.lost, "|");
+    memset(&d, 0, sizeof d);
+    d.device = GPUDL_DEVICE_CPU;
+    d.log = gpudl_log_quiet;
+    d.seed = O.seed;           /* the cases' inputs: drawn anew for each grading run */
+    if ((st = gpudl_ctx_create(&d, &ctx)) != GPUDL_OK) {
+        snprintf(r->whole, sizeof r->whole, "the grader could not make its CPU context: %s", gpudl_status_string(st));
+        grade_set_status(s, GRADE_ERROR, r->whole);
+        return;
+    }
+    memset(&o, 0, sizeof o);
+#define GRADE_PROXY(op, field, fn) if ((fields >> (op)) & 1) o.field = fn
+    GRADE_PROXY(GPUDL_OP_GEMM, gemm, judge_gemm);
+    GRADE_PROXY(GPUDL_OP_ACT_FORWARD, act_forward, judge_act_forward);
+    GRADE_PROXY(GPUDL_OP_ACT_BACKWARD, act_backward, judge_act_backward);
+    GRADE_PROXY(GPUDL_OP_XENT_FORWARD, softmax_xent_forward, judge_xent_forward);
+    GRADE_PROXY(GPUDL_OP_XENT_BACKWARD, softmax_xent_backward, judge_xent_backward);
+    GRADE_PROXY(GPUDL_OP_MAXPOOL_FORWARD, maxpool_forward, judge_maxpool_forward);
+    GRADE_PROXY(GPUDL_OP_MAXPOOL_BACKWARD, maxpool_backward, judge_maxpool_backward);
+    GRADE_PROXY(GPUDL_OP_ATTN_SOFTMAX_FORWARD, attn_softmax_forward, judge_attn_forward);
+    GRADE_PROXY(GPUDL_OP_ATTN_SOFTMAX_BACKWARD, attn_softmax_backward, judge_attn_backward);
+#undef GRADE_PROXY
+    if ((st = gpudl_ctx_set_ops(ctx, GPUDL_DEVICE_CPU, &o)) == GPUDL_OK) st = gpudl_check_op(ctx, c->op, c->act, &rep);
+    grade_judge_flush();
+    r->ended = 1;
+    if (st != GPUDL_OK) snprintf(r->whole, sizeof r->whole, "gpudl_check_op: %s: %.200s", gpudl_status_string(st), gpudl_ctx_last_error(ctx));
+    for (k = 0; k < 2; k++)
+        if (J.srv[k].started) {
+            grade_finish(&J.srv[k], 2.0);
+            grade_judge_output(&J.srv[k]);
+            grade_child_free(&J.srv[k]);
+        }
+    gpudl_ctx_destroy(ctx);
+}
+
+/* On the emulated device, racecheck on each op, and initcheck on an op
+   that computed wrong values: the first case that did (else the op's first
+   case) rerun under the emulator's compute-sanitizer. What the tool reports
+   (a race, a read of uninitialised device memory, with the source line)
+   goes into the feedback. It runs in the student's process, so no points
+   depend on it: a wrong value is the evidence, found by the shuffled
+   schedule and the comparison above. */
+static void grade_sanitize(grade_sub *s, const char *sandbox, const char *runner, int i, const grade_op_res *r, int64_t fields) {
     static const char *tools[] = {"racecheck", "initcheck"};
-    char only_s[16], op_s[16], tool_path[4300];
-    int k, t, first = -1;
-    if (!O.emulated) return;
-    snprintf(tool_path, sizeof tool_path, "%s/compute-sanitizer", O.emu_dir);   /* beside nvcc-emu */
-    if (access(tool_path, X_OK) != 0) return;
+    int k, t, first = -1, failed;
+    if (!O.emulated || !grade_sanitizer_path[0] || access(grade_sanitizer_path, X_OK) != 0) return;
     for (k = 0; k < r->ncases && first < 0; k++)   /* the first case that computed wrong values */
         if (r->have[k] && !r->cases[k].kase.passed && r->cases[k].status == GPUDL_OK) first = k;
+    failed = first >= 0;
+    for (k = 0; k < r->ncases && first < 0; k++)   /* else the first case that ran */
+        if (r->have[k] && r->cases[k].status == GPUDL_OK) first = k;
     if (first < 0) return;
-    snprintf(op_s, sizeof op_s, "%d", i);
-    snprintf(only_s, sizeof only_s, "%d", first);
-    for (t = 0; t < 2 && *budget_s > 0; t++) {
-        char *argv[20];
-        grade_limits L = grade_runner_limits(sandbox, O.timeout_s + 10.0);
-        grade_child ch;
+    for (t = 0; t < (failed ? 2 : 1) && grade_now() < grade_deadline; t++) {
+        grade_op_res *scratch = (grade_op_res *)calloc(1, sizeof *scratch);
+        grade_buf none = {0};
+        grade_sub ignore;
         const char *p, *e;
-        int n = 0, lines = 0;
-        argv[n++] = tool_path; argv[n++] = (char *)"--tool"; argv[n++] = (char *)tools[t];
-        argv[n++] = (char *)"--print-limit"; argv[n++] = (char *)"3"; argv[n++] = (char *)runner;
-        argv[n++] = (char *)"--child"; argv[n++] = (char *)"check"; argv[n++] = (char *)"--assignment"; argv[n++] = (char *)O.a->name;
-        argv[n++] = (char *)"--op"; argv[n++] = op_s; argv[n++] = (char *)"--only"; argv[n++] = only_s; argv[n] = NULL;
-        L.out_keep = 32768;
-        grade_spawn(argv, &L, sandbox, NULL, &ch);
-        *budget_s -= ch.wall_s;
-        for (p = grade_str(&ch.out); *p && lines < 12; p = *e ? e + 1 : e) {
+        int lines = 0;
+        if (!scratch) return;
+        memset(&ignore, 0, sizeof ignore);
+        grade_judge_op(&ignore, sandbox, runner, i, scratch, &none, fields, tools[t], first);
+        for (p = grade_str(&J.tool_out); *p && lines < 12; p = *e ? e + 1 : e) {
             e = strchr(p, '\n');
             if (!e) e = p + strlen(p);
             if (strncmp(p, "=========", 9) || (e - p) < 11) continue;
             if (strstr(p, "COMPUTE-SANITIZER") && strstr(p, "COMPUTE-SANITIZER") < e) continue;
             if (strstr(p, "ERROR SUMMARY: 0 errors") && strstr(p, "ERROR SUMMARY: 0 errors") < e) continue;
+            if (strstr(p, " 0 hazards") && strstr(p, " 0 hazards") < e) continue;   /* says nothing */
             if (!lines++)
                 grade_printf(&s->fb, "       compute-sanitizer --tool %s on %s's case %s, %s (the emulated device):\n", tools[t],
                              O.a->checks[i].name, r->cases[first].kase.group, r->cases[first].kase.shape);
             grade_printf(&s->fb, "         %.*s\n", (int)(e - p < 200 ? e - p : 200), p);
         }
-        grade_child_free(&ch);
+        free(J.tool_out.p); J.tool_out.p = NULL; J.tool_out.n = J.tool_out.cap = 0;
+        free(none.p); free(scratch);
     }
+}
+
+static void grade_child_output(grade_buf *fb, const char *what, const grade_child *c) {
+    if (c->out.n == 0) return;
+    grade_printf(fb, "  %s printed%s:\n", what, c->out_total > c->out.n ? " (the start of it)" : "");
+    grade_quote(fb, grade_str(&c->out), c->out.n, 4096);
 }
 
 static const grade_rule *grade_rule_for(const grade_check *c, const char *g) {
@@ -1894,7 +2325,7 @@ static void grade_score_op(grade_sub *s, int i, const grade_op_res *r) {
         for (k = 0; k < r->nlost; k++)
             if (!strcmp(r->lost[k].group, rule->group)) lost = k;
         for (k = 0; k < r->ncases; k++) {
-            const grade_msg *m = &r->cases[k];
+            const grade_case_res *m = &r->cases[k];
             if (!r->have[k] || strcmp(m->kase.group, rule->group)) continue;
             seen = 1;
             if (!m->kase.passed) {
@@ -1915,7 +2346,7 @@ static void grade_score_op(grade_sub *s, int i, const grade_op_res *r) {
         if (pass) { s->got += rule->points; s->group_pts[i][g] = rule->points; }
         if (values) hint = rule->hint;
         else if (status_fail >= 0) {
-            const grade_msg *m = &r->cases[status_fail];
+            const grade_case_res *m = &r->cases[status_fail];
             snprintf(buf, sizeof buf, "your function returned an error (status %d)%s%.300s", m->status,
                      m->first && m->text[0] ? ": " : "", m->first ? m->text : "");
             hint = buf;
@@ -1923,7 +2354,7 @@ static void grade_score_op(grade_sub *s, int i, const grade_op_res *r) {
         grade_row(fb, c->name, rule->group, pass ? rule->points : 0, rule->points, hint);
         if (!pass && values && !detail)
             for (k = 0; k < r->ncases; k++) {
-                const grade_msg *m = &r->cases[k];
+                const grade_case_res *m = &r->cases[k];
                 if (!r->have[k] || !m->first || strcmp(m->kase.group, rule->group)) continue;
                 grade_printf(fb, "       first failure: %s, %s\n", m->kase.group, m->kase.shape);
                 if (m->where[0]) grade_printf(fb, "         at %s: expected %.9g, got %.9g\n", m->where, m->expected, m->got);
@@ -2030,6 +2461,10 @@ static const char *grade_check_object(const char *sandbox, char *why, size_t siz
                    grade_is_libc(name)) {
             snprintf(why, size, "defines %s, a function of the C library: it would replace the library's own for the "
                      "grader's reference too (make it static, or rename it)", name); bad = why;
+        } else if ((type == 'T' || type == 'D' || type == 'B' || type == 'W') && (!strncmp(name, "cuda", 4) &&
+                   name[4] >= 'A' && name[4] <= 'Z')) {
+            snprintf(why, size, "defines %s, a function of the CUDA runtime: it would replace the runtime's own for the "
+                     "grader too (rename it, or make it static)", own); bad = why;
         } else if (type == 'T' && !strcmp(name, "main")) {
             snprintf(why, size, "defines main: the grader has its own"); bad = why;
         }
@@ -2053,19 +2488,24 @@ static void grade_submission(grade_sub *s, int idx) {
     grade_argv av = {{0}, 0};
     grade_op_res *res = (grade_op_res *)calloc(GRADE_MAX_CHECKS, sizeof *res);
     int64_t fields = 0;
-    double t0 = grade_now(), budget = 10.0 * O.timeout_s + 20;
+    double t0 = grade_now();
     grade_buf printed = {0};
     grade_buf *fb = &s->fb;
     fb->limit = 64u << 10;
 
+    grade_deadline = t0 + 10.0 * O.timeout_s + 20;   /* everything: the build, the checks, the sanitizer, the training */
     grade_printf(fb, "grading %s: %s, on the %s\n\n", a->name, s->name, !cuda ? "CPU" : O.emulated ? "emulated GPU (tests/emu)" : "GPU");
     snprintf(sandbox, sizeof sandbox, "%s/s%03d", O.work, idx);
     snprintf(src, sizeof src, "%s/student.%s", sandbox, ext);
     snprintf(runner, sizeof runner, "%s/runner", sandbox);
     if (mkdir(sandbox, 0700) != 0) { grade_set_status(s, GRADE_ERROR, "cannot make the submission's folder"); goto report; }
     snprintf(dst, sizeof dst, "%s/gpudl.h", sandbox);
-    if (!grade_read_file(s->path, &text, 4u << 20)) {
-        grade_set_status(s, GRADE_ERROR, "cannot read the file");
+    if (!grade_read_file(s->path, &text, GRADE_MAX_SOURCE + 1)) {
+        grade_set_status(s, GRADE_ERROR, "cannot read the file (or it is not a regular file)");
+        goto report;
+    }
+    if (text.n > GRADE_MAX_SOURCE) {
+        grade_set_status(s, GRADE_REFUSED, "the file is larger than 4 MB: a submission is one source file of the functions asked for");
         goto report;
     }
     if (!sext || strcmp(sext + 1, ext)) grade_printf(fb, "note: a %s assignment takes a .%s file; %s is compiled as one\n", a->name, ext, s->name);
@@ -2084,7 +2524,7 @@ static void grade_submission(grade_sub *s, int idx) {
     else { grade_arg(&av, "-Wall"); grade_arg(&av, "-fopenmp"); grade_arg(&av, "-DGPUDL_NO_CUDA"); }
     grade_arg(&av, "-I."); grade_arg(&av, "-MD"); grade_arg(&av, "-MF"); grade_arg(&av, "student.d");
     grade_arg(&av, "-c"); grade_arg(&av, grade_base(src)); grade_arg(&av, "-o"); grade_arg(&av, "student.o");
-    i = grade_run_capture(av.v, &log, 300, sandbox);
+    i = grade_run_limited(av.v, &log, GRADE_COMPILE_CPU_S, sandbox, GRADE_COMPILE_DATA);
     grade_argv_free(&av);
     if (log.n) {
         grade_printf(fb, "the compiler says:\n");
@@ -2117,7 +2557,7 @@ static void grade_submission(grade_sub *s, int idx) {
         grade_args_words(&av, "-lcublas -lcublasLt -lcudnn -lgomp");
     } else grade_arg(&av, "-lm");
     log.n = 0;
-    i = grade_run_capture(av.v, &log, 300, sandbox);
+    i = grade_run_limited(av.v, &log, GRADE_COMPILE_CPU_S, sandbox, GRADE_COMPILE_DATA);
     grade_argv_free(&av);
     snprintf(grade_cur_runner, sizeof grade_cur_runner, "%s", runner);
     chmod(runner, 0555);
@@ -2126,7 +2566,18 @@ static void grade_submission(grade_sub *s, int idx) {
         grade_cur_runner[0] = 0;
         grade_printf(fb, "the linker says:\n");
         grade_quote(fb, grade_str(&log), log.n, 4096);
-        grade_set_status(s, GRADE_COMPILE, "the file does not link with the grader (does it define student_ops, with extern \"C\" in a .cu?)");
+        if (strstr(grade_str(&log), "multiple definition of")) {   /* what it defines twice, named */
+            const char *m = strstr(grade_str(&log), "multiple definition of");
+            char name[160];
+            size_t n = strcspn(m + 23, "'\n");
+            snprintf(name, sizeof name, "%.*s", (int)(n < 150 ? n : 150), m + 23 + strspn(m + 23, " `'\xe2\x80\x98"));
+            snprintf(why, sizeof why, "the file does not link with the grader: it defines %s, which the runner already has "
+                     "(gpudl, the C library or the CUDA runtime): rename it or make it static", name);
+            grade_set_status(s, GRADE_COMPILE, why);
+        } else if (strstr(grade_str(&log), "student_ops"))
+            grade_set_status(s, GRADE_COMPILE, "the file does not link with the grader: it must define student_ops (with "
+                             "extern \"C\" in a .cu)");
+        else grade_set_status(s, GRADE_COMPILE, "the file does not link with the grader (the linker's messages are above)");
         goto report;
     }
 
@@ -2136,9 +2587,15 @@ static void grade_submission(grade_sub *s, int idx) {
         grade_child ch;
         int k, got = 0;
         grade_spawn(argv, &L, sandbox, NULL, &ch);
-        budget -= ch.wall_s;
-        for (k = 0; k < ch.nmsgs; k++)
-            if (ch.msgs[k].kind == GRADE_MSG_PROBE) { fields = ch.msgs[k].a; got = 1; if (!(ch.msgs[k].b & GRADE_GUARD_SECCOMP)) grade_printf(fb, "note: the seccomp filter is not in place on this machine\n"); }
+        if (ch.back.n >= sizeof(grade_back)) {
+            grade_back b;
+            memcpy(&b, ch.back.p, sizeof b);
+            if (b.magic == GRADE_MAGIC && b.kind == GRADE_BACK_PROBE) {
+                fields = b.fields & ((1 << GRADE_NOPS) - 1) & ~1;
+                got = 1;
+                if (!(b.guards & GRADE_GUARD_SECCOMP)) grade_printf(fb, "note: the seccomp filter is not in place on this machine\n");
+            }
+        }
         grade_child_why(&ch, &L, why, sizeof why);
         if (!got && !why[0]) snprintf(why, sizeof why, "ended the process (exit status %d) before the grader could start: exit() in student_ops?", ch.exited ? ch.code : -1);
         if (!got || why[0]) {
@@ -2152,14 +2609,26 @@ static void grade_submission(grade_sub *s, int idx) {
         grade_child_output(fb, "student_ops", &ch);
         grade_child_free(&ch);
     }
+    if (fields > 0) {   /* a file for another assignment: say so, rather than only "not implemented" */
+        int mine = 0, j, c2;
+        for (i = 0; i < grade_nchecks(a); i++) mine |= (int)((fields >> a->checks[i].op) & 1);
+        if (!mine) {
+            grade_printf(fb, "note: student_ops sets");
+            for (j = 0; j < GRADE_NASSIGN; j++)
+                for (c2 = 0; c2 < grade_nchecks(&grade_assignments[j]); c2++)
+                    if ((fields >> grade_assignments[j].checks[c2].op) & 1)
+                        grade_printf(fb, " ops->%s (%s)", grade_assignments[j].checks[c2].field, grade_assignments[j].name);
+            grade_printf(fb, " but none of %s's ops: is this the file for another assignment?\n", a->name);
+        }
+    }
     grade_printf(fb, "%-38s %-6s  %-4s  %s\n", "check", "points", "", "hint");
     for (i = 0; i < grade_nchecks(a); i++) {
         if (fields != -1) {
             res[i].implemented = (int)((fields >> a->checks[i].op) & 1);
-            if (res[i].implemented) grade_check_op_children(s, sandbox, runner, i, &res[i], &budget, &printed);
+            if (res[i].implemented) grade_judge_op(s, sandbox, runner, i, &res[i], &printed, fields, NULL, -1);
         }
         grade_score_op(s, i, &res[i]);
-        if (fields != -1 && res[i].implemented && !res[i].whole[0]) grade_sanitize(s, sandbox, runner, i, &res[i], &budget);
+        if (fields != -1 && res[i].implemented && !res[i].whole[0]) grade_sanitize(s, sandbox, runner, i, &res[i], fields);
     }
     grade_printf(fb, "\nchecks: %.1f s\n", grade_now() - t0);
     if (printed.n) { grade_printf(fb, "your code printed (during the checks):\n%s", grade_str(&printed)); }
@@ -2170,17 +2639,20 @@ static void grade_submission(grade_sub *s, int idx) {
         grade_child ch;
         const char *acc;
         int k = 0;
+        if (grade_deadline - grade_now() < L.wall_s) L.wall_s = grade_deadline - grade_now();
         snprintf(ep, sizeof ep, "%d", O.epochs);
         argv[k++] = runner; argv[k++] = (char *)"--child"; argv[k++] = (char *)"train"; argv[k++] = (char *)"--assignment";
         argv[k++] = (char *)a->name; argv[k++] = (char *)"--epochs"; argv[k++] = ep;
         if (O.data) { argv[k++] = (char *)"--data"; argv[k++] = (char *)O.data; }
         argv[k] = NULL;
         L.cpu_s = 4 * O.timeout_s;
-        grade_spawn(argv, &L, sandbox, O.data, &ch);
+        memset(&ch, 0, sizeof ch);
+        if (L.wall_s >= 1.0) grade_spawn(argv, &L, sandbox, O.data, &ch);
         grade_printf(fb, "\nthe training run (no points; what it prints comes from the process that runs your code):\n");
+        if (L.wall_s < 1.0) grade_printf(fb, "training: not run: the submission used up its time budget (10 x --timeout)\n");
         grade_quote(fb, grade_str(&ch.out), ch.out.n, 8192);
         grade_child_why(&ch, &L, why, sizeof why);
-        if (why[0]) grade_printf(fb, "training: FAILED: %s\n", why);
+        if (why[0] && ch.started) grade_printf(fb, "training: FAILED: %s\n", why);
         if ((acc = strstr(grade_str(&ch.out), "test accuracy ")) != NULL) sscanf(acc + 14, "%31[0-9.]", s->train_acc);
         grade_child_free(&ch);
     }
@@ -2198,7 +2670,8 @@ report:
                      strncmp(s->reason, "REFUSED: ", 9) ? s->reason : s->reason + 9);   /* not "REFUSED: REFUSED: ..." */
     }
     s->seconds = grade_now() - t0;
-    fb->limit = 0;   /* the last line always comes */
+    fb->limit = 0;   /* the last line always comes, on a line of its own */
+    if (fb->n && fb->p[fb->n - 1] != '\n') grade_addn(fb, "\n", 1);
     grade_printf(fb, "score: %d/%d\n", s->got, s->of);
     free(text.p); free(log.p); free(printed.p); free(res);
     if (!O.keep) grade_rm_rf(sandbox);
@@ -2217,7 +2690,8 @@ static void grade_safe_name(const char *in, char *out, size_t size) {
     size_t i;
     for (i = 0; in[i] && i + 1 < size; i++) {
         char ch = in[i];
-        out[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_' ? ch : '_';
+        out[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' ||
+                 ch == '_' || (unsigned char)ch >= 0x80 ? ch : '_';   /* UTF-8 letters stay */
     }
     out[i] = 0;
 }
@@ -2311,7 +2785,7 @@ static int grade_cmp_file(const void *a, const void *b) { return strcmp(((const 
 
 int main(int argc, char **argv) {
     grade_file *files = NULL;
-    int nfiles = 0, cap = 0, i, nfolders = 0, nloose = 0, bad = 0;
+    int nfiles = 0, cap = 0, i, nfolders = 0, nloose = 0, bad = 0, files_only = 0;
     char err[4096], work_tmpl[4096], buf[4200];
     const char *kit_given = NULL;
     double t0 = grade_now();
@@ -2321,6 +2795,7 @@ int main(int argc, char **argv) {
     if (O.jobs < 1) O.jobs = 1;
     for (i = 1; i < argc; i++) {
         const char *v = argv[i], *nx = i + 1 < argc ? argv[i + 1] : NULL;
+        if (files_only && O.a) goto a_file;
         if (!strcmp(v, "--no-train")) O.train = 0;
         else if (!strcmp(v, "--verbose")) O.verbose = 1;
         else if (!strcmp(v, "--keep")) O.keep = 1;
@@ -2337,13 +2812,15 @@ int main(int argc, char **argv) {
         else if (nx && !strcmp(v, "--cuda-flags")) { snprintf(O.cuda_flags, sizeof O.cuda_flags, "%s", nx); i++; }
         else if (nx && !strcmp(v, "--cache")) { O.cache = nx; i++; }
         else if (nx && !strcmp(v, "--work")) { O.work = nx; i++; }
+        else if (!strcmp(v, "--")) { files_only = 1; continue; }
+        else if (v[0] == '-' && O.a && grade_exists(v) && !grade_is_dir(v)) goto a_file;   /* a file called -m10.c */
         else if (v[0] == '-') return grade_usage(argv[0]);
         else if (!O.a) {
             int j;
             for (j = 0; j < GRADE_NASSIGN; j++)
                 if (!strcmp(v, grade_assignments[j].name)) O.a = &grade_assignments[j];
             if (!O.a) { fprintf(stderr, "grade: no assignment called '%s'\n", v); return grade_usage(argv[0]); }
-        } else {   /* a file, or a folder of them */
+        } else a_file: {   /* a file, or a folder of them */
             const char *want = O.a->device == GPUDL_DEVICE_CUDA ? ".cu" : ".c";
             if (grade_is_dir(v)) {
                 DIR *d = opendir(v);
@@ -2443,13 +2920,15 @@ int main(int argc, char **argv) {
     { char cmd[4300]; snprintf(cmd, sizeof cmd, "%s", O.cache); for (char *p = cmd + 1; *p; p++) if (*p == '/') { *p = 0; mkdir(cmd, 0755); *p = '/'; } mkdir(cmd, 0755); }
     O.cache = grade_abs(O.cache);
     grade_env_setup();
-    if (O.emulated) {   /* the sanitizer's script (beside nvcc-emu), run in the sandbox */
-        if (genv.nro < 31 && O.emu_dir[0]) genv.ro[genv.nro++] = O.emu_dir;
+    if (O.emulated) {   /* the sanitizer's script (beside nvcc-emu), run in the sandbox: that file, not its folder (caches) */
+        if (O.emu_dir[0]) snprintf(grade_sanitizer_path, sizeof grade_sanitizer_path, "%s/compute-sanitizer", O.emu_dir);
         snprintf(O.emu_device, sizeof O.emu_device, "GPUDL_EMU_DEVICE=9.0:4G");   /* a 20 GB cudaMalloc fails, as on a full GPU */
         grade_env_add(genv.envp, O.emu_device);
     }
     grade_rx_init();
     grade_libc_setup(O.cc);
+    O.seed = grade_random64();
+    setenv("CUEMU_OBJECT_CACHE", "0", 1);   /* students' compiles: not into nvcc-emu's shared object cache */   /* fresh inputs for every grading run: answers recorded in an earlier run do not fit */
     if (!grade_shared_build(&grade_runner_o, O.a->device == GPUDL_DEVICE_CUDA ? (O.emulated ? "runner_emu" : "runner_nvcc") : "runner_cpu",
                             O.grade_c, 1, err, sizeof err) ||
         (O.a->device == GPUDL_DEVICE_CUDA &&
@@ -2568,3 +3047,4 @@ int main(int argc, char **argv) {
 }
 #endif /* !_WIN32 */
 #endif /* !GRADE_RUNNER */
+

@@ -92,6 +92,14 @@ if [ $CORE = 0 ]; then
     expect sgemm_tile_edge sgemm tests/grade/sgemm_tile_edge.cu        partial "gemm: odd sizes"
 fi
 expect sgemm_trans_b       sgemm tests/grade/sgemm_trans_b.cu          partial "gemm: transposes"
+# a race the default schedule hides: the grader's small calls run on the shuffled schedule (issue 34)
+expect sgemm_shared_race   sgemm tests/grade/sgemm_shared_race.cu      partial "" "gemm: .*"
+if [ $CORE = 0 ]; then   # issue 34's hidden bugs: each scored full marks before
+    expect sgemm_race_oneline sgemm tests/grade/sgemm_race_oneline.cu  partial "" "gemm: .*"
+    expect sgemm_skip_zero    sgemm tests/grade/sgemm_skip_zero.cu     partial "gemm: nan/inf" "gemm: nan/inf"
+    expect sgemm_read_past    sgemm tests/grade/sgemm_read_past.cu     partial "gemm: odd sizes" "gemm: .*"
+    grep -q "cudaErrorIllegalAddress" "$B/sgemm_read_past.log" || bad sgemm_read_past "the read past the end is not named a fault"
+fi
 expect cheat_unsupported   sgemm tests/grade/cheat_unsupported.cu      zero
 
 echo "== maxpool (C, CPU)"
@@ -107,15 +115,44 @@ expect attention_starter   attention assignments/attention/starter.cu  zero
 expect attention_solution  attention assignments/attention/solution.cu full
 if [ $CORE = 0 ]; then
     expect attn_no_max     attention tests/grade/attn_no_max.cu        partial "attention forward: large scores" "attention forward: large scores"
+    expect attn_long_no_max attention tests/grade/attn_long_no_max.cu  partial "attention forward: large scores" \
+        "attention forward: large scores|attention backward: finite diff"
 fi
 # a leaking forward also fails the backward's finite differences, which take the student's own forward
 expect attn_mask_leak      attention tests/grade/attn_mask_leak.cu     partial "attention forward: causal mask" \
     "attention forward: .*|attention backward: finite diff"
 if [ $CORE = 0 ]; then
     expect attn_bwd_range  attention tests/grade/attn_bwd_range.cu     partial "attention backward: finite diff" "attention backward: .*"
-    expect attn_fixed_row    attention tests/grade/attn_fixed_row.cu     partial "attention forward: long rows" "attention forward: long rows"
+    expect attn_fixed_row    attention tests/grade/attn_fixed_row.cu     partial "attention forward: long rows" "attention forward: (long rows|large scores)"
     expect attn_bwd_unmasked attention tests/grade/attn_bwd_unmasked.cu  partial "attention backward: causal mask" \
         "attention backward: causal mask"
+fi
+
+echo "== what a teacher meets (issue 34)"
+# a chatty submission: the score still on a line of its own
+grade chatty maxpool tests/grade/chatty.c --no-train
+if judge chatty full && [ "$(tail -n 1 "$B/chatty.log")" = "score: $score" ]; then ok chatty "$score, the last line alone"
+else bad chatty "the last line is '$(tail -n 1 "$B/chatty.log" | cut -c1-60)'"; fi
+expect uses_sscanf         maxpool tests/grade/uses_sscanf.c           full
+expect defines_cuda        sgemm   tests/grade/defines_cuda.cu         zero
+grep -q "REFUSED: .*defines cudaGetLastError" "$B/defines_cuda.log" || bad defines_cuda "the refusal does not name cudaGetLastError"
+# a file for another assignment says so
+expect wrong_assignment    sgemm   assignments/relu_xent/solution.cu   zero
+grep -q "file for another assignment" "$B/wrong_assignment.log" || bad wrong_assignment "no note that the file is for another assignment"
+# a source over 4 MB is refused with a reason, not cut
+{ cat assignments/maxpool/solution.c; head -c 4500000 /dev/zero | tr '\0' ' '; echo; } > "$B/huge_source.c"
+expect huge_source         maxpool "$B/huge_source.c"                  zero
+grep -q "larger than 4 MB" "$B/huge_source.log" || bad huge_source "no reason given for the refusal"
+# a file whose name starts with '-' is a file, and '--' ends the options
+mkdir -p "$B/dash"; cp assignments/maxpool/solution.c "$B/dash/-m10.c"
+(cd "$B/dash" && timeout 300 ../../../../build/grade/grade maxpool --kit ../../../.. --cache ../../cache --no-train -m10.c) >"$B/dash_name.log" 2>&1
+(cd "$B/dash" && timeout 300 ../../../../build/grade/grade maxpool --kit ../../../.. --cache ../../cache --no-train -- -m10.c) >"$B/dash_dashes.log" 2>&1
+if [ "$(tail -n 1 "$B/dash_name.log")" = "score: 15/15" ] && [ "$(tail -n 1 "$B/dash_dashes.log")" = "score: 15/15" ]; then ok dash_name "-m10.c graded, with and without --"
+else bad dash_name "$(tail -n 1 "$B/dash_name.log" | cut -c1-60) / $(tail -n 1 "$B/dash_dashes.log" | cut -c1-60)"; fi
+if [ $CORE = 0 ]; then
+    t0=$SECONDS
+    expect compile_bomb    maxpool tests/grade/compile_bomb.c          zero
+    if [ $((SECONDS - t0)) -gt 150 ] || ! grep -q "NOT GRADED" "$B/compile_bomb.log"; then bad compile_bomb "$((SECONDS - t0)) s"; fi
 fi
 
 echo "== class mode (make grade-class): a folder each, graded in one run"
@@ -141,8 +178,9 @@ class() {
     grep -q '^graded [0-9]* submissions' "$B/class_$name.log" || { bad "class_$name" "no summary line"; return; }
     ok "class_$name" "$# files: $(grep -o 'ok [0-9]*, crash [0-9]*' "$B/class_$name.log")"
 }
+cp assignments/maxpool/solution.c "$B/zoë.c"   # a UTF-8 name keeps its letters in the feedback file's name
 class maxpool maxpool assignments/maxpool/starter.c=zero assignments/maxpool/solution.c=full \
-    tests/grade/maxpool_overwrite.c=partial tests/grade/cheat_empty.c=zero tests/grade/maxpool_crash.c=partial
+    tests/grade/maxpool_overwrite.c=partial tests/grade/cheat_empty.c=zero tests/grade/maxpool_crash.c=partial "$B/zoë.c=full"
 if [ $CORE = 0 ]; then   # make test: the CUDA assignments' class mode through attention's only
     class sgemm sgemm assignments/sgemm/starter.cu=zero assignments/sgemm/solution.cu=full tests/grade/sgemm_trans_b.cu=partial
     class relu_xent relu_xent assignments/relu_xent/starter.cu=zero assignments/relu_xent/solution.cu=full \
