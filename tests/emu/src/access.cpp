@@ -23,6 +23,21 @@
      the launch gives (Execution Configuration, Ns); an access outside both
      is an out-of-bounds shared access (cudaErrorIllegalAddress; the
      compute-sanitizer's memcheck reports "Invalid __shared__ write").
+   - Exact global bounds, an opt-in mode (CUEMU_BOUNDS=exact; the default
+     is CUEMU_BOUNDS=default): an allocation's start is 256-byte aligned
+     (Programming Guide, "Device Memory Accesses": addresses returned by
+     the allocation routines are aligned to at least 256 bytes) and it ends
+     at a guard page, so by default an access just past an odd-sized
+     allocation, or just before it on its first page, reads the padding
+     silently, as a GPU's does (its allocations are rounded up too). In
+     exact mode any load, store or atomic of device code outside the exact
+     [base, base + size) of a live allocation (cudaMalloc, cudaMallocPitch,
+     cudaMallocManaged, cudaMallocAsync) faults as an illegal address does
+     (cudaErrorIllegalAddress, sticky: Runtime API, enum cudaError, "The
+     device encountered a load or store instruction on an invalid memory
+     address ... any further CUDA work will return the same error"). Memory
+     that is no allocation (locals, __device__ variables, kernel
+     parameters) is not checked here.
    Builds under AddressSanitizer (the self-tests' and gpudl's ASan runs) have
    no ThreadSanitizer instrumentation (gcc refuses the mix): there the
    alignment check still runs, shared-memory bounds fall back to ASan's
@@ -34,6 +49,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #if defined(__x86_64__)
 #  include <xmmintrin.h>
 #endif
@@ -42,6 +60,88 @@ namespace cuemu {
 
 __thread AccessCtx *t_access;
 int g_san = san_tool();
+
+namespace {
+int read_bounds_mode() {
+    const char *e = getenv("CUEMU_BOUNDS");
+    if (!e || !*e || !strcmp(e, "default")) return 0;
+    if (!strcmp(e, "exact")) return 1;
+    fprintf(stderr, "cuemu: warning: CUEMU_BOUNDS=%s is not known (default or exact); using default\n", e);
+    return 0;
+}
+} /* namespace */
+int g_exact = 0;
+int g_global_hooks = g_san ? 1 : 0;
+void hooks_refresh() { g_global_hooks = g_san ? 1 : g_exact ? 2 : 0; }
+#if defined(__x86_64__)
+const unsigned g_page_shift = 12;   /* x86-64 Linux: 4 KiB pages */
+#else
+unsigned g_page_shift = 12;         /* AArch64: 4, 16 or 64 KiB, read at start-up */
+#endif
+void bounds_init() {
+#if !defined(__x86_64__)
+    g_page_shift = (unsigned)__builtin_ctzl((unsigned long)sysconf(_SC_PAGESIZE));
+#endif
+    g_exact = read_bounds_mode();
+    hooks_refresh();
+}
+
+/* >>exact bounds: a two-level table from a page to the exact bounds of the
+   allocation with padding on it (a page holds at most one allocation: each
+   is a mapping of its own). Written under a lock as allocations come and
+   go, read without one by the access hooks (hi is written last and cleared
+   first). */
+namespace {
+struct PageBounds { std::atomic<uintptr_t> lo, hi; };
+const unsigned kLeafBits = 18;
+const size_t kTopEntries = (size_t)1 << 18;   /* with 4 KiB pages: 2^48 bytes of address space */
+std::atomic<PageBounds *> g_bounds_top[kTopEntries];
+std::mutex g_bounds_mu;
+
+inline PageBounds *bounds_slot(uintptr_t a, bool create) {
+    uintptr_t page = a >> g_page_shift;
+    size_t top = (size_t)(page >> kLeafBits);
+    if (top >= kTopEntries) return nullptr;
+    PageBounds *leaf = g_bounds_top[top].load(std::memory_order_acquire);
+    if (__builtin_expect(!leaf, 0)) {
+        if (!create) return nullptr;
+        void *p = mmap(nullptr, sizeof(PageBounds) << kLeafBits, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) return nullptr;
+        leaf = (PageBounds *)p;
+        g_bounds_top[top].store(leaf, std::memory_order_release);
+    }
+    return &leaf[page & (((uintptr_t)1 << kLeafBits) - 1)];
+}
+
+void bounds_set(uintptr_t page_addr, uintptr_t lo, uintptr_t hi) {
+    PageBounds *b = bounds_slot(page_addr, hi != 0);
+    if (!b) return;
+    if (hi) {
+        b->lo.store(lo, std::memory_order_relaxed);
+        b->hi.store(hi, std::memory_order_release);
+    } else {
+        b->hi.store(0, std::memory_order_release);
+        b->lo.store(0, std::memory_order_relaxed);
+    }
+}
+} /* namespace */
+
+void bounds_add(const void *base, size_t size) {
+    if (!g_exact || !base || !size) return;
+    std::lock_guard<std::mutex> lk(g_bounds_mu);
+    uintptr_t lo = (uintptr_t)base, hi = lo + size;
+    bounds_set(lo, lo, hi);
+    bounds_set(hi - 1, lo, hi);
+}
+
+void bounds_remove(const void *base, size_t size) {
+    if (!g_exact || !base || !size) return;
+    std::lock_guard<std::mutex> lk(g_bounds_mu);
+    uintptr_t lo = (uintptr_t)base, hi = lo + size;
+    bounds_set(lo, 0, 0);
+    bounds_set(hi - 1, 0, 0);
+}
 
 /* >>static shared variables: a map from each byte of the static region to
    the variable that owns it (0: none), filled as variables register. */
@@ -154,6 +254,42 @@ namespace {
                  op, n, off, off + n - (v.off + v.size), shared_var_name(v.what).c_str(), v.size);
 }
 
+/* Exact bounds: an access of n bytes at a (not shared memory) on a page
+   where an allocation's padding lies must be inside that allocation. */
+[[noreturn]] __attribute__((noinline)) void exact_fault(uintptr_t a, size_t n, bool write, uintptr_t lo, uintptr_t hi) {
+    if (a >= hi)
+        kernel_fault(cudaErrorIllegalAddress,
+                     "illegal memory access: %s of %zu bytes at 0x%lx, %lu bytes past the end of the allocation at 0x%lx "
+                     "of %lu bytes (CUEMU_BOUNDS=exact: the allocation's padding is out of bounds)",
+                     write ? "write" : "read", n, (unsigned long)a, (unsigned long)(a - hi), (unsigned long)lo,
+                     (unsigned long)(hi - lo));
+    if (a < lo)
+        kernel_fault(cudaErrorIllegalAddress,
+                     "illegal memory access: %s of %zu bytes at 0x%lx, %lu bytes before the allocation at 0x%lx of %lu "
+                     "bytes (CUEMU_BOUNDS=exact: the allocation's padding is out of bounds)",
+                     write ? "write" : "read", n, (unsigned long)a, (unsigned long)(lo - a), (unsigned long)lo,
+                     (unsigned long)(hi - lo));
+    kernel_fault(cudaErrorIllegalAddress,
+                 "illegal memory access: %s of %zu bytes at 0x%lx runs %lu bytes past the end of the allocation at 0x%lx "
+                 "of %lu bytes (CUEMU_BOUNDS=exact)",
+                 write ? "write" : "read", n, (unsigned long)a, (unsigned long)(a + n - hi), (unsigned long)lo,
+                 (unsigned long)(hi - lo));
+}
+
+inline __attribute__((always_inline)) void exact_page(uintptr_t p, uintptr_t a, size_t n, bool write) {
+    PageBounds *b = bounds_slot(p, false);
+    if (!b) return;
+    uintptr_t hi = b->hi.load(std::memory_order_acquire);
+    if (__builtin_expect(!hi, 1)) return;
+    uintptr_t lo = b->lo.load(std::memory_order_relaxed);
+    if (a < lo || a + n > hi) exact_fault(a, n, write, lo, hi);
+}
+
+inline __attribute__((always_inline)) void exact_check(uintptr_t a, size_t n, bool write) {
+    exact_page(a, a, n, write);
+    if (__builtin_expect(((a + n - 1) >> g_page_shift) != (a >> g_page_shift), 0)) exact_page(a + n - 1, a, n, write);
+}
+
 /* An access of n bytes at offset off of the shared window. */
 inline void shared_check(AccessCtx *c, size_t off, size_t n, bool write, const void *pc) {
     size_t stat = (size_t)(c->dyn - c->win);
@@ -175,16 +311,27 @@ __attribute__((noinline)) void access_slow(AccessCtx *c, const void *a, size_t n
            include the kernel's host-side glue (the guard of a __shared__
            variable's thread_local initialisation must not be interleaved). */
         if (c->shuffle && (rng_next(c->rng) & 3) == 0) shuffle_yield();
+        if (g_san) san_access(a, n, write, atomic, pc);
+        return;
     }
-    if (g_san) san_access(a, n, write, atomic, pc);
+    if (g_san) san_access(a, n, write, atomic, pc);   /* memcheck reports first; the fault below ends the thread */
+    if (g_exact) exact_check((uintptr_t)a, n ? n : 1, write);
 }
 
 inline __attribute__((always_inline)) void hook(const void *a, size_t n, bool write, bool atomic, const void *pc) {
     AccessCtx *c = t_access;
     if (__builtin_expect(c == nullptr, 1)) return;   /* host code */
     /* device code: only shared memory has checks here (global memory's are
-       the guard pages and the alignment check), unless a tool listens */
-    if ((size_t)((uintptr_t)a - (uintptr_t)c->win) >= c->win_len && !g_san) return;
+       the guard pages and the alignment check), unless a tool listens or
+       bounds are exact */
+    if ((size_t)((uintptr_t)a - (uintptr_t)c->win) >= c->win_len) {
+        int g = g_global_hooks;
+        if (__builtin_expect(g == 0, 1)) return;
+        if (g == 2) {   /* exact bounds, no tool */
+            exact_check((uintptr_t)a, n ? n : 1, write);
+            return;
+        }
+    }
     access_slow(c, a, n, write, atomic, pc);
 }
 

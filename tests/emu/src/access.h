@@ -24,6 +24,19 @@ struct AccessCtx {
    exec.cpp at each switch to a fiber): the hooks' fast path is this test. */
 extern __thread AccessCtx *t_access;
 extern int g_san;          /* san_tool(), read at start-up and as each grid starts */
+extern int g_exact;        /* CUEMU_BOUNDS=exact (read by bounds_init, as the runtime starts) */
+extern int g_global_hooks; /* device accesses to global memory: 0 not checked here, 1 a tool's slow path, 2 exact bounds only */
+/* g_san read again (exec.cpp, as each grid starts): g_global_hooks follows it */
+void hooks_refresh();
+
+/* >>exact bounds (CUEMU_BOUNDS=exact): the exact [base, base + size) of
+   each live allocation of the program (cudaMalloc, cudaMallocManaged,
+   cudaMallocAsync), kept for the pages where it is not the whole page
+   (its first and last): a device access there outside it faults. Nothing
+   is kept unless the mode is on. */
+void bounds_init();
+void bounds_add(const void *base, size_t size);
+void bounds_remove(const void *base, size_t size);
 
 /* exec.cpp: the running CUDA thread raises a fault (ends it and its grid). */
 [[noreturn]] void kernel_fault(cudaError_t err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1027,6 +1027,7 @@ void run_grid(Grid &g) {
     bool ftz = g.site.archs && strstr(g.site.archs, "|ftz");
     if (!r.abort) {
         g_san = san_tool();   /* read again: a self-test may switch the tool between grids */
+        hooks_refresh();
         if (g_san) san_kernel_begin(kernel_name(&r), g.site.file, g.site.line, g.grid, g.block, g.device);
         int parts = (int)(r.total < (uint64_t)pool_size() ? r.total : (uint64_t)pool_size());
         pool_run(parts, [&](int) {

@@ -244,6 +244,7 @@ void ensure_init() {
     g_trace = tr && tr[0] == '1';
     const char *guard = getenv("CUEMU_HOST_GUARD");
     g_host_guard = !(guard && !strcmp(guard, "0"));
+    bounds_init();   /* CUEMU_BOUNDS */
     dl_iterate_phdr(collect_static, nullptr);
     install_signal_handlers();
 }
@@ -1121,6 +1122,7 @@ extern "C" cudaError_t cudaDeviceReset(void) { CUEMU_API_CALL();
             !it->second.internal) {
             if (it->second.kind == MEM_DEVICE) S.devs[t_device].used -= it->second.accounted;
             san_free(it->second.base);
+            bounds_remove(it->second.base, it->second.size);
             quarantine(S, it->second);
             it = S.allocs.erase(it);
         } else {
@@ -1213,8 +1215,12 @@ extern "C" cudaError_t cudaMalloc(void **devPtr, size_t size) { CUEMU_API_CALL()
         return cudaSuccess;
     }
     cudaError_t e = alloc_device(t_device, size, false, devPtr);
-    if (e) *devPtr = nullptr;
-    else san_alloc(*devPtr, size, t_device);
+    if (e) {
+        *devPtr = nullptr;
+    } else {
+        san_alloc(*devPtr, size, t_device);
+        bounds_add(*devPtr, size);
+    }
     return set_error(e);
 }
 
@@ -1264,8 +1270,12 @@ extern "C" cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned in
     if (!devPtr || size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)) return set_error(cudaErrorInvalidValue);
     state().counters.mallocs++;
     cudaError_t e = alloc_host(devPtr, size, MEM_MANAGED, flags);
-    if (e) *devPtr = nullptr;
-    else san_alloc(*devPtr, size, t_device);
+    if (e) {
+        *devPtr = nullptr;
+    } else {
+        san_alloc(*devPtr, size, t_device);
+        bounds_add(*devPtr, size);
+    }
     return set_error(e);
 }
 
@@ -1285,6 +1295,7 @@ extern "C" cudaError_t cudaFree(void *devPtr) { CUEMU_API_CALL();
     if (a.kind == MEM_DEVICE) S.devs[a.device].used -= a.accounted;
     S.counters.frees++;
     san_free(a.base);
+    bounds_remove(a.base, a.size);
     quarantine(S, a);
     return cudaSuccess;
 }
@@ -1690,6 +1701,7 @@ extern "C" cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t 
         return set_error(e);
     }
     san_alloc(*devPtr, size, dev);
+    bounds_add(*devPtr, size);
     return cudaSuccess;
 }
 
@@ -1716,6 +1728,7 @@ extern "C" cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) { CUEMU
         S2.allocs.erase(it2);
         S2.devs[a.device].used -= a.accounted;
         san_free(a.base);
+        bounds_remove(a.base, a.size);
         quarantine(S2, a);
     });
     return cudaSuccess;
