@@ -388,16 +388,21 @@ GPUDL_HD static inline float gpudl__elem_get(const void *p, int dt, int64_t i) {
                   -1 = this context's GEMMs, convolutions and optimizer
                   steps always on num_threads (a benchmark of the
                   threads); elementwise loops follow the process's state.
-   bind_threads   0 = in a CPU-only build (GPUDL_NO_CUDA) on Linux, when the
-                  environment does not place OpenMP's threads (OMP_PROC_BIND,
-                  OMP_PLACES, GOMP_CPU_AFFINITY, KMP_AFFINITY unset), the first
-                  context binds its N >= 2 threads, the calling one included,
-                  to the first N cores the process may use, as
+   bind_threads   0 = never: a context leaves the affinity of the process's
+                  threads as it found them (a library is a guest). 1 = a
+                  program that owns its process asks: in a CPU-only build
+                  (GPUDL_NO_CUDA) on Linux, when the environment does not
+                  place OpenMP's threads (OMP_PROC_BIND, OMP_PLACES,
+                  GOMP_CPU_AFFINITY, KMP_AFFINITY unset), the first context
+                  that asks binds its N >= 2 threads, the calling one
+                  included, to the first N cores the process may use, as
                   OMP_PROC_BIND=true would. Unbound, two threads could share a
                   core: a 256^3 GEMM call took 4-8 ms instead of 0.4 in 27 of 40
-                  fresh processes, bound in none. Threads the calling thread
-                  starts later inherit its core (as under OMP_PROC_BIND):
-                  start them first, or set -1 = never bind.
+                  fresh processes, bound in none; the examples and the
+                  benchmarks ask (so would OMP_PROC_BIND=true in the
+                  environment). Threads the calling thread starts later
+                  inherit its core (as under OMP_PROC_BIND): start them
+                  first. -1 = never (as 0).
    workspace_bytes  cuBLAS workspace; 0 = 32 MiB.
    stream         a cudaStream_t to run on; NULL = the context makes its own.
    sync_debug     1 = synchronise after every launch, so an asynchronous
@@ -2657,7 +2662,7 @@ GPUDL__DEF gpudl_status gpudl_ctx_create(const gpudl_ctx_desc *desc, gpudl_ctx *
     ctx->sync_debug = d.sync_debug;
     ctx->cpu_gemm = d.cpu_gemm;
     ctx->cpu_kc = gpudl__pick_kc();
-    if (d.bind_threads == 0) gpudl__bind_threads(gpudl__num_threads_max(ctx));
+    if (d.bind_threads == 1) gpudl__bind_threads(gpudl__num_threads_max(ctx));   /* only when asked: a guest changes no affinity */
     (void)gpudl__num_threads(ctx);   /* the first window of the CPU sharing (gpudl__share_poll) opens now */
     ctx->log = d.log;
     ctx->log_user = d.log_user;

@@ -108,6 +108,7 @@ static void cpu_bench(int quick) {
     int threads, i, count = quick ? 3 : 4;
     memset(&d, 0, sizeof d);
     d.device = GPUDL_DEVICE_CPU;
+    d.bind_threads = 1;   /* a benchmark owns its process: OpenMP's threads one per core */
     GPUDL_CHECK(gpudl_ctx_create(&d, &ctx));
     GPUDL_CHECK(gpudl_device_info_get(ctx, &info));
     threads = info.sm_count;

@@ -115,6 +115,7 @@ int main(int argc, char **argv) {
         }
     }
     memset(&cd, 0, sizeof cd);
+    cd.bind_threads = 1;   /* this program owns its process: OpenMP's threads one per core (a library call would not) */
     cd.device = cpu ? GPUDL_DEVICE_CPU : GPUDL_DEVICE_AUTO;
     cd.math_mode = GPUDL_MATH_FP32;
     GPUDL_CHECK(gpudl_ctx_create(&cd, &ctx));

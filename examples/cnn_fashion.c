@@ -123,6 +123,7 @@ int main(int argc, char **argv) {
     }
 
     memset(&cd, 0, sizeof cd);
+    cd.bind_threads = 1;   /* this program owns its process: OpenMP's threads one per core (a library call would not) */
     cd.device = cpu ? GPUDL_DEVICE_CPU : GPUDL_DEVICE_AUTO;
     cd.cuda_device = gpudl_dist_local_rank(g_dist);
     cd.log = gpudl_log_stderr;              /* says why when it falls back to the CPU */

@@ -126,6 +126,7 @@ int main(int argc, char **argv) {
 
     memset(&d, 0, sizeof d);
     d.device = GPUDL_DEVICE_CPU;
+    d.bind_threads = 1;   /* this program owns its process: OpenMP's threads one per core (a library call would not) */
     GPUDL_CHECK(gpudl_ctx_create(&d, &cpu));
     GPUDL_CHECK(gpudl_device_info_get(cpu, &info));
     printf("CPU: %s, %d thread(s)\n", info.name, info.sm_count);

@@ -66,6 +66,7 @@ int main(int argc, char **argv) {
     }
     if (epochs < 1) { fprintf(stderr, "epochs must be >= 1\n"); return 2; }
     memset(&cd, 0, sizeof cd);
+    cd.bind_threads = 1;   /* this program owns its process: OpenMP's threads one per core (a library call would not) */
     cd.device = cpu ? GPUDL_DEVICE_CPU : GPUDL_DEVICE_AUTO;
     cd.log = gpudl_log_stderr;
     GPUDL_CHECK(gpudl_ctx_create(&cd, &ctx));

@@ -58,6 +58,7 @@ int main(int argc, char **argv) {
         if (rank != 0 && !freopen("/dev/null", "w", stdout)) return 1;   /* rank 0 speaks for all */
     }
     memset(&cd, 0, sizeof cd);
+    cd.bind_threads = 1;   /* this program owns its process: OpenMP's threads one per core (a library call would not) */
     cd.device = cpu ? GPUDL_DEVICE_CPU : GPUDL_DEVICE_AUTO;
     cd.cuda_device = gpudl_dist_local_rank(dist);
     cd.log = gpudl_log_stderr;

@@ -59,6 +59,7 @@ static gpudl_ctx *cpu_ctx(void) {
         memset(&d, 0, sizeof d);
         d.device = GPUDL_DEVICE_CPU;
         d.seed = 1234;
+        d.bind_threads = 1;   /* a test program owns its process (test_threads_bound checks the opt-in) */
         d.log = gpudl_log_quiet;   /* the tests provoke errors on purpose and read them with gpudl_ctx_last_error */
         GPUDL_CHECK(gpudl_ctx_create(&d, &ctx));
     }

@@ -274,6 +274,16 @@ else
     echo "FAIL    build tests/test_faults.c"; cat $B/test_faults.log; failed=$((failed + 1))
 fi
 
+section "a guest in the host's process: affinity, signals, locale, FP environment as the context found them (issue 35)"
+for omp in -fopenmp ""; do
+    name=test_guest${omp:+_omp}
+    if $CC -std=c99 -O2 -Wall -Wextra $omp -DGPUDL_NO_CUDA -o $B/$name tests/test_guest.c -lm -lpthread >$B/$name.log 2>&1; then
+        run_suite $B/$name
+    else
+        echo "FAIL    build tests/test_guest.c ${omp:-(no OpenMP)}"; cat $B/$name.log; failed=$((failed + 1))
+    fi
+done
+
 section "gpudl_check_op for any seed: gpudl's own ops pass every op's battery for 27 seeds (11 for the attention's)"
 if $CC -std=c99 -O2 -Wall -Wextra -DGPUDL_NO_CUDA -o $B/test_check_seeds tests/test_check_seeds.c -lm >$B/test_check_seeds.log 2>&1; then
     run_suite $B/test_check_seeds

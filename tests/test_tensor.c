@@ -750,9 +750,10 @@ static void test_gpu_fill_integer_tensors(void) {
         }
 }
 
-/* gpudl_ctx_desc.bind_threads: in a CPU-only OpenMP build on Linux, with no
-   placement in the environment, the first context bound its threads one per
-   core (the harness's CPU context was that first one). */
+/* gpudl_ctx_desc.bind_threads = 1: in a CPU-only OpenMP build on Linux,
+   with no placement in the environment, the first context that asks binds
+   its threads one per core (the harness's CPU context asks, and was the
+   first). The default leaves them alone: tests/test_guest.c. */
 static void test_threads_bound(void) {
 #ifdef GPUDL__CAN_BIND
     int n = gpudl__num_threads_max(cpu_ctx()), single = 0, distinct = 1;
