@@ -1313,9 +1313,14 @@ GPUDL_API gpudl_status gpudl_model_zero_grad(gpudl_model *m);
    starts on a 64-float boundary (the summary gives both numbers). */
 GPUDL_API int64_t gpudl_model_num_params(const gpudl_model *m);
 GPUDL_API gpudl_status gpudl_model_params(gpudl_model *m, gpudl_tensor *params, gpudl_tensor *grads);
-/* Predicted classes (argmax of the output rows) of the last forward into
-   preds (N) I32. */
+/* Predicted classes (argmax of the output rows) of the last forward,
+   written into preds: a tensor of the caller's (gpudl_tensor_create), I32,
+   N elements (the forward's batch), on the host or the model's device;
+   its data is the caller's before and after. _view instead points view at
+   the model's own buffer (N) I32: no copy, and it changes at the next
+   forward. */
 GPUDL_API gpudl_status gpudl_model_predict(gpudl_model *m, gpudl_tensor *preds);
+GPUDL_API gpudl_status gpudl_model_predict_view(gpudl_model *m, gpudl_tensor *view);
 /* count (1, f32, on the model's device) += the number of rows of the last
    forward whose argmax equals the label (labels (N) I32/U8). Nothing waits:
    read count once at the end of an evaluation. */
@@ -8732,21 +8737,36 @@ GPUDL__DEF gpudl_status gpudl_model_params(gpudl_model *m, gpudl_tensor *params,
     return GPUDL_OK;
 }
 
-GPUDL__DEF gpudl_status gpudl_model_predict(gpudl_model *m, gpudl_tensor *preds) {
+GPUDL__DEF gpudl_status gpudl_model_predict_view(gpudl_model *m, gpudl_tensor *view) {
     gpudl_tensor out, p;
     GPUDL__TRY(gpudl__check_built(m, "model_predict"));
     if (m->batch == 0 || m->cur_ndim != 1) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_predict: needs a forward of a classifier first");
     out = gpudl__layer_output(m, m->nlayers - 1, 0);
     p = gpudl__view(&m->preds, 0, -1, 1, &m->batch);
     GPUDL__TRY(gpudl_argmax_rows(m->ctx, &p, &out));
-    if (preds) *preds = p;
+    if (view) *view = p;
     return GPUDL_OK;
+}
+
+GPUDL__DEF gpudl_status gpudl_model_predict(gpudl_model *m, gpudl_tensor *preds) {
+    gpudl_tensor p;
+    GPUDL__TRY(gpudl__check_built(m, "model_predict"));
+    if (!preds) return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_predict: preds is NULL (gpudl_model_predict_view "
+                                  "gives a view of the model's own buffer)");
+    if (!preds->data || preds->dtype != GPUDL_I32 || gpudl_tensor_numel(preds) != m->batch ||
+        (preds->device != GPUDL_DEVICE_CPU && preds->device != m->ctx->device))
+        return GPUDL__ERR(m->ctx, GPUDL_ERR_SHAPE, "model_predict: preds must be a tensor of yours, I32 with %lld elements "
+                          "(the forward's batch) on the host or the model's device; got %s with %lld elements%s",
+                          (long long)m->batch, gpudl_dtype_name(preds->dtype), (long long)gpudl_tensor_numel(preds),
+                          preds->data ? "" : " and no data (create it first, or use gpudl_model_predict_view)");
+    GPUDL__TRY(gpudl_model_predict_view(m, &p));
+    return gpudl_tensor_copy(m->ctx, preds, &p);
 }
 
 GPUDL__DEF gpudl_status gpudl_model_count_correct(gpudl_model *m, const gpudl_tensor *labels, gpudl_tensor *count) {
     gpudl_tensor p;
     int64_t i;
-    GPUDL__TRY(gpudl_model_predict(m, &p));
+    GPUDL__TRY(gpudl_model_predict_view(m, &p));
     GPUDL__TRY(gpudl__check_labels(m->ctx, labels, &p, m->batch));
     GPUDL__TRY(gpudl__check_f32(m->ctx, count, "count"));
     if (gpudl_tensor_numel(count) != 1 || count->device != p.device)

@@ -63,6 +63,7 @@ static const test_case tests[] = {
     {"model_api_errors", test_model_api_errors},
     {"model_refused_layer", test_model_refused_layer},
     {"grad_accumulation", test_grad_accumulation},
+    {"predict_into_callers_tensor", test_predict_into_callers_tensor},
     {"optimizers", test_optimizers},
     {"optimizers_vectorised", test_optimizers_vectorised},
     {"lr_schedules", test_lr_schedules},

@@ -105,6 +105,42 @@ static void test_grad_accumulation(void) {
     gpudl_model_destroy(m);
 }
 
+/* gpudl_model_predict writes into the caller's tensor, whose data stays the
+   caller's (before issue 35 it was overwritten with a view into the model:
+   the caller's buffer leaked and the values changed at the next forward);
+   gpudl_model_predict_view is the view. */
+static void test_predict_into_callers_tensor(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *m;
+    int64_t v[1] = {5}, xs[2] = {4, 5}, N = 4, three = 3, i;
+    gpudl_tensor x = rnd(2, xs, -1, 1), x2 = rnd(2, xs, -1, 1), preds = mk(c, GPUDL_I32, 1, &N), view, wrong = mk(c, GPUDL_F32, 1, &N),
+                 short_one = mk(c, GPUDL_I32, 1, &three);
+    void *mine = preds.data;
+    int32_t first[4];
+    CHECK_OK(gpudl_model_create(c, &m, 1, v));
+    CHECK_OK(gpudl_model_add_linear(m, 5, 7));
+    CHECK_OK(gpudl_model_build(m, NULL));
+    CHECK_OK(gpudl_model_forward(m, &x, NULL));
+    CHECK_OK(gpudl_model_predict(m, &preds));
+    CHECK(preds.data == mine && preds.owner && preds.dtype == GPUDL_I32 && gpudl_tensor_numel(&preds) == 4);
+    CHECK_OK(gpudl_model_predict_view(m, &view));
+    CHECK(view.data != mine && !view.owner);
+    for (i = 0; i < N; i++) CHECKF(((int32_t *)preds.data)[i] == ((int32_t *)view.data)[i], "row %lld", (long long)i);
+    memcpy(first, preds.data, sizeof first);
+    for (i = 0; i < 20; i++) {   /* the caller's predictions stay while the model goes on */
+        CHECK_OK(gpudl_tensor_uniform(c, &x2, -1, 1));
+        CHECK_OK(gpudl_model_forward(m, &x2, NULL));
+    }
+    CHECK(!memcmp(first, preds.data, sizeof first));
+    CHECK_ST(gpudl_model_predict(m, &wrong), GPUDL_ERR_SHAPE);
+    CHECK_ST(gpudl_model_predict(m, &short_one), GPUDL_ERR_SHAPE);
+    CHECK(strstr(gpudl_ctx_last_error(c), "I32 with 4 elements") != NULL);
+    CHECK_ST(gpudl_model_predict(m, NULL), GPUDL_ERR_INVALID_ARG);
+    gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &x2); gpudl_tensor_free(c, &preds); gpudl_tensor_free(c, &wrong);
+    gpudl_tensor_free(c, &short_one);
+    gpudl_model_destroy(m);
+}
+
 /* >>model: training ------------------------------------------------------- */
 
 /* A short CPU run on the subset must reduce the loss and beat chance widely. */

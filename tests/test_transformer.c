@@ -1293,7 +1293,7 @@ static void test_transformer_model_bad(void) {
     y1 = tr_ids(GPUDL_I32, 2, 1, 7, 2);
     GPUDL_CHECK(gpudl_model_forward(m, &x, NULL));
     CHECK(gpudl_model_loss(m, &y1) == GPUDL_ERR_SHAPE);
-    CHECK(gpudl_model_predict(m, NULL) == GPUDL_ERR_INVALID_ARG);
+    CHECK(gpudl_model_predict(m, NULL) == GPUDL_ERR_INVALID_ARG && gpudl_model_predict_view(m, NULL) == GPUDL_ERR_INVALID_ARG);
     gpudl_tensor_free(c, &xf); gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y1);
     gpudl_model_destroy(m);
 }
