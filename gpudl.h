@@ -192,6 +192,47 @@
 #ifndef GPUDL_H
 #define GPUDL_H
 
+/* >>macros: a program's one-letter macros (#define N 1024, before this
+   include) must not reach the header's parameter and field names (M, N, K,
+   H, W, ...), nor min and max (a C++ library header undefines those): each
+   is saved, undefined while gpudl.h is read, and restored after it
+   (push_macro: GCC, Clang, nvcc with either as its host compiler;
+   GPUDL_NO_MACRO_GUARD turns it off). The fields keep their names: a
+   program that defines H cannot write s.H, as with any struct. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(GPUDL_NO_MACRO_GUARD)
+  _Pragma("push_macro(\"A\")") _Pragma("push_macro(\"B\")") _Pragma("push_macro(\"C\")") _Pragma("push_macro(\"D\")") _Pragma("push_macro(\"E\")") _Pragma("push_macro(\"F\")") _Pragma("push_macro(\"G\")") _Pragma("push_macro(\"H\")") _Pragma("push_macro(\"I\")")
+  _Pragma("push_macro(\"J\")") _Pragma("push_macro(\"K\")") _Pragma("push_macro(\"L\")") _Pragma("push_macro(\"M\")") _Pragma("push_macro(\"N\")") _Pragma("push_macro(\"O\")") _Pragma("push_macro(\"P\")") _Pragma("push_macro(\"Q\")") _Pragma("push_macro(\"R\")")
+  _Pragma("push_macro(\"S\")") _Pragma("push_macro(\"T\")") _Pragma("push_macro(\"U\")") _Pragma("push_macro(\"V\")") _Pragma("push_macro(\"W\")") _Pragma("push_macro(\"X\")") _Pragma("push_macro(\"Y\")") _Pragma("push_macro(\"Z\")") _Pragma("push_macro(\"min\")") _Pragma("push_macro(\"max\")")
+#  undef A
+#  undef B
+#  undef C
+#  undef D
+#  undef E
+#  undef F
+#  undef G
+#  undef H
+#  undef I
+#  undef J
+#  undef K
+#  undef L
+#  undef M
+#  undef N
+#  undef O
+#  undef P
+#  undef Q
+#  undef R
+#  undef S
+#  undef T
+#  undef U
+#  undef V
+#  undef W
+#  undef X
+#  undef Y
+#  undef Z
+#  undef min
+#  undef max
+#endif
+
 /* The implementation needs POSIX clocks and files; ask for them when this is
    the first include of the translation unit (as it should be). */
 #if defined(GPUDL_IMPLEMENTATION) && !defined(_WIN32) && !defined(__cplusplus) && !defined(_POSIX_C_SOURCE) \
@@ -2022,12 +2063,52 @@ GPUDL_API gpudl_status gpudl_dataset_shard(gpudl_ctx *ctx, gpudl_dataset *ds, in
     fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, gpudl_status_string(gpudl_check_s_)); \
     exit(1); } } while (0)
 
+/* the program's one-letter macros again (>>macros) */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(GPUDL_NO_MACRO_GUARD)
+  _Pragma("pop_macro(\"A\")") _Pragma("pop_macro(\"B\")") _Pragma("pop_macro(\"C\")") _Pragma("pop_macro(\"D\")") _Pragma("pop_macro(\"E\")") _Pragma("pop_macro(\"F\")") _Pragma("pop_macro(\"G\")") _Pragma("pop_macro(\"H\")") _Pragma("pop_macro(\"I\")")
+  _Pragma("pop_macro(\"J\")") _Pragma("pop_macro(\"K\")") _Pragma("pop_macro(\"L\")") _Pragma("pop_macro(\"M\")") _Pragma("pop_macro(\"N\")") _Pragma("pop_macro(\"O\")") _Pragma("pop_macro(\"P\")") _Pragma("pop_macro(\"Q\")") _Pragma("pop_macro(\"R\")")
+  _Pragma("pop_macro(\"S\")") _Pragma("pop_macro(\"T\")") _Pragma("pop_macro(\"U\")") _Pragma("pop_macro(\"V\")") _Pragma("pop_macro(\"W\")") _Pragma("pop_macro(\"X\")") _Pragma("pop_macro(\"Y\")") _Pragma("pop_macro(\"Z\")") _Pragma("pop_macro(\"min\")") _Pragma("pop_macro(\"max\")")
+#endif
 #endif /* GPUDL_H */
 
 /* ========================================================================= */
 /*                              IMPLEMENTATION                               */
 /* ========================================================================= */
 #ifdef GPUDL_IMPLEMENTATION
+/* the implementation too keeps the program's one-letter macros out (>>macros) */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(GPUDL_NO_MACRO_GUARD)
+  _Pragma("push_macro(\"A\")") _Pragma("push_macro(\"B\")") _Pragma("push_macro(\"C\")") _Pragma("push_macro(\"D\")") _Pragma("push_macro(\"E\")") _Pragma("push_macro(\"F\")") _Pragma("push_macro(\"G\")") _Pragma("push_macro(\"H\")") _Pragma("push_macro(\"I\")")
+  _Pragma("push_macro(\"J\")") _Pragma("push_macro(\"K\")") _Pragma("push_macro(\"L\")") _Pragma("push_macro(\"M\")") _Pragma("push_macro(\"N\")") _Pragma("push_macro(\"O\")") _Pragma("push_macro(\"P\")") _Pragma("push_macro(\"Q\")") _Pragma("push_macro(\"R\")")
+  _Pragma("push_macro(\"S\")") _Pragma("push_macro(\"T\")") _Pragma("push_macro(\"U\")") _Pragma("push_macro(\"V\")") _Pragma("push_macro(\"W\")") _Pragma("push_macro(\"X\")") _Pragma("push_macro(\"Y\")") _Pragma("push_macro(\"Z\")") _Pragma("push_macro(\"min\")") _Pragma("push_macro(\"max\")")
+#  undef A
+#  undef B
+#  undef C
+#  undef D
+#  undef E
+#  undef F
+#  undef G
+#  undef H
+#  undef I
+#  undef J
+#  undef K
+#  undef L
+#  undef M
+#  undef N
+#  undef O
+#  undef P
+#  undef Q
+#  undef R
+#  undef S
+#  undef T
+#  undef U
+#  undef V
+#  undef W
+#  undef X
+#  undef Y
+#  undef Z
+#  undef min
+#  undef max
+#endif
 #ifndef GPUDL__IMPLEMENTED
 #define GPUDL__IMPLEMENTED
 
@@ -13144,6 +13225,11 @@ GPUDL__DEF gpudl_status gpudl_dataset_shard(gpudl_ctx *ctx, gpudl_dataset *ds, i
 }
 
 #endif /* GPUDL__IMPLEMENTED */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(GPUDL_NO_MACRO_GUARD)
+  _Pragma("pop_macro(\"A\")") _Pragma("pop_macro(\"B\")") _Pragma("pop_macro(\"C\")") _Pragma("pop_macro(\"D\")") _Pragma("pop_macro(\"E\")") _Pragma("pop_macro(\"F\")") _Pragma("pop_macro(\"G\")") _Pragma("pop_macro(\"H\")") _Pragma("pop_macro(\"I\")")
+  _Pragma("pop_macro(\"J\")") _Pragma("pop_macro(\"K\")") _Pragma("pop_macro(\"L\")") _Pragma("pop_macro(\"M\")") _Pragma("pop_macro(\"N\")") _Pragma("pop_macro(\"O\")") _Pragma("pop_macro(\"P\")") _Pragma("pop_macro(\"Q\")") _Pragma("pop_macro(\"R\")")
+  _Pragma("pop_macro(\"S\")") _Pragma("pop_macro(\"T\")") _Pragma("pop_macro(\"U\")") _Pragma("pop_macro(\"V\")") _Pragma("pop_macro(\"W\")") _Pragma("pop_macro(\"X\")") _Pragma("pop_macro(\"Y\")") _Pragma("pop_macro(\"Z\")") _Pragma("pop_macro(\"min\")") _Pragma("pop_macro(\"max\")")
+#endif
 #endif /* GPUDL_IMPLEMENTATION */
 
 /*

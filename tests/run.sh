@@ -154,6 +154,10 @@ pcheck impl_cxx_cpu            $CXX -std=c++11 -Wall -Wextra -Werror -DGPUDL_NO_
 pcheck impl_c_cpu_no_simd      $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_NO_SIMD -c $T/impl.c -o $B/impl_nosimd.o
 # the route the header's top comment gives when a system header comes first: POSIX asked for, nothing more
 pcheck impl_c99_strict_posix_openmp $CC -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fopenmp -c $T/impl.c -o $B/impl_posix.o
+# a program's one-letter and short macros before the header, and its implementation (issue 35)
+pcheck user_macros_api_c99     $CC -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only $T/user_macros.c
+pcheck user_macros_impl_c99    $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DUSER_MACROS_IMPL -c $T/user_macros.c -o $B/user_macros.o
+pcheck user_macros_impl_cxx    $CXX -std=c++11 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DUSER_MACROS_IMPL -x c++ -c $T/user_macros.c -o $B/user_macros_cxx.o
 pcheck readme_tour_compiles    $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fsyntax-only $T/readme_tour.c
 pcheck two_translation_units   sh -c "$CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -o $B/two_tu $T/two_tu_main.c $T/two_tu_other.c -lm && $B/two_tu"
 pcheck static_linkage          $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_STATIC -DGPUDL_TU_STATIC -o $B/two_tu_static $T/two_tu_main.c $T/two_tu_other.c -lm
@@ -201,6 +205,7 @@ if [ $HAVE_NVCC = 1 ]; then   # the kernels for both architectures; the README's
     pcheck nvcc_kernels_sm80  $NVCC -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k80.o
     pcheck nvcc_kernels_sm90  $NVCC -O2 -gencode arch=compute_90,code=sm_90 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k90.o
     nvcc_dropin cnn_fashion
+    pcheck nvcc_user_macros     $NVCC -O0 -gencode arch=compute_80,code=sm_80 -x cu -c $T/user_macros.c -o $B/user_macros_nvcc.o
 else
     skip nvcc_builds "nvcc not found"
 fi
