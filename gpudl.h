@@ -239,6 +239,7 @@
     && !defined(_GNU_SOURCE) && !defined(_XOPEN_SOURCE) && !defined(_DEFAULT_SOURCE)
 #  define _POSIX_C_SOURCE 200809L
 #  define _DEFAULT_SOURCE 1   /* and what glibc gives by default (syscall, for binding threads) */
+#  define GPUDL__ASKED_POSIX 1   /* too late if a system header came first: see fileno below */
 #endif
 
 #define GPUDL_VERSION_MAJOR 0
@@ -262,6 +263,10 @@
 #  define GPUDL_HD __host__ __device__
 #else
 #  define GPUDL_HD
+#endif
+
+#if !defined(__cplusplus) && !defined(_MSC_VER) && (!defined(__STDC_VERSION__) || __STDC_VERSION__ < 199901L)
+#  error "gpudl: gpudl.h needs C99 or later (int64_t, inline, // comments), or C++: compile with -std=c99 (or gnu99, c11, c17)."
 #endif
 
 #if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__ && !defined(__CUDA_ARCH__)
@@ -2056,9 +2061,13 @@ GPUDL_API gpudl_status gpudl_dataset_shard(gpudl_ctx *ctx, gpudl_dataset *ds, in
 }
 #endif
 
-/* For examples and tests only: the library itself never aborts. */
-#include <stdio.h>
-#include <stdlib.h>
+/* For examples and tests only: the library itself never aborts. It needs
+   <stdio.h> and <stdlib.h>, which the header includes for it unless the
+   program defines GPUDL_NO_STDIO (then it includes them where it uses it). */
+#if !defined(GPUDL_NO_STDIO)
+#  include <stdio.h>
+#  include <stdlib.h>
+#endif
 #define GPUDL_CHECK(expr) do { gpudl_status gpudl_check_s_ = (expr); if (gpudl_check_s_ != GPUDL_OK) { \
     fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, gpudl_status_string(gpudl_check_s_)); \
     exit(1); } } while (0)
@@ -2201,6 +2210,9 @@ static int gpudl__team(void);   /* the threads of a parallel loop now (matmul se
 #  include <sys/stat.h>
 #  include <fcntl.h>
 #  include <unistd.h>
+#  if defined(GPUDL__ASKED_POSIX) && !defined(__APPLE__)
+int fileno(FILE *stream);   /* POSIX's, hidden when <stdio.h> came first under -std=c99: the same declaration */
+#  endif
 #endif
 #if defined(__linux__) && defined(_OPENMP)
 #  include <sys/syscall.h>   /* SYS_sched_setaffinity: gpudl_ctx_desc.bind_threads */
@@ -2223,8 +2235,9 @@ static int gpudl__team(void);   /* the threads of a parallel loop now (matmul se
 #  define GPUDL__X86_SIMD 1
 #  include <immintrin.h>
 #endif
-#if defined(__x86_64__) || defined(_M_X64)
-#  include <xmmintrin.h>   /* _mm_getcsr / _mm_setcsr (gpudl_cpu_flush_denormals) */
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(__TINYC__)
+#  define GPUDL__MXCSR 1
+#  include <xmmintrin.h>   /* _mm_getcsr / _mm_setcsr (gpudl_cpu_flush_denormals); tcc has no intrinsics */
 #endif
 #if !defined(GPUDL_NO_SIMD) && defined(__aarch64__) && defined(__ARM_NEON) && !defined(__CUDACC__)
 #  define GPUDL__NEON 1
@@ -2853,7 +2866,7 @@ static int gpudl__num_threads_max(const gpudl_ctx *ctx);
 
 GPUDL__DEF gpudl_status gpudl_cpu_flush_denormals(gpudl_ctx *ctx, int on) {
     GPUDL__ENTER(ctx);
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(GPUDL__MXCSR)
     {
         const unsigned bits = 0x8040u;   /* MXCSR: FTZ (bit 15) | DAZ (bit 6) */
         unsigned m;

@@ -158,6 +158,12 @@ pcheck impl_c99_strict_posix_openmp $CC -std=c99 -D_POSIX_C_SOURCE=200809L -Wall
 pcheck user_macros_api_c99     $CC -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only $T/user_macros.c
 pcheck user_macros_impl_c99    $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DUSER_MACROS_IMPL -c $T/user_macros.c -o $B/user_macros.o
 pcheck user_macros_impl_cxx    $CXX -std=c++11 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DUSER_MACROS_IMPL -x c++ -c $T/user_macros.c -o $B/user_macros_cxx.o
+pcheck impl_after_stdio_c99    $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -c $T/impl_after_stdio.c -o $B/impl_after_stdio.o
+if command -v tcc >/dev/null; then   # a small compiler without SSE intrinsics: the scalar paths, the README's example
+    pcheck tcc_mlp_fashion      tcc -I. -DGPUDL_NO_CUDA -o $B/mlp_fashion_tcc examples/mlp_fashion.c -lm
+else
+    skip tcc_mlp_fashion "tcc not installed (apt-get install tcc)"
+fi
 pcheck readme_tour_compiles    $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fsyntax-only $T/readme_tour.c
 pcheck two_translation_units   sh -c "$CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -o $B/two_tu $T/two_tu_main.c $T/two_tu_other.c -lm && $B/two_tu"
 pcheck static_linkage          $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_STATIC -DGPUDL_TU_STATIC -o $B/two_tu_static $T/two_tu_main.c $T/two_tu_other.c -lm
@@ -211,6 +217,7 @@ else
 fi
 pflush
 check_fails fast_math_refused "do not build with -ffast-math" $CC -std=c99 -ffast-math -DGPUDL_NO_CUDA -c $T/impl.c -o $B/fast.o
+check_fails c89_refused_clearly "needs C99 or later" $CC -std=c89 -fsyntax-only $T/api.c
 check_fails allocator_all_or_none "define all of GPUDL_MALLOC" $CC -std=c99 -DGPUDL_NO_CUDA -DGPUDL_MALLOC=malloc -c $T/impl.c -o $B/alloc.o
 check make_help_lists_targets sh -c 'make --no-print-directory help | grep "make doctor" >/dev/null'
 # make help and make doctor answer in seconds: neither starts nvcc where no NVIDIA driver is (issue 23: the
