@@ -30,6 +30,11 @@
                             data parallel over ranks (the dist section)
        GPUDL_NO_SIMD        CPU GEMM without the AVX2/AVX-512 micro-kernels
        GPUDL_STATIC         make every gpudl_ function static to this file
+       GPUDL_SHARED         a shared library exporting gpudl's API only
+                            (with -fvisibility=hidden; dllexport on Windows)
+       GPUDL_NO_STDIO       the header includes no <stdio.h>/<stdlib.h>
+       GPUDL_NO_MACRO_GUARD do not save/restore the program's one-letter
+                            macros around gpudl.h
        GPUDL_MALLOC, GPUDL_REALLOC, GPUDL_FREE
                             host allocator (define all three or none)
        GPUDL_CUDNN_WORKSPACE_LIMIT
@@ -64,7 +69,19 @@
           abort(); GPUDL_CHECK is a convenience for examples and tests.
        2. Context. Owns the device choice, the CUDA stream, the cuBLAS and
           cuDNN handles, the GEMM workspace, the RNG state and the logger.
-          No globals: two contexts are independent.
+          Two contexts are independent (each its stream, handles,
+          workspace, RNG, logger, overrides) and may be created and used
+          in two threads at once. Process-wide, as the cores are, and only
+          in OpenMP builds on Linux: the CPU-sharing monitor (how many
+          threads every loop runs without while other programs hold the
+          cores: updated under an OpenMP critical section, read with
+          atomics), and, only when a context asks (bind_threads = 1), the
+          one binding of OpenMP's threads. OpenMP's thread pool is
+          OpenMP's: it starts at the first parallel loop and stays, as for
+          any OpenMP code. A context installs no signal handler, changes
+          no locale, writes no environment variable, leaves the affinity
+          of every thread alone, and changes the FP environment only in
+          gpudl_cpu_flush_denormals (tests/test_guest.c checks it).
        3. Tensors. Plain structs, row-major and contiguous, up to 4 dims.
           A tensor lives on the host (GPUDL_DEVICE_CPU) or on the GPU
           (GPUDL_DEVICE_CUDA). An op runs where its operands live: host
@@ -192,7 +209,7 @@
 #ifndef GPUDL_H
 #define GPUDL_H
 
-/* >>macros: a program's one-letter macros (#define N 1024, before this
+/* The macro guard: a program's one-letter macros (#define N 1024, before this
    include) must not reach the header's parameter and field names (M, N, K,
    H, W, ...), nor min and max (a C++ library header undefines those): each
    is saved, undefined while gpudl.h is read, and restored after it
@@ -247,11 +264,23 @@
 #define GPUDL_VERSION_PATCH 0
 #define GPUDL_VERSION_STRING "0.1.0"
 
+/* Linkage of the API: extern; static with GPUDL_STATIC; with
+   GPUDL_SHARED, gpudl built as (or into) a shared library that exports
+   its API and nothing else: compile with -fvisibility=hidden and the API
+   is visibility("default") (GCC, Clang), dllexport where the
+   implementation is and dllimport elsewhere (Windows). A shared library of
+   your own that must export none of gpudl: -fvisibility=hidden alone. */
 #ifndef GPUDL_API
 #  if defined(GPUDL_STATIC) && defined(__GNUC__)
 #    define GPUDL_API static __attribute__((unused))
 #  elif defined(GPUDL_STATIC)
 #    define GPUDL_API static
+#  elif defined(GPUDL_SHARED) && defined(_WIN32) && defined(GPUDL_IMPLEMENTATION)
+#    define GPUDL_API extern __declspec(dllexport)
+#  elif defined(GPUDL_SHARED) && defined(_WIN32)
+#    define GPUDL_API extern __declspec(dllimport)
+#  elif defined(GPUDL_SHARED) && (defined(__GNUC__) || defined(__clang__))
+#    define GPUDL_API extern __attribute__((visibility("default")))
 #  else
 #    define GPUDL_API extern
 #  endif
@@ -2072,7 +2101,7 @@ GPUDL_API gpudl_status gpudl_dataset_shard(gpudl_ctx *ctx, gpudl_dataset *ds, in
     fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, gpudl_status_string(gpudl_check_s_)); \
     exit(1); } } while (0)
 
-/* the program's one-letter macros again (>>macros) */
+/* the program's one-letter macros again (the macro guard, at the top) */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(GPUDL_NO_MACRO_GUARD)
   _Pragma("pop_macro(\"A\")") _Pragma("pop_macro(\"B\")") _Pragma("pop_macro(\"C\")") _Pragma("pop_macro(\"D\")") _Pragma("pop_macro(\"E\")") _Pragma("pop_macro(\"F\")") _Pragma("pop_macro(\"G\")") _Pragma("pop_macro(\"H\")") _Pragma("pop_macro(\"I\")")
   _Pragma("pop_macro(\"J\")") _Pragma("pop_macro(\"K\")") _Pragma("pop_macro(\"L\")") _Pragma("pop_macro(\"M\")") _Pragma("pop_macro(\"N\")") _Pragma("pop_macro(\"O\")") _Pragma("pop_macro(\"P\")") _Pragma("pop_macro(\"Q\")") _Pragma("pop_macro(\"R\")")
@@ -2084,7 +2113,7 @@ GPUDL_API gpudl_status gpudl_dataset_shard(gpudl_ctx *ctx, gpudl_dataset *ds, in
 /*                              IMPLEMENTATION                               */
 /* ========================================================================= */
 #ifdef GPUDL_IMPLEMENTATION
-/* the implementation too keeps the program's one-letter macros out (>>macros) */
+/* the implementation too keeps the program's one-letter macros out (the macro guard, at the top) */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(GPUDL_NO_MACRO_GUARD)
   _Pragma("push_macro(\"A\")") _Pragma("push_macro(\"B\")") _Pragma("push_macro(\"C\")") _Pragma("push_macro(\"D\")") _Pragma("push_macro(\"E\")") _Pragma("push_macro(\"F\")") _Pragma("push_macro(\"G\")") _Pragma("push_macro(\"H\")") _Pragma("push_macro(\"I\")")
   _Pragma("push_macro(\"J\")") _Pragma("push_macro(\"K\")") _Pragma("push_macro(\"L\")") _Pragma("push_macro(\"M\")") _Pragma("push_macro(\"N\")") _Pragma("push_macro(\"O\")") _Pragma("push_macro(\"P\")") _Pragma("push_macro(\"Q\")") _Pragma("push_macro(\"R\")")
@@ -2169,9 +2198,13 @@ GPUDL_API gpudl_status gpudl_dataset_shard(gpudl_ctx *ctx, gpudl_dataset *ds, in
    an alias check nor a scalar tail, which rules out nearly all of ours.
    "omp simd" (with OpenMP) or "GCC ivdep" says the iterations are
    independent, so they vectorise at -O2 too. */
-#if defined(_OPENMP)
+#if defined(_OPENMP) && !defined(__clang__)
 #  define GPUDL__SIMD _Pragma("omp simd")
 #  define GPUDL__PAR_SIMD(cond) GPUDL__OMP(omp parallel for simd num_threads(gpudl__team()) if (cond))
+#elif defined(_OPENMP)   /* clang vectorises these loops by itself, and an omp simd loop it cannot is a -Wpass-failed
+                            warning in the program's -Werror build */
+#  define GPUDL__SIMD
+#  define GPUDL__PAR_SIMD(cond) GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (cond))
 #elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #  define GPUDL__SIMD _Pragma("GCC ivdep")
 #  define GPUDL__PAR_SIMD(cond) _Pragma("GCC ivdep")
@@ -2605,7 +2638,7 @@ static void gpudl__convert(void *dst, gpudl_dtype dd, const void *src, gpudl_dty
     else if (sd == GPUDL_BF16 && dd == GPUDL_F32) GPUDL__EACH(i, n, n > 65536, fd[i] = gpudl_bf16_to_f32(hs[i]));
     else {
         GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
-        for (i = 0; i < n; i++) gpudl__elem_set(dst, dd, i, gpudl__elem_get(src, sd, i));
+        for (i = 0; i < n; i++) gpudl__elem_set(dst, dd, i, gpudl__elem_get(src, (int)sd, i));
     }
 }
 
@@ -3386,7 +3419,7 @@ GPUDL__DEF gpudl_status gpudl_tensor_item(gpudl_ctx *ctx, const gpudl_tensor *t,
                           (long long)gpudl_tensor_numel(t));
     es = gpudl_dtype_size(t->dtype);
     GPUDL__TRY(gpudl__memcpy(ctx, buf, GPUDL_DEVICE_CPU, (const char *)t->data + (size_t)i * es, t->device, es));
-    *value = gpudl__elem_get(buf, t->dtype, 0);
+    *value = gpudl__elem_get(buf, (int)t->dtype, 0);
     return GPUDL_OK;
 }
 
@@ -4047,14 +4080,13 @@ static int gpudl__num_threads(const gpudl_ctx *ctx) {
 #endif
 static void gpudl__bind_threads(int nthreads) {
 #ifdef GPUDL__CAN_BIND
-    static int done;
+    static int done;   /* once per process, also when two threads create contexts at once */
     unsigned long mask[16];
     int cpus[1024], ncpu = 0, i;
     long got;
-    if (done || nthreads < 2 || omp_in_parallel() || getenv("OMP_PROC_BIND") || getenv("OMP_PLACES") ||
-        getenv("GOMP_CPU_AFFINITY") || getenv("KMP_AFFINITY"))
+    if (nthreads < 2 || omp_in_parallel() || getenv("OMP_PROC_BIND") || getenv("OMP_PLACES") ||
+        getenv("GOMP_CPU_AFFINITY") || getenv("KMP_AFFINITY") || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
         return;
-    done = 1;
     memset(mask, 0, sizeof mask);
     got = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);   /* this process's cores (taskset, cgroups) */
     for (i = 0; got > 0 && i < (int)(8 * sizeof mask) && i < 8 * got; i++)
@@ -4185,6 +4217,21 @@ static void gpudl__sgemm_block(const gpudl__ukernel *uk, int64_t M, int64_t N, i
    of C is one dot product of two contiguous rows, four columns at a time
    in AVX-512 registers. The packed GEMM pads N to 32 columns and packs all
    of A for that one panel: MLP batch 1024, 1024 -> 10, 0.75 -> 0.28 ms. */
+/* _mm512_reduce_add_ps, written out with its own grouping (the same bits:
+   halves, then quarters, then pairs): gcc 12's reads an undefined vector in
+   every extract, which g++ -O2 -Wall reports as maybe-uninitialized in the
+   program's build. */
+__attribute__((target("avx512f")))
+static inline float gpudl__hsum512(__m512 v) {
+    float t[16], u[8], w0, w1;
+    int i;
+    _mm512_storeu_ps(t, v);
+    for (i = 0; i < 8; i++) u[i] = t[i] + t[i + 8];
+    for (i = 0; i < 4; i++) u[i] = u[i] + u[i + 4];
+    w0 = u[0] + u[2];
+    w1 = u[1] + u[3];
+    return w0 + w1;
+}
 __attribute__((target("avx512f")))
 static void gpudl__dots_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, float alpha, const float *A, int64_t ars,
                              const float *B, int64_t bcs, float beta, float *C, int64_t ldc, const float *bias) {
@@ -4213,8 +4260,8 @@ static void gpudl__dots_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, float
                 c2 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b2 + k), c2);
                 c3 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b3 + k), c3);
             }
-            d[0] = _mm512_reduce_add_ps(c0); d[1] = _mm512_reduce_add_ps(c1);
-            d[2] = _mm512_reduce_add_ps(c2); d[3] = _mm512_reduce_add_ps(c3);
+            d[0] = gpudl__hsum512(c0); d[1] = gpudl__hsum512(c1);
+            d[2] = gpudl__hsum512(c2); d[3] = gpudl__hsum512(c3);
             for (q = 0; q < nb; q++) {
                 float *c = C + i * ldc + n0 + q;
                 n = n0 + q;
@@ -4530,7 +4577,7 @@ static gpudl_status gpudl__binary(gpudl_ctx *ctx, int op, gpudl_tensor *out, con
 #endif
     GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
     for (i = 0; i < n; i++) {
-        float x = gpudl__elem_get(a->data, a->dtype, i), y = gpudl__elem_get(b->data, b->dtype, i);
+        float x = gpudl__elem_get(a->data, (int)a->dtype, i), y = gpudl__elem_get(b->data, (int)b->dtype, i);
         gpudl__elem_set(out->data, out->dtype, i, op == 0 ? x + y : x * y);
     }
     return GPUDL_OK;
@@ -4561,8 +4608,8 @@ static gpudl_status gpudl__axpby(gpudl_ctx *ctx, gpudl_tensor *y, float alpha, c
 #endif
     GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
     for (i = 0; i < n; i++)
-        gpudl__elem_set(y->data, y->dtype, i, alpha * gpudl__elem_get(x->data, x->dtype, i)
-                                           + (beta == 0.0f ? 0.0f : beta * gpudl__elem_get(y->data, y->dtype, i)));
+        gpudl__elem_set(y->data, y->dtype, i, alpha * gpudl__elem_get(x->data, (int)x->dtype, i)
+                                           + (beta == 0.0f ? 0.0f : beta * gpudl__elem_get(y->data, (int)y->dtype, i)));
     return GPUDL_OK;
 }
 
@@ -4600,14 +4647,14 @@ static gpudl_status gpudl__reduce(gpudl_ctx *ctx, int op, gpudl_tensor *out, con
         for (c = 0; c < nc; c++) {
             double t = 0.0;
             int64_t j, e = GPUDL__MIN(n, (c + 1) * csz);
-            for (j = c * csz; j < e; j++) t += gpudl__elem_get(x->data, x->dtype, j);
+            for (j = c * csz; j < e; j++) t += gpudl__elem_get(x->data, (int)x->dtype, j);
             part[c] = t;
         }
         for (c = 0; c < nc; c++) s += part[c];
         *(float *)out->data = (float)s;
     } else {
-        float m = gpudl__elem_get(x->data, x->dtype, 0);
-        for (i = 1; i < n; i++) m = gpudl__nanmax(m, gpudl__elem_get(x->data, x->dtype, i));
+        float m = gpudl__elem_get(x->data, (int)x->dtype, 0);
+        for (i = 1; i < n; i++) m = gpudl__nanmax(m, gpudl__elem_get(x->data, (int)x->dtype, i));
         *(float *)out->data = m;
     }
     return GPUDL_OK;
@@ -4637,10 +4684,10 @@ GPUDL__DEF gpudl_status gpudl_argmax_rows(gpudl_ctx *ctx, gpudl_tensor *out, con
 #endif
     GPUDL__OMP(omp parallel for private(c) num_threads(gpudl__team()) if (rows * cols > 65536))
     for (r = 0; r < rows; r++) {
-        float best = gpudl__elem_get(x->data, x->dtype, r * cols);
+        float best = gpudl__elem_get(x->data, (int)x->dtype, r * cols);
         int32_t bi = 0;
         for (c = 1; c < cols && best == best; c++) {
-            float v = gpudl__elem_get(x->data, x->dtype, r * cols + c);
+            float v = gpudl__elem_get(x->data, (int)x->dtype, r * cols + c);
             if (v > best || v != v) { best = v; bi = (int32_t)c; }
         }
         ((int32_t *)out->data)[r] = bi;
@@ -5312,7 +5359,7 @@ GPUDL__DEF gpudl_status gpudl_mse_forward(gpudl_ctx *ctx, gpudl_tensor *loss, co
     }
 #endif
     for (i = 0; i < n; i++) {
-        double d = (double)gpudl__elem_get(pred->data, pred->dtype, i) - ((const float *)target->data)[i];
+        double d = (double)gpudl__elem_get(pred->data, (int)pred->dtype, i) - ((const float *)target->data)[i];
         s += d * d;
     }
     *(float *)loss->data = (float)(s / (double)n);
@@ -5341,7 +5388,7 @@ static gpudl_status gpudl__mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, con
     if (dscale) scale *= *dscale;
     for (i = 0; i < n; i++)
         gpudl__elem_set(dpred->data, dpred->dtype, i,
-                     scale * 2.0f * (gpudl__elem_get(pred->data, pred->dtype, i) - ((const float *)target->data)[i]) / (float)n);
+                     scale * 2.0f * (gpudl__elem_get(pred->data, (int)pred->dtype, i) - ((const float *)target->data)[i]) / (float)n);
     return GPUDL_OK;
 }
 
@@ -5977,7 +6024,7 @@ static gpudl_status gpudl__pool_check(gpudl_ctx *ctx, const gpudl_tensor *y, con
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "pool2d: need a desc with kind MAX or AVG, kernel >= 1, stride >= 0 "
                           "and padding at most half the kernel");
     if (x->ndim != 4) return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "pool2d", "x", x, "y", y, "x must be (N,C,H,W)");
-    g->kind = d->kind;
+    g->kind = (int)d->kind;
     g->NC = x->shape[0] * x->shape[1]; g->H = x->shape[2]; g->W = x->shape[3];
     g->kh = d->k_h; g->kw = d->k_w; g->ph = d->pad_h; g->pw = d->pad_w;
     g->sh = d->stride_h ? d->stride_h : d->k_h; g->sw = d->stride_w ? d->stride_w : d->k_w;
@@ -11584,10 +11631,10 @@ static void gpudl__chk_xent_where(const void *kase, int64_t i, char *w, size_t w
         return;
     }
     for (j = 0; j < x->K; j++) { float v = x->z[r * x->K + j]; mx = v > mx ? v : mx; mn = v < mn ? v : mn; }
-    snprintf(w, ws, "%s[%lld,%lld] (row %lld, class %lld)", x->backward ? "dlogits" : "probs", (long long)r, (long long)col,
-             (long long)r, (long long)col);
-    snprintf(in, is, "row %lld: logits from %.6g to %.6g, label %d%s", (long long)r, (double)mn, (double)mx, (int)x->lab[r],
-             x->backward ? ", scale given" : "");
+    if (snprintf(w, ws, "%s[%lld,%lld] (row %lld, class %lld)", x->backward ? "dlogits" : "probs", (long long)r, (long long)col,
+                 (long long)r, (long long)col) < 0) w[0] = 0;   /* (the result used: gcc -O3's truncation warning is about unused ones) */
+    if (snprintf(in, is, "row %lld: logits from %.6g to %.6g, label %d%s", (long long)r, (double)mn, (double)mx, (int)x->lab[r],
+                 x->backward ? ", scale given" : "") < 0) in[0] = 0;
 }
 
 /* fill: 0 random logits in [-4, 4], 1 zeros, 2 negatives, 3 logits near
@@ -12077,7 +12124,7 @@ static gpudl_status gpudl__chk_attn_case(gpudl__chk *c, int backward, const char
     int64_t n = L * T * T, i, r, j, shape[3];
     float *sc, *p, *dp, *got, *att2;
     double *want, *scl, h = 1e-2;
-    gpudl_tensor *ts, *ta, *td, *to;
+    gpudl_tensor *ts = NULL, *ta = NULL, *td = NULL, *to = NULL;
     gpudl__chk_attn ak;
     gpudl_status s;
     int on_gpu;
@@ -13103,7 +13150,7 @@ static uint64_t gpudl__model_print(const gpudl_model *m) {
 
 GPUDL__DEF gpudl_status gpudl_model_set_dist(gpudl_model *m, gpudl_dist *d) {
     gpudl_ctx *ctx;
-    uint64_t mine[2], lo[2], hi[2];
+    uint64_t mine[2], lo[2] = {0, 0}, hi[2] = {0, 0};   /* (set on every path that reaches the comparison; nvcc cannot tell) */
     int k;
     GPUDL__TRY(gpudl__check_built(m, "model_set_dist"));
     ctx = m->ctx;

@@ -296,6 +296,9 @@ for omp in -fopenmp ""; do
     fi
 done
 
+section "embedding: the implementation warning-free under users' flags (-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror), a shared library's exports (make test-embed; the whole matrix in make test-extra)"
+run_suite bash tests/run_embed.sh
+
 section "gpudl_check_op for any seed: gpudl's own ops pass every op's battery for 27 seeds (11 for the attention's)"
 if $CC -std=c99 -O2 -Wall -Wextra -DGPUDL_NO_CUDA -o $B/test_check_seeds tests/test_check_seeds.c -lm >$B/test_check_seeds.log 2>&1; then
     run_suite $B/test_check_seeds
@@ -442,6 +445,8 @@ if [ $HAVE_NVCC = 1 ]; then
 else
     skip nvcc_builds "nvcc not found"
 fi
+section "embedding, the whole matrix: gcc/clang C99-C2x, g++/clang++ C++11-20, -O0..-O3, -flto, -fPIC; nvcc -Werror (make test-embed --full)"
+run_suite bash tests/run_embed.sh --full
 section "the CBLAS build's layers"
 if printf '#include <cblas.h>\nint main(void){return 0;}\n' | $CC -x c - -o $B/cblas_probe -lopenblas >/dev/null 2>&1; then
     prepare_data
