@@ -185,5 +185,18 @@ flat = ' '.join(out.split())
 check('line_markers_inside_a_default_and_a_launch', 'cuemu_tu_archs, 1, 1, 0, cuemu_launch_stream( __null ))' in flat and '(d, static_cast<int *>(__null)); }' in flat
       and '\n# 9' not in out and out.count('\n') == src.count('\n') + 1, out)
 
+# >>device math names: a using-declaration in a block around a device function's body, never a macro
+src = ('struct C { void (*log)(int); };\n'
+       '__cuemu_device__ float f(C *c, float exp) { c->log(1); float y = logf(exp) + std::exp(2.0) + ::powf(y, 2); '
+       'return y + exp + A::log(y) + B<int>::expf(y); }\n'
+       'float h(C *c, float x) { c->log(2); return logf(x); }\n')
+out = image(src)
+check('device_math_using_block', '{ using ::cuemu::redirect::logf; { c->log(1);' in out and 'return y + exp + A::log(y)' in out
+      and '} }' in out, out)
+check('device_math_parameter_not_redirected', 'redirect::exp;' not in out, out)
+check('device_math_qualified', 'std::cuemu_exp(2.0)' in out and '::cuemu_powf(y, 2)' in out and 'B<int>::expf(y)' in out, out)
+check('device_math_host_function_untouched', 'float h(C *c, float x) { c->log(2); return logf(x); }' in out, out)
+check('device_math_line_count_kept', out.count('\n') == ('# 1 "t.cu"\n' + src).count('\n'), out)
+
 print('%d passed, %d failed' % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -7,9 +7,11 @@
    - the standard functions (expf, logf, tanhf, erff, powf, exp, ...) in
      device code: not the host's libm bit for bit but a value within the
      documented maximum ulp error of the correctly rounded result, chosen
-     by CUEMU_MATH (>>accuracy); the standard names in a .cu file are
-     redirected to these (>>redirect), --use_fast_math maps them to the
-     intrinsics and --ftz flushes their denormals;
+     by CUEMU_MATH (>>accuracy); the standard names called in device
+     functions are redirected to these (>>redirect: by using-declarations
+     nvcc-emu writes, not macros, so a member or a local called log or exp
+     keeps its name), --use_fast_math maps them to the intrinsics and
+     --ftz flushes their denormals;
    - fast-math intrinsics (__expf, __sinf, ...): within their own documented
      bounds (ulps growing with |x|, absolute or relative errors), with the
      documented quirks: denormal outputs of __sinf/__cosf/__tanf/__sincosf
@@ -820,11 +822,13 @@ inline float rnormf(int dim, const float *p) noexcept { return cuemu::dm::lf(cue
 inline double norm(int dim, const double *p) noexcept { return (double)cuemu::dm::norm_n(dim, p, false); }
 inline double rnorm(int dim, const double *p) noexcept { return (double)cuemu::dm::norm_n(dim, p, true); }
 
-/* >>redirect: the standard names in a .cu file call the device versions.
+/* >>redirect: the standard names in device code call the device versions.
    CUDA's math library replaces the host's in device code; here kernels are
-   host code, so expf(x), exp(x), std::exp(x), ... become function-like
-   macros for cuemu_expf(x), cuemu_exp(x), ... (defined once per translation
-   unit, static: nvcc's --use_fast_math and --ftz are per translation unit).
+   host code, so expf(x), exp(x), std::exp(x), ... in a __device__ or
+   __global__ function call cuemu_expf(x), cuemu_exp(x), ... (defined once
+   per translation unit, static: nvcc's --use_fast_math and --ftz are per
+   translation unit) through the using-declarations nvcc-emu puts in the
+   function's body (cuemu::redirect, at the end of this file).
    Host code of a .cu file keeps the host's libm, as nvcc's host compiler
    gives it, when the runtime says the caller is no kernel; an emulator
    library without that answer counts every caller as device code.
@@ -943,68 +947,45 @@ static inline float cuemu_sqrtf(float x) noexcept {
 }
 #undef CUEMU_DM_Z
 
+/* The names device code calls: tests/emu/nvcc-emu puts a using-declaration
+   of each one a __device__ / __global__ function calls into a block around
+   its body (a local, a parameter or a member of the same name is not
+   touched: no macros). Each forwards to the device version (or, with
+   CUEMU_HOST_MATH, to the host's). */
+namespace cuemu {
+namespace redirect {
 #ifndef CUEMU_HOST_MATH
-#  define expf(...) cuemu_expf(__VA_ARGS__)
-#  define exp(...) cuemu_exp(__VA_ARGS__)
-#  define exp2f(...) cuemu_exp2f(__VA_ARGS__)
-#  define exp2(...) cuemu_exp2(__VA_ARGS__)
-#  define exp10f(...) cuemu_exp10f(__VA_ARGS__)
-#  define exp10(...) cuemu_exp10(__VA_ARGS__)
-#  define expm1f(...) cuemu_expm1f(__VA_ARGS__)
-#  define expm1(...) cuemu_expm1(__VA_ARGS__)
-#  define logf(...) cuemu_logf(__VA_ARGS__)
-#  define log(...) cuemu_log(__VA_ARGS__)
-#  define log2f(...) cuemu_log2f(__VA_ARGS__)
-#  define log2(...) cuemu_log2(__VA_ARGS__)
-#  define log10f(...) cuemu_log10f(__VA_ARGS__)
-#  define log10(...) cuemu_log10(__VA_ARGS__)
-#  define log1pf(...) cuemu_log1pf(__VA_ARGS__)
-#  define log1p(...) cuemu_log1p(__VA_ARGS__)
-#  define sinf(...) cuemu_sinf(__VA_ARGS__)
-#  define sin(...) cuemu_sin(__VA_ARGS__)
-#  define cosf(...) cuemu_cosf(__VA_ARGS__)
-#  define cos(...) cuemu_cos(__VA_ARGS__)
-#  define tanf(...) cuemu_tanf(__VA_ARGS__)
-#  define tan(...) cuemu_tan(__VA_ARGS__)
-#  define sincosf(...) cuemu_sincosf(__VA_ARGS__)
-#  define sincos(...) cuemu_sincos(__VA_ARGS__)
-#  define asinf(...) cuemu_asinf(__VA_ARGS__)
-#  define asin(...) cuemu_asin(__VA_ARGS__)
-#  define acosf(...) cuemu_acosf(__VA_ARGS__)
-#  define acos(...) cuemu_acos(__VA_ARGS__)
-#  define atanf(...) cuemu_atanf(__VA_ARGS__)
-#  define atan(...) cuemu_atan(__VA_ARGS__)
-#  define atan2f(...) cuemu_atan2f(__VA_ARGS__)
-#  define atan2(...) cuemu_atan2(__VA_ARGS__)
-#  define sinhf(...) cuemu_sinhf(__VA_ARGS__)
-#  define sinh(...) cuemu_sinh(__VA_ARGS__)
-#  define coshf(...) cuemu_coshf(__VA_ARGS__)
-#  define cosh(...) cuemu_cosh(__VA_ARGS__)
-#  define tanhf(...) cuemu_tanhf(__VA_ARGS__)
-#  define tanh(...) cuemu_tanh(__VA_ARGS__)
-#  define asinhf(...) cuemu_asinhf(__VA_ARGS__)
-#  define asinh(...) cuemu_asinh(__VA_ARGS__)
-#  define acoshf(...) cuemu_acoshf(__VA_ARGS__)
-#  define acosh(...) cuemu_acosh(__VA_ARGS__)
-#  define atanhf(...) cuemu_atanhf(__VA_ARGS__)
-#  define atanh(...) cuemu_atanh(__VA_ARGS__)
-#  define powf(...) cuemu_powf(__VA_ARGS__)
-#  define pow(...) cuemu_pow(__VA_ARGS__)
-#  define erff(...) cuemu_erff(__VA_ARGS__)
-#  define erf(...) cuemu_erf(__VA_ARGS__)
-#  define erfcf(...) cuemu_erfcf(__VA_ARGS__)
-#  define erfc(...) cuemu_erfc(__VA_ARGS__)
-#  define tgammaf(...) cuemu_tgammaf(__VA_ARGS__)
-#  define tgamma(...) cuemu_tgamma(__VA_ARGS__)
-#  define lgammaf(...) cuemu_lgammaf(__VA_ARGS__)
-#  define lgamma(...) cuemu_lgamma(__VA_ARGS__)
-#  define cbrtf(...) cuemu_cbrtf(__VA_ARGS__)
-#  define cbrt(...) cuemu_cbrt(__VA_ARGS__)
-#  define hypotf(...) cuemu_hypotf(__VA_ARGS__)
-#  define hypot(...) cuemu_hypot(__VA_ARGS__)
-#  if defined(__USE_FAST_MATH__) && !defined(__CUDA_PREC_SQRT)
-#    define sqrtf(...) cuemu_sqrtf(__VA_ARGS__)
-#  endif
+#  define CUEMU_DM_REDIRECT(name) \
+    template <class... A> inline auto name(A... a) noexcept -> decltype(::cuemu_##name(a...)) { return ::cuemu_##name(a...); }
+#else
+#  define CUEMU_DM_REDIRECT(name) \
+    template <class... A> inline auto name(A... a) noexcept -> decltype(::name(a...)) { return ::name(a...); }
 #endif
+CUEMU_DM_REDIRECT(expf) CUEMU_DM_REDIRECT(exp) CUEMU_DM_REDIRECT(exp2f) CUEMU_DM_REDIRECT(exp2)
+CUEMU_DM_REDIRECT(exp10f) CUEMU_DM_REDIRECT(exp10) CUEMU_DM_REDIRECT(expm1f) CUEMU_DM_REDIRECT(expm1)
+CUEMU_DM_REDIRECT(logf) CUEMU_DM_REDIRECT(log) CUEMU_DM_REDIRECT(log2f) CUEMU_DM_REDIRECT(log2)
+CUEMU_DM_REDIRECT(log10f) CUEMU_DM_REDIRECT(log10) CUEMU_DM_REDIRECT(log1pf) CUEMU_DM_REDIRECT(log1p)
+CUEMU_DM_REDIRECT(sinf) CUEMU_DM_REDIRECT(sin) CUEMU_DM_REDIRECT(cosf) CUEMU_DM_REDIRECT(cos)
+CUEMU_DM_REDIRECT(tanf) CUEMU_DM_REDIRECT(tan) CUEMU_DM_REDIRECT(sincosf) CUEMU_DM_REDIRECT(sincos)
+CUEMU_DM_REDIRECT(asinf) CUEMU_DM_REDIRECT(asin) CUEMU_DM_REDIRECT(acosf) CUEMU_DM_REDIRECT(acos)
+CUEMU_DM_REDIRECT(atanf) CUEMU_DM_REDIRECT(atan) CUEMU_DM_REDIRECT(atan2f) CUEMU_DM_REDIRECT(atan2)
+CUEMU_DM_REDIRECT(sinhf) CUEMU_DM_REDIRECT(sinh) CUEMU_DM_REDIRECT(coshf) CUEMU_DM_REDIRECT(cosh)
+CUEMU_DM_REDIRECT(tanhf) CUEMU_DM_REDIRECT(tanh) CUEMU_DM_REDIRECT(asinhf) CUEMU_DM_REDIRECT(asinh)
+CUEMU_DM_REDIRECT(acoshf) CUEMU_DM_REDIRECT(acosh) CUEMU_DM_REDIRECT(atanhf) CUEMU_DM_REDIRECT(atanh)
+CUEMU_DM_REDIRECT(powf) CUEMU_DM_REDIRECT(pow) CUEMU_DM_REDIRECT(erff) CUEMU_DM_REDIRECT(erf)
+CUEMU_DM_REDIRECT(erfcf) CUEMU_DM_REDIRECT(erfc) CUEMU_DM_REDIRECT(tgammaf) CUEMU_DM_REDIRECT(tgamma)
+CUEMU_DM_REDIRECT(lgammaf) CUEMU_DM_REDIRECT(lgamma) CUEMU_DM_REDIRECT(cbrtf) CUEMU_DM_REDIRECT(cbrt)
+CUEMU_DM_REDIRECT(hypotf) CUEMU_DM_REDIRECT(hypot)
+#undef CUEMU_DM_REDIRECT
+/* sqrtf: the device version only under --use_fast_math without --prec-sqrt=true (1 ulp) */
+inline float sqrtf(float x) noexcept {
+#if !defined(CUEMU_HOST_MATH) && defined(__USE_FAST_MATH__) && !defined(__CUDA_PREC_SQRT)
+    return ::cuemu_sqrtf(x);
+#else
+    return ::sqrtf(x);
+#endif
+}
+} /* namespace redirect */
+} /* namespace cuemu */
 
 #endif
