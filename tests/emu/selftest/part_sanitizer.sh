@@ -68,6 +68,14 @@ else
     # --error-exitcode: N when errors were found, the program's status when none
     san_case error_exitcode_7 7 "--tool racecheck --error-exitcode 7" race "RACECHECK SUMMARY: 2 hazards"
     san_case error_exitcode_clean 0 "--tool initcheck --error-exitcode 7" uninit_control "$CLEAN"
+    # the application inherits the tool's descriptors (a program that talks to its parent on fd 3 and 4,
+    # the course grader's runner, works under the tool); control: a descriptor the shell did not open stays closed
+    rm -f "$OUT/san_fd7.txt"
+    ( exec 7>"$OUT/san_fd7.txt"; "$SAN_CS" --tool memcheck /bin/sh -c 'echo inherited >&7' >"$OUT/san_fd.log" 2>&1 )
+    if [ "$(cat "$OUT/san_fd7.txt" 2>/dev/null)" = inherited ] && \
+       ! "$SAN_CS" --tool memcheck /bin/sh -c 'echo leaked >&8' >"$OUT/san_fd_ctl.log" 2>&1 8>&-; then
+        ok sanitizer_application_inherits_fds
+    else bad sanitizer_application_inherits_fds "(fd 7 not passed to the application, or fd 8 open: $OUT/san_fd.log)"; fi
     if [ "$QUICK" = 0 ]; then
         san_case warp_race_flagged 0 "--tool racecheck" warp_race "RAW hazard on __shared__ variable 'int [32]'"
         san_case warp_syncwarp_clean 0 "--tool racecheck" warp_control "$RCLEAN"
