@@ -86,7 +86,12 @@
           A tensor lives on the host (GPUDL_DEVICE_CPU) or on the GPU
           (GPUDL_DEVICE_CUDA). An op runs where its operands live: host
           tensors on the CPU backend, device tensors on the CUDA backend;
-          mixing them is an error that names both sides.
+          mixing them is an error that names both sides. A device tensor
+          belongs to the context that created it: another context, or a
+          copy of the struct kept after gpudl_tensor_free, is refused (the
+          context's allocation registry). A host tensor is plain memory that
+          any context may read; using a copy of a freed host tensor is
+          undefined, as any pointer after free() (AddressSanitizer finds it).
        4. Asynchrony. Device ops are queued on the context's stream and
           return at once. Anything that hands a number to the host
           (gpudl_tensor_copy to a host tensor, gpudl_tensor_item) waits.
@@ -1681,7 +1686,9 @@ typedef struct gpudl_dataset {
     int shard_rank, shard_size;    /* gpudl_dataset_shard; 0, 0: the whole batch */
 } gpudl_dataset;
 
-/* images: U8 (N,H,W) or (N,C,H,W) host tensor; labels: U8 or I32 (N). */
+/* images: a host tensor (N,H,W) or (N,C,H,W): U8 pixels, normalised as
+   (pixel / 255 - mean) / std, or F32, F16, BF16 values, normalised as
+   (value - mean) / std (mean 0, std 1: as they are); labels: U8 or I32 (N). */
 GPUDL_API gpudl_status gpudl_dataset_create(gpudl_ctx *ctx, gpudl_dataset *ds, const gpudl_tensor *images,
                                             const gpudl_tensor *labels, int64_t batch, float mean, float std);
 GPUDL_API void gpudl_dataset_free(gpudl_ctx *ctx, gpudl_dataset *ds);
@@ -1724,6 +1731,12 @@ int gpudl_k_gather(void *stream, void *xb, int xb_dtype, int32_t *yb, const floa
      GPUDL_ERR_OOM          no host memory for the copy of the parameters
      GPUDL_ERR_CUDA, GPUDL_ERR_CUDA_FATAL   copying from the device failed */
 GPUDL_API gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const char *path);
+/* The same safetensors bytes as gpudl_model_save's file, in memory: *data
+   (allocated with GPUDL_MALLOC; free it with gpudl_memory_free) and *size.
+   On failure *data is NULL and *size 0. Every rank of a data-parallel
+   model answers (no file is shared). */
+GPUDL_API gpudl_status gpudl_model_save_memory(gpudl_ctx *ctx, gpudl_model *m, void **data, size_t *size);
+GPUDL_API void gpudl_memory_free(void *data);
 /* Loads a file saved by gpudl_model_save into a built model of the same
    architecture. Everything is validated (header, offsets, sizes, names,
    shapes) into a staging buffer first: on any error the model is untouched.
@@ -2445,7 +2458,25 @@ static gpudl_status gpudl__activate(gpudl_ctx *ctx);
 #endif
 /* Every public call starts here: a usable context, and on a GPU its device
    current in the calling thread. */
-#define GPUDL__ENTER(ctx) do { if (!(ctx)) { return GPUDL_ERR_INVALID_ARG; } \
+/* A call without a context (or model) has nowhere to keep its message:
+   it goes to this thread's, which gpudl_ctx_last_error(NULL) returns. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#  define GPUDL__TLS thread_local
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
+#  define GPUDL__TLS _Thread_local
+#elif defined(__GNUC__) || defined(__clang__) || defined(__TINYC__)
+#  define GPUDL__TLS __thread
+#elif defined(_MSC_VER)
+#  define GPUDL__TLS __declspec(thread)
+#else
+#  define GPUDL__TLS   /* no thread-local storage known: one message for the process */
+#endif
+static GPUDL__TLS char gpudl__no_ctx_msg[192];
+static gpudl_status gpudl__no_ctx(const char *fn, const char *what) {
+    snprintf(gpudl__no_ctx_msg, sizeof gpudl__no_ctx_msg, "%s: the %s is NULL", fn, what);
+    return GPUDL_ERR_INVALID_ARG;
+}
+#define GPUDL__ENTER(ctx) do { if (!(ctx)) { return gpudl__no_ctx(__func__, "context"); } \
     if ((ctx)->fatal != GPUDL_OK) { return (ctx)->fatal; } GPUDL__ACTIVATE(ctx); } while (0)
 
 /* printf onto the end of buf (size bytes, *n used so far), never past it: the text reports. */
@@ -2466,7 +2497,7 @@ static const char *gpudl__message(const gpudl_ctx *ctx) {
 }
 
 GPUDL__DEF const char *gpudl_ctx_last_error(const gpudl_ctx *ctx) {
-    return ctx ? ctx->last_error : "no context (NULL)";
+    return ctx ? ctx->last_error : gpudl__no_ctx_msg[0] ? gpudl__no_ctx_msg : "no context (NULL)";
 }
 
 #ifndef GPUDL_NO_CUDA
@@ -3080,10 +3111,18 @@ static gpudl_status gpudl__check_shape(gpudl_ctx *ctx, gpudl_dtype dtype, int nd
 }
 
 /* A tensor argument is usable: non-NULL, data, valid dtype and shape. */
+static int gpudl__live_has(const gpudl_ctx *ctx, const void *p);
 static gpudl_status gpudl__check_tensor(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
     int64_t n;
     if (!t) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is NULL", name);
     if (!t->data) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' has no data (not created, or freed)", name);
+    /* device memory must be this context's (its device, its stream): one hash look-up catches a stale copy of a
+       freed device tensor and another context's; host tensors are plain memory any context may read (gpudl.h's
+       manual, Tensors: what is undefined) */
+    if (t->owner == 1 && t->device == GPUDL_DEVICE_CUDA && !gpudl__live_has(ctx, t->data))
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "device tensor '%s' (%p) is not one of this context's allocations: "
+                          "freed already (a copy of the struct taken before gpudl_tensor_free?), or created by another "
+                          "context (use it with that one, or gpudl_tensor_copy it into this one)", name, t->data);
     if (t->device != GPUDL_DEVICE_CPU && t->device != GPUDL_DEVICE_CUDA)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' has invalid device %d", name, (int)t->device);
     return gpudl__check_shape(ctx, t->dtype, t->ndim, t->shape, &n);
@@ -7453,6 +7492,7 @@ GPUDL__DEF gpudl_status gpudl_model_create(gpudl_ctx *ctx, gpudl_model **out, in
     gpudl_model *m;
     int64_t n;
     int i;
+    if (out) *out = NULL;   /* on every failure, the context's too */
     GPUDL__ENTER(ctx);
     if (!out) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_create: out is NULL");
     *out = NULL;
@@ -7477,7 +7517,7 @@ GPUDL__DEF gpudl_status gpudl_model_create(gpudl_ctx *ctx, gpudl_model **out, in
    keeps, gets an error that says so. Anything else is undefined: a model
    destroyed long ago (the context keeps the last 8) or never made. */
 static gpudl_status gpudl__model_live(const gpudl_model *m, const char *what) {
-    if (!m) return GPUDL_ERR_INVALID_ARG;
+    if (!m) return gpudl__no_ctx(what, "model");
     if (m->tag == GPUDL__MODEL_LIVE) return GPUDL_OK;
     if (m->tag == GPUDL__MODEL_DEAD && m->ctx)
         return GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "%s: this model was destroyed (gpudl_model_destroy); create and "
@@ -10173,11 +10213,12 @@ GPUDL__DEF gpudl_status gpudl_dataset_create(gpudl_ctx *ctx, gpudl_dataset *ds, 
     memset(ds, 0, sizeof *ds);
     GPUDL__TRY(gpudl__check_tensor(ctx, images, "images"));
     GPUDL__TRY(gpudl__check_tensor(ctx, labels, "labels"));
-    if (images->device != GPUDL_DEVICE_CPU || labels->device != GPUDL_DEVICE_CPU || images->dtype != GPUDL_U8 ||
+    if (images->device != GPUDL_DEVICE_CPU || labels->device != GPUDL_DEVICE_CPU ||
+        (images->dtype != GPUDL_U8 && !gpudl__is_float(images->dtype)) ||
         (labels->dtype != GPUDL_U8 && labels->dtype != GPUDL_I32) || (images->ndim != 3 && images->ndim != 4) ||
         labels->shape[0] != images->shape[0] || gpudl_tensor_numel(labels) != images->shape[0])
         return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "dataset_create", "images", images, "labels", labels,
-                               "need host u8 images (N,H,W) or (N,C,H,W) and N host u8/i32 labels");
+                               "need host images (N,H,W) or (N,C,H,W), u8, f32, f16 or bf16, and N host u8/i32 labels");
     if (batch < 1 || !(std > 0.0f)) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_create: need batch >= 1 and std > 0");
     N = images->shape[0];
     sample = gpudl_tensor_numel(images) / N;
@@ -10189,7 +10230,9 @@ GPUDL__DEF gpudl_status gpudl_dataset_create(gpudl_ctx *ctx, gpudl_dataset *ds, 
     hy = (int32_t *)GPUDL_MALLOC(sizeof(int32_t) * (size_t)N);
     if (!hx || !hy) { s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "dataset_create: no host memory for %lld samples", (long long)N); goto done; }
     GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (N * sample > 65536))
-    for (i = 0; i < N * sample; i++) hx[i] = (((const uint8_t *)images->data)[i] / 255.0f - mean) / std;
+    for (i = 0; i < N * sample; i++)
+        hx[i] = ((images->dtype == GPUDL_U8 ? ((const uint8_t *)images->data)[i] / 255.0f
+                                             : gpudl__elem_get(images->data, (int)images->dtype, i)) - mean) / std;
     for (i = 0; i < N; i++) hy[i] = (int32_t)gpudl__label(labels, i);
     one[0] = N;
     s = gpudl_tensor_create(ctx, &ds->images, GPUDL_F32, 4, shape);
@@ -10537,7 +10580,28 @@ static float *gpudl__ck_item_host(const gpudl_model *m, const gpudl__ck_host *h,
 
 #define GPUDL__CK_MAX_ITEMS 512
 
+/* A model used with a context that did not create it: refused, both named. */
+static gpudl_status gpudl__same_ctx(gpudl_ctx *ctx, const gpudl_model *m, const char *what) {
+    if (m->ctx == ctx) return GPUDL_OK;
+    return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "%s: the model belongs to context %p, not to this one (%p): pass the "
+                      "model's own context", what, (const void *)m->ctx, (const void *)ctx);
+}
+
+static gpudl_status gpudl__model_save_to(gpudl_ctx *ctx, gpudl_model *m, const char *path, void **mem, size_t *mem_size);
 GPUDL__DEF gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const char *path) {
+    return gpudl__model_save_to(ctx, m, path, NULL, NULL);
+}
+GPUDL__DEF gpudl_status gpudl_model_save_memory(gpudl_ctx *ctx, gpudl_model *m, void **data, size_t *size) {
+    if (data) *data = NULL;
+    if (size) *size = 0;
+    GPUDL__ENTER(ctx);
+    if (!data || !size) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_save_memory: data or size is NULL");
+    return gpudl__model_save_to(ctx, m, NULL, data, size);
+}
+GPUDL__DEF void gpudl_memory_free(void *data) { GPUDL_FREE(data); }
+
+/* path: the file, replaced atomically; or, with mem, the bytes into memory. */
+static gpudl_status gpudl__model_save_to(gpudl_ctx *ctx, gpudl_model *m, const char *path, void **mem, size_t *mem_size) {
     gpudl__ck_item *items = NULL;
     gpudl__ck_host h;
     gpudl_scaler_state sst;
@@ -10550,10 +10614,11 @@ GPUDL__DEF gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const c
     gpudl_status s = GPUDL_OK;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_built(m, "model_save"));
-    if (!path || !path[0]) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_save: path is NULL or empty");
-    if (gpudl_dist_rank(m->dist) != 0) return GPUDL_OK;   /* data parallel: rank 0 writes for all (the replicas agree) */
+    GPUDL__TRY(gpudl__same_ctx(ctx, m, "model_save"));
+    if (!mem && (!path || !path[0])) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_save: path is NULL or empty");
+    if (!mem && gpudl_dist_rank(m->dist) != 0) return GPUDL_OK;   /* data parallel: rank 0 writes for all (the replicas agree) */
     items = (gpudl__ck_item *)GPUDL_MALLOC(sizeof *items * GPUDL__CK_MAX_ITEMS);
-    tmp = (char *)GPUDL_MALLOC(strlen(path) + 32);
+    tmp = (char *)GPUDL_MALLOC(mem ? 32 : strlen(path) + 32);
     if (!items || !tmp) { GPUDL_FREE(items); GPUDL_FREE(tmp); return GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model_save: no host memory"); }
     n = gpudl__ck_items(m, items, GPUDL__CK_MAX_ITEMS);
     s = gpudl__ck_host_alloc(ctx, m, &h, 1);
@@ -10594,6 +10659,26 @@ GPUDL__DEF gpudl_status gpudl_model_save(gpudl_ctx *ctx, gpudl_model *m, const c
     while (pad--) hdr[len++] = ' ';
     hlen = len;
     for (k = 0; k < 8; k++) len8[k] = (unsigned char)(hlen >> (8 * k));
+    if (mem) {   /* the same bytes, into memory */
+        size_t total = 8 + len;
+        unsigned char *out;
+        for (i = 0; i < n; i++) total += (size_t)gpudl__prod(items[i].ndim, items[i].shape) * 4u;
+        if (!(out = (unsigned char *)GPUDL_MALLOC(total ? total : 1))) {
+            s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "model_save_memory: no host memory for %zu bytes", total);
+            goto done;
+        }
+        memcpy(out, len8, 8);
+        memcpy(out + 8, hdr, len);
+        total = 8 + len;
+        for (i = 0; i < n; i++) {
+            size_t bytes = (size_t)gpudl__prod(items[i].ndim, items[i].shape) * 4u;
+            memcpy(out + total, gpudl__ck_item_host(m, &h, &items[i]), bytes);
+            total += bytes;
+        }
+        *mem = out;
+        *mem_size = total;
+        goto done;
+    }
     /* write a temporary file (named for this process), flush it to disk,
        then rename it over the target in one step */
     snprintf(tmp, strlen(path) + 32, "%s.tmp%ld", path, (long)
@@ -10676,6 +10761,7 @@ GPUDL__DEF gpudl_status gpudl_model_load(gpudl_ctx *ctx, gpudl_model *m, const c
     gpudl_status s;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_built(m, "model_load"));
+    GPUDL__TRY(gpudl__same_ctx(ctx, m, "model_load"));
     if (!path) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_load: path is NULL");
     GPUDL__TRY(gpudl__read_file(ctx, path, "model_load", &buf, &size));
     s = gpudl_model_load_memory(ctx, m, path, buf, size);
@@ -10696,6 +10782,7 @@ GPUDL__DEF gpudl_status gpudl_model_load_memory(gpudl_ctx *ctx, gpudl_model *m, 
     gpudl_status s = GPUDL_OK;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_built(m, "model_load"));
+    GPUDL__TRY(gpudl__same_ctx(ctx, m, "model_load"));
     if (!path) path = "(memory)";
     if (!data && size) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "model_load: '%s': data is NULL", path);
     memset(&h, 0, sizeof h);

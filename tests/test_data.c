@@ -29,6 +29,37 @@ static void expect_idx_error(const char *what, const unsigned char *b, size_t n,
            what, gpudl_ctx_last_error(c), phrase);
 }
 
+/* Datasets from float and 16-bit images (issue 35): F32 images equal to
+   the U8 ones / 255 give the same device images, bit for bit; F16 and BF16
+   ones the same within their rounding. */
+static void test_dataset_float_images(void) {
+    gpudl_ctx *c = cpu_ctx();
+    int64_t s3[3] = {5, 4, 3}, n = 5, i, k;
+    gpudl_tensor u8 = mk(c, GPUDL_U8, 3, s3), f32 = mk(c, GPUDL_F32, 3, s3), f16 = mk(c, GPUDL_F16, 3, s3), lab = mk(c, GPUDL_I32, 1, &n);
+    gpudl_dataset a, b, h;
+    float v;
+    for (i = 0; i < 60; i++) {
+        ((uint8_t *)u8.data)[i] = (uint8_t)((i * 37) % 256);
+        ((float *)f32.data)[i] = (float)((i * 37) % 256) / 255.0f;
+    }
+    for (i = 0; i < 5; i++) ((int32_t *)lab.data)[i] = (int32_t)(i % 3);
+    CHECK_OK(gpudl_tensor_cast(c, &f16, &f32));
+    CHECK_OK(gpudl_dataset_create(c, &a, &u8, &lab, 2, 0.25f, 0.5f));
+    CHECK_OK(gpudl_dataset_create(c, &b, &f32, &lab, 2, 0.25f, 0.5f));
+    CHECK_OK(gpudl_dataset_create(c, &h, &f16, &lab, 2, 0.25f, 0.5f));
+    CHECK(!memcmp(a.images.data, b.images.data, gpudl_tensor_bytes(&a.images)));
+    for (k = 0; k < 60; k++) {
+        v = ((float *)h.images.data)[k];
+        if (fabsf(v - ((float *)a.images.data)[k]) > 2e-3f) break;
+    }
+    CHECKF(k == 60, "f16 image %lld: %g vs %g", (long long)k, (double)v, (double)((float *)a.images.data)[k]);
+    gpudl_dataset_free(c, &a); gpudl_dataset_free(c, &b); gpudl_dataset_free(c, &h);
+    f32.dtype = GPUDL_I32;   /* (the same bytes, called i32: refused) */
+    CHECK_ST(gpudl_dataset_create(c, &a, &f32, &lab, 2, 0.0f, 1.0f), GPUDL_ERR_SHAPE);
+    f32.dtype = GPUDL_F32;
+    gpudl_tensor_free(c, &u8); gpudl_tensor_free(c, &f32); gpudl_tensor_free(c, &f16); gpudl_tensor_free(c, &lab);
+}
+
 static void test_idx_loader(void) {
     gpudl_ctx *c = cpu_ctx();
     unsigned char b[256];

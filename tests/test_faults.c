@@ -499,6 +499,42 @@ static void test_misuse_messages(void) {
     gpudl_tensor_free(c, &h);
 }
 
+/* Misuse caught cheaply (issue 35): a model of another context, and calls
+   without a context or a model, each refused with a message the program
+   can read; *out is NULL after a failed create (device tensors of another
+   context or freed: on the emulated device). Before: the other context's
+   model was saved, and a NULL context said nothing. */
+static void test_misuse_caught(void) {
+    gpudl_ctx *c = cpu_ctx(), *other;
+    gpudl_ctx_desc d;
+    gpudl_model *m, *m2 = (gpudl_model *)&d;   /* not NULL: a failed create must set it */
+    gpudl_tensor a, stale, o;
+    int64_t s23[2] = {2, 3}, v[1] = {3};
+    (void)stale;   /* a stale device tensor: gpu_misuse_caught; a stale host tensor is undefined (the manual) */
+    memset(&d, 0, sizeof d);
+    d.device = GPUDL_DEVICE_CPU;
+    d.log = gpudl_log_quiet;
+    GPUDL_CHECK(gpudl_ctx_create(&d, &other));
+    GPUDL_CHECK(gpudl_tensor_create(other, &o, GPUDL_F32, 2, s23));
+    GPUDL_CHECK(gpudl_tensor_create(c, &a, GPUDL_F32, 2, s23));
+    CHECK_OK(gpudl_model_create(other, &m, 1, v));
+    CHECK_OK(gpudl_model_add_linear(m, 3, 2));
+    CHECK_OK(gpudl_model_build(m, NULL));
+    CHECK_ST(gpudl_model_save(c, m, "build/test/misuse.safetensors"), GPUDL_ERR_INVALID_ARG);   /* another context's model */
+    CHECKF(strstr(gpudl_ctx_last_error(c), "belongs to context") != NULL, "%s", gpudl_ctx_last_error(c));
+    CHECK_ST(gpudl_model_load(c, m, "build/test/misuse.safetensors"), GPUDL_ERR_INVALID_ARG);
+    CHECK_ST(gpudl_model_create(NULL, &m2, 1, v), GPUDL_ERR_INVALID_ARG);                        /* no context */
+    CHECK(m2 == NULL);
+    CHECKF(strstr(gpudl_ctx_last_error(NULL), "gpudl_model_create: the context is NULL") != NULL, "%s", gpudl_ctx_last_error(NULL));
+    CHECK_ST(gpudl_tensor_create(NULL, &o, GPUDL_F32, 2, s23), GPUDL_ERR_INVALID_ARG);
+    CHECKF(strstr(gpudl_ctx_last_error(NULL), "gpudl_tensor_create: the context is NULL") != NULL, "%s", gpudl_ctx_last_error(NULL));
+    CHECK_ST(gpudl_model_forward(NULL, &a, NULL), GPUDL_ERR_INVALID_ARG);                        /* no model */
+    CHECKF(strstr(gpudl_ctx_last_error(NULL), "the model is NULL") != NULL, "%s", gpudl_ctx_last_error(NULL));
+    gpudl_model_destroy(m);
+    gpudl_tensor_free(c, &a);
+    gpudl_ctx_destroy(other);   /* frees o (and says so in its quiet log) */
+}
+
 /* A step after a failed call of the same step refuses (issue 23: a label
    out of range failed the loss loudly, then backward blamed the wrong call
    and the step updated the weights with zero or stale gradients). */
@@ -720,6 +756,7 @@ static const test_case tests[] = {
     {"killed_save_keeps_previous", test_killed_save_keeps_previous},
     {"null_arguments", test_null_arguments},
     {"misuse_messages", test_misuse_messages},
+    {"misuse_caught", test_misuse_caught},
     {"step_after_failed_call", test_step_after_failed_call},
     {"destroyed_model", test_destroyed_model},
     {"leak_report_names_owners", test_leak_report_names_owners},

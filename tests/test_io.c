@@ -214,6 +214,51 @@ static void test_checkpoint_not_safetensors(void) {
 /* Saving twice to one path replaces the file (the C runtime's rename() does
    not on Windows: make test-windows runs this there), and no temporary file
    is left behind. */
+/* gpudl_model_save_memory (issue 35): the same bytes as the file, and a
+   model loaded from them equal to one loaded from the file. */
+static void test_checkpoint_to_memory(void) {
+    gpudl_ctx *c = cpu_ctx();
+    gpudl_model *a, *b;
+    const char *path = tmp_path("mem.safetensors");
+    void *mem = NULL;
+    size_t size = 0, fsize = 0;
+    unsigned char *file = NULL;
+    FILE *f;
+    int64_t v[1] = {6};
+    snapshot sa, sb;
+    a = NULL; b = NULL;
+    CHECK_OK(gpudl_model_create(c, &a, 1, v)); CHECK_OK(gpudl_model_add_linear(a, 6, 5)); CHECK_OK(gpudl_model_add_relu(a));
+    CHECK_OK(gpudl_model_add_linear(a, 5, 3)); CHECK_OK(gpudl_model_build(a, NULL));
+    CHECK_OK(gpudl_model_create(c, &b, 1, v)); CHECK_OK(gpudl_model_add_linear(b, 6, 5)); CHECK_OK(gpudl_model_add_relu(b));
+    CHECK_OK(gpudl_model_add_linear(b, 5, 3));
+    {
+        gpudl_model_desc md;
+        memset(&md, 0, sizeof md);
+        md.seed = 77;   /* other initial weights */
+        CHECK_OK(gpudl_model_build(b, &md));
+    }
+    CHECK_OK(gpudl_model_save(c, a, path));
+    CHECK_OK(gpudl_model_save_memory(c, a, &mem, &size));
+    f = fopen(path, "rb");
+    if (f) {
+        fseek(f, 0, SEEK_END); fsize = (size_t)ftell(f); fseek(f, 0, SEEK_SET);
+        file = (unsigned char *)malloc(fsize + 1);
+        if (fread(file, 1, fsize, f) != fsize) fsize = 0;
+        fclose(f);
+    }
+    CHECKF(mem && size == fsize && !memcmp(mem, file, size), "memory %zu bytes, file %zu bytes: not the same", size, fsize);
+    CHECK_OK(gpudl_model_load_memory(c, b, "memory", mem, size));
+    snap(a, &sa); snap(b, &sb);
+    CHECKF(snap_equal(&sa, &sb), "the model loaded from memory differs from the one saved");
+    snap_free(&sa); snap_free(&sb);
+    gpudl_memory_free(mem);
+    mem = (void *)&size;
+    CHECK_ST(gpudl_model_save_memory(c, NULL, &mem, &size), GPUDL_ERR_INVALID_ARG);
+    CHECK(mem == NULL && size == 0);   /* set on failure */
+    free(file);
+    gpudl_model_destroy(a); gpudl_model_destroy(b);
+}
+
 static void test_checkpoint_save_twice(void) {
     gpudl_ctx *c = cpu_ctx();
     gpudl_model *m[3];
