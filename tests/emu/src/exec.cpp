@@ -480,11 +480,48 @@ const char *warp_op_name(int op) {
                                   "__any_sync", "__all_sync", "__syncwarp", "__match_any_sync", "__match_all_sync",
                                   "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync", "__reduce_and_sync",
                                   "__reduce_or_sync", "__reduce_xor_sync", "__reduce_min_sync", "__reduce_max_sync",
-                                  "__reduce_add_sync"};
+                                  "__reduce_add_sync", "__activemask", "nvcuda::wmma::load_matrix_sync",
+                                  "nvcuda::wmma::store_matrix_sync", "nvcuda::wmma::mma_sync"};
     return op >= 0 && op < (int)(sizeof names / sizeof names[0]) ? names[op] : "warp operation";
 }
 
 uint64_t poison_bits(unsigned size) { return size >= 8 ? ~0ull : ((1ull << (size * 8)) - 1); }
+
+/* >>wmma: <mma.h>'s load_matrix_sync, store_matrix_sync and mma_sync
+   (CUDA C++ Programming Guide, "Warp Matrix Functions"): "waits until all
+   warp lanes have arrived", and the arguments "must be the same for all
+   threads in the warp". Each lane passes a WmmaCall (its fragment and
+   arguments); once every non-exited lane waits, the last to arrive checks
+   them and runs the operation for the whole warp (WmmaCall::run, the
+   header's code, in the kernel's translation unit, so its loads and stores
+   are checked like the kernel's own). A warp with lanes that exited, or a
+   partial last warp, is refused: each lane then gets the mask of the lanes
+   that came, and reports it from its own context (wmma_sync). */
+void wmma_complete(Thr **lanes, unsigned part, int op) {
+    WmmaCall *c[32] = {};
+    unsigned first = 32;
+    for (unsigned i = 0; i < 32; i++)
+        if (lanes[i]) {
+            c[i] = (WmmaCall *)(uintptr_t)lanes[i]->wval;
+            if (first == 32) first = i;
+        }
+    if (part == 0xffffffffu) {
+        for (unsigned i = 0; i < 32; i++) {
+            for (unsigned k = 0; k < 4; k++)
+                if (c[i]->key[k] != c[first]->key[k] || c[i]->run != c[first]->run)
+                    sync_error(t_thr ? t_thr->wpc : nullptr,
+                               "%s: lane %u passes %s %s where lane %u passes %s: the pointer, ldm, layout and template "
+                               "parameters must be the same for all threads in the warp (CUDA C++ Programming Guide, Warp "
+                               "Matrix Functions)",
+                               warp_op_name(op), i, c[i]->run != c[first]->run ? "fragment types" : c[i]->what[k],
+                               c[i]->run != c[first]->run ? "" : c[i]->show[k], first,
+                               c[i]->run != c[first]->run ? "others" : c[first]->show[k]);
+        }
+        c[first]->run(c);
+    }
+    for (unsigned i = 0; i < 32; i++)
+        if (lanes[i]) lanes[i]->wres = part;
+}
 
 /* Completes the warp operation (op, mask) of warp `warp` when every
    non-exited lane named in mask has arrived; returns whether it did. */
@@ -500,10 +537,23 @@ bool try_complete(Worker *w, unsigned warp, unsigned mask, int op) {
             sync_error(t_thr ? t_thr->wpc : nullptr,
                          "lane %u waits in %s with mask 0x%08x while lanes of mask 0x%08x call %s: every non-exited lane "
                          "named in the mask must execute the same intrinsic with the same mask (CUDA C++ Programming Guide, "
-                         "warp shuffle and vote functions)",
-                         i, warp_op_name(t->wop), t->wmask, mask, warp_op_name(op));
+                         "%s)",
+                         i, warp_op_name(t->wop), t->wmask, mask, warp_op_name(op),
+                         (op >= W_WMMA_LOAD || t->wop >= W_WMMA_LOAD) ? "Warp Matrix Functions: the *_sync functions are "
+                         "called by all threads of the warp together" : "warp shuffle and vote functions");
         part |= 1u << i;
         lanes[i] = t;
+    }
+    if (op >= W_WMMA_LOAD) {
+        wmma_complete(lanes, part, op);
+        for (unsigned i = 0; i < 32; i++)
+            if (lanes[i]) {
+                lanes[i]->state = T_RUN;
+                lanes[i]->wop = -1;
+                w->warp_waiting[warp]--;
+            }
+        if (g_san) san_warp_sync(warp, part);
+        return true;
     }
     for (unsigned i = 0; i < 32; i++) {
         Thr *f = lanes[i];
@@ -1203,6 +1253,31 @@ void shuffle_yield() {
 }
 
 void trap(const char *why) { kernel_error(cudaErrorLaunchFailure, "%s", why); }
+
+void wmma_sync(int op, WmmaCall *call) {
+    unsigned got = (unsigned)warp_op(op, 0xffffffffu, (uint64_t)(uintptr_t)call, 8, 0, 32, nullptr);
+    if (got != 0xffffffffu) {
+        Thr *t = t_thr;
+        Worker *w = t_fiber->w;
+        unsigned base = t->warp * 32, n = w->nthreads - base < 32 ? w->nthreads - base : 32;
+        sync_error(t->wpc,
+                   "%s: only lanes 0x%08x of warp %u reached it (%s): all 32 threads of the warp must call it together "
+                   "(CUDA C++ Programming Guide, Warp Matrix Functions: the *_sync functions \"wait until all warp lanes "
+                   "have arrived\")",
+                   warp_op_name(op), got, t->warp,
+                   n < 32 ? "the block's last warp has fewer than 32 threads" : "the others exited or took another path");
+    }
+}
+
+[[noreturn]] void wmma_fault(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vkernel_error(cudaErrorMisalignedAddress, fmt, ap);
+}
+
+/* The fragments' element-to-lane mapping: fixed by default; a permutation
+   drawn from CUEMU_SEED under CUEMU_SCHEDULE=shuffle (mma.h). */
+uint64_t wmma_layout_seed() { return schedule().shuffle ? schedule().seed * 0x9e3779b97f4a7c15ull + 1 : 0; }
 
 } /* namespace cuemu */
 

@@ -151,11 +151,33 @@ int block_barrier(int kind, int pred, const char *what);
 enum WarpOp {
     W_SHFL = 0, W_SHFL_UP, W_SHFL_DOWN, W_SHFL_XOR, W_BALLOT, W_ANY, W_ALL, W_SYNC, W_MATCH_ANY, W_MATCH_ALL,
     W_REDUCE_ADD, W_REDUCE_MIN, W_REDUCE_MAX, W_REDUCE_AND, W_REDUCE_OR, W_REDUCE_XOR, W_REDUCE_MIN_S, W_REDUCE_MAX_S,
-    W_REDUCE_ADD_S, W_ACTIVE
+    W_REDUCE_ADD_S, W_ACTIVE,
+    W_WMMA_LOAD, W_WMMA_STORE, W_WMMA_MMA   /* <mma.h>: nvcuda::wmma::*_sync (the whole warp, see WmmaCall there) */
 };
 /* One warp-level exchange: every non-exited lane named in mask must make
    the same call. Returns the lane's result; *pred (match_all) is set. */
 uint64_t warp_op(int op, unsigned mask, uint64_t value, unsigned size, int arg, int width, int *pred);
+/* One lane's part in a warp matrix operation (<mma.h>). key[] holds what
+   must be the same in every lane (pointer, ldm, layout), what[]/show[] name
+   and print it for the error; run(lanes) performs the operation for the
+   whole warp once all 32 lanes are there (lanes[i]: lane i's call). */
+struct WmmaCall {
+    uint64_t key[4];
+    const char *what[4];
+    char show[4][24];
+    void (*run)(WmmaCall *const *lanes);
+    void *frag[4];      /* load/store: [0] the fragment; mma: d, a, b, c */
+    void *ptr;          /* load/store: the memory */
+    unsigned ldm;
+    int layout;         /* 0 row major, 1 column major */
+};
+/* Waits for the warp, checks the calls agree, runs the operation; a lane
+   that did not come (exited, or a partial warp) is an error. */
+void wmma_sync(int op, WmmaCall *call);
+/* A misaligned pointer or ldm: ends the grid (cudaErrorMisalignedAddress). */
+[[noreturn]] void wmma_fault(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 0: the fragments' fixed element mapping; else the seed of a permuted one. */
+uint64_t wmma_layout_seed();
 /* The lanes of the calling warp that reach this call (site) together. */
 unsigned active_mask(const char *site);
 unsigned lane_id();
