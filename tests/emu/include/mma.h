@@ -54,12 +54,11 @@
    for every seed. */
 #ifndef CUEMU_MMA_H
 #define CUEMU_MMA_H
-#ifndef __cplusplus
-#error "mma.h (nvcuda::wmma) is C++ only"
-#endif
-#include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+/* As the toolkit's: the declarations are for CUDA C++ (.cu files) only. */
+#if defined(__cplusplus) && defined(__CUDACC__)
+#include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -373,4 +372,5 @@ inline void mma_sync(fragment<accumulator, m, n, k, Tc> &d, const fragment<matri
 } /* namespace wmma */
 } /* namespace nvcuda */
 
+#endif /* __cplusplus && __CUDACC__ */
 #endif

@@ -40,7 +40,8 @@ EXTRA_PAIRS = {
 }
 # Never checked: emulator-only headers.
 # cooperative_groups: device code only; the real headers need CCCL's tree to build at all.
-EXCLUDED = {'cuemu.h', 'cooperative_groups.h', os.path.join('cooperative_groups', 'reduce.h')}
+# mma.h: declares nothing outside CUDA C++ (.cu), in the emulator as in the toolkit.
+EXCLUDED = {'cuemu.h', 'cooperative_groups.h', os.path.join('cooperative_groups', 'reduce.h'), 'mma.h'}
 # Headers whose device-side declarations matter are compiled in the real
 # headers' declaration-only device mode (as NVRTC sees them), the rest as a
 # host compiler sees them.
