@@ -293,7 +293,9 @@
 
 /* Per-element math is written once and compiled for both the host and the
    device: GPUDL_HD is __host__ __device__ under nvcc and nothing elsewhere. */
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__))
+#  define GPUDL_HD __host__ __device__ __attribute__((unused))   /* a .cu that uses few of them: no -Wunused-function */
+#elif defined(__CUDACC__)
 #  define GPUDL_HD __host__ __device__
 #else
 #  define GPUDL_HD
@@ -2428,7 +2430,7 @@ static gpudl_status gpudl__fail(gpudl_ctx *ctx, gpudl_status status, const char 
    holds F32 data; NULL: gpudl's own implementation. GPUDL__OVERRIDE calls
    it and returns what it returned, unless it handed the call back
    (GPUDL_ERR_UNSUPPORTED): then the caller goes on with its own code. */
-#define GPUDL__OVR(ctx, t, fn) ((t)->dtype == GPUDL_F32 ? (ctx)->ops[GPUDL__ON_GPU(t)].fn : NULL)
+#define GPUDL__OVR(ctx, t, fn) ((t)->dtype == GPUDL_F32 ? (ctx)->ops[GPUDL__ON_GPU(t)].fn : 0)   /* 0: NULL is a bool to clang */
 #define GPUDL__OVERRIDE(ctx, t, fn, ...) do { if (GPUDL__OVR(ctx, t, fn)) { int gpudl__d_; \
     gpudl_status gpudl__o_ = gpudl__ovr_result((ctx), GPUDL__OVR(ctx, t, fn)((ctx)->ops[GPUDL__ON_GPU(t)].user, \
                              gpudl__stream_for((ctx), (t)), __VA_ARGS__), #fn, &gpudl__d_); \

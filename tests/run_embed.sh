@@ -81,6 +81,11 @@ if [ $FULL = 1 ]; then
         printf '#define GPUDL_IMPLEMENTATION\n#include "../../../gpudl.h"\nint main(void) { gpudl_ctx *c = 0; return gpudl_ctx_create(0, &c) == GPUDL_OK ? 0 : 1; }\n' > $B/user_impl.cu
         one nvcc_kernels_wall_werror "$NVCC" -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings -c gpudl_kernels.cu -o $B/k.o
         one nvcc_user_cu_holds_impl "$NVCC" -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings -c $B/user_impl.cu -o $B/user_impl.o
+        if command -v clang++ >/dev/null; then   # clang as nvcc's host compiler: gpudl's own lines warning-free (CUDA's headers are not)
+            "$NVCC" -O2 -gencode arch=compute_80,code=sm_80 -ccbin clang++ -Xcompiler -Wall,-Wextra -c $B/user_impl.cu -o $B/user_impl_clang.o >$B/nvcc_clang.log 2>&1
+            if [ $? = 0 ] && ! grep -q 'gpudl[^ ]*: warning' $B/nvcc_clang.log; then printf 'ok      %-34s\n' embed_nvcc_clang_host_impl; passed=$((passed + 1))
+            else printf 'FAIL    %-34s\n' embed_nvcc_clang_host_impl; grep 'gpudl[^ ]*: warning' $B/nvcc_clang.log | head -5; failed=$((failed + 1)); fi
+        fi
     else
         printf 'SKIPPED %-34s %s\n' embed_nvcc "no nvcc"; skipped=$((skipped + 1))
     fi
