@@ -74,8 +74,7 @@
           in two threads at once. Process-wide, as the cores are, and only
           in OpenMP builds on Linux: the CPU-sharing monitor (how many
           threads every loop runs without while other programs hold the
-          cores: updated under an OpenMP critical section, read with
-          atomics), and, only when a context asks (bind_threads = 1), the
+          cores: updated under a lock, read with atomics), and, only when a context asks (bind_threads = 1), the
           one binding of OpenMP's threads. OpenMP's thread pool is
           OpenMP's: it starts at the first parallel loop and stays, as for
           any OpenMP code. A context installs no signal handler, changes
@@ -3966,6 +3965,7 @@ static void gpudl__pack_b(int64_t kc, int64_t nc, const float *B, int64_t rs, in
 #if defined(_OPENMP) && defined(__linux__) && (defined(_DEFAULT_SOURCE) || defined(_GNU_SOURCE) || defined(__USE_MISC))
 #  define GPUDL__SHARE 1   /* (syscall() needs what glibc declares by default; a strict -D_POSIX_C_SOURCE build goes without) */
 #  include <dirent.h>
+#  include <sched.h>   /* sched_yield: the monitor's lock */
 #endif
 #ifdef GPUDL__SHARE
 static struct {
@@ -3988,9 +3988,19 @@ static void gpudl__share_mask_locked(void) {
     memset(gpudl__share.mask, 0, sizeof gpudl__share.mask);
     gpudl__share.have_mask = syscall(SYS_sched_getaffinity, 0, sizeof gpudl__share.mask, gpudl__share.mask) > 0;
 }
+/* The monitor's lock: a spin lock on an atomic word (not an OpenMP
+   critical section: ThreadSanitizer cannot see libgomp's lock, and reported
+   two races when two threads created contexts at once; none here). */
+static int gpudl__share_lock_word;
+static void gpudl__share_lock(void) {
+    while (__atomic_exchange_n(&gpudl__share_lock_word, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&gpudl__share_lock_word, __ATOMIC_RELAXED)) sched_yield();
+}
+static void gpudl__share_unlock(void) { __atomic_store_n(&gpudl__share_lock_word, 0, __ATOMIC_RELEASE); }
 static void gpudl__share_mask(void) {
-    GPUDL__OMP(omp critical(gpudl__share))
+    gpudl__share_lock();
     gpudl__share_mask_locked();
+    gpudl__share_unlock();
 }
 
 /* Seconds so far: idle on the cores this process may use, and waiting to
@@ -4056,7 +4066,7 @@ static void gpudl__share_poll(void) {
     shed = GPUDL__SHED();
     window = shed ? GPUDL__MAX(gpudl__share.backoff, 0.5) : 0.1;
     if (now - 1e-6 * (double)__atomic_load_n(&gpudl__share.t_us, __ATOMIC_RELAXED) < window) return;
-    GPUDL__OMP(omp critical(gpudl__share))
+    gpudl__share_lock();
     if (now - 1e-6 * (double)gpudl__share.t_us >= window && gpudl__share_read(&idle, &wait)) {
         if (gpudl__share.t_us > 0) {
             int mx = omp_get_max_threads(), next;
@@ -4073,6 +4083,7 @@ static void gpudl__share_poll(void) {
         gpudl__share.idle = idle;
         gpudl__share.wait = wait;
     }
+    gpudl__share_unlock();
 }
 #endif
 

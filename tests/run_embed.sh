@@ -61,6 +61,15 @@ rm -f "$B"/.out.*
 # the API alone, C89 aside (it must refuse with one clear #error: make test's compile checks)
 one api_c99_all_warnings cc -std=c99 $W -fsyntax-only $T/api.c
 one api_cxx98_all_warnings c++ -std=c++98 -Wall -Wextra -Werror -fsyntax-only -x c++ $T/api.c
+# two contexts created at once in two threads, OpenMP on, under ThreadSanitizer: no race
+if cc -std=c11 -g -O1 -fopenmp -fsanitize=thread -DGPUDL_NO_CUDA -o $B/two_threads $T/two_threads.c -lm -lpthread >$B/tsan.log 2>&1 \
+   && OMP_NUM_THREADS=2 TSAN_OPTIONS=halt_on_error=0 timeout 300 $B/two_threads >>$B/tsan.log 2>&1 && ! grep -q 'WARNING: ThreadSanitizer' $B/tsan.log; then
+    printf 'ok      %-34s %s\n' embed_two_threads_tsan "two contexts at once, OpenMP on: no race"; passed=$((passed + 1))
+elif grep -q 'cannot find -ltsan\|unsupported option' $B/tsan.log; then
+    printf 'SKIPPED %-34s %s\n' embed_two_threads_tsan "no ThreadSanitizer runtime"; skipped=$((skipped + 1))
+else
+    printf 'FAIL    %-34s\n' embed_two_threads_tsan; grep -A6 'WARNING: ThreadSanitizer' $B/tsan.log | head -14 | sed 's/^/        /'; failed=$((failed + 1))
+fi
 # a shared library: GPUDL_SHARED and -fvisibility=hidden export exactly the API; -fvisibility=hidden alone none of gpudl
 if cc -O1 -fPIC -shared -fvisibility=hidden -DGPUDL_NO_CUDA -DGPUDL_SHARED -o $B/libgpudl_api.so $T/impl.c -lm >$B/shared.log 2>&1 \
    && cc -O1 -fPIC -shared -fvisibility=hidden -DGPUDL_NO_CUDA -o $B/libgpudl_none.so $T/impl.c -lm >>$B/shared.log 2>&1; then
