@@ -1797,10 +1797,11 @@ static const char *grade_status_names[] = {"ok", "crash", "timeout", "compile er
    proxies below. Each proxy sends its call to a runner child (grade_call),
    which runs the student's function and sends back the outputs; gpudl's
    check then compares them, here, with its float64 reference. On the
-   emulated device, calls up to GRADE_SMALL_CALL bytes go to a child that
-   runs them under a shuffled schedule (CUEMU_SCHEDULE=shuffle, a seed drawn
-   per child: blocks in random order, threads switched at shared memory
-   accesses), so a missing barrier gives wrong values; larger ones (the
+   emulated device, calls up to GRADE_SMALL_CALL bytes go, in turn, to two
+   children that run them under a shuffled schedule (CUEMU_SCHEDULE=shuffle,
+   a seed drawn per child, so several seeds per op: blocks in random order,
+   threads switched at shared memory accesses), so a missing barrier gives
+   wrong values; larger ones (the
    large groups, where the shuffle would cost seconds) to one on the
    default schedule. A child that crashes, faults, times out or answers
    what it was not asked loses the group of the case in flight; the next
@@ -1883,7 +1884,9 @@ static struct {
     grade_op_res *r;
     grade_buf *printed;                  /* what the children printed (quoted) */
     gpudl_check_report *report;          /* gpudl's check, being filled */
-    grade_child srv[2];                  /* 0: the default schedule (every call off the emulated device); 1: shuffled */
+    grade_child srv[3];                  /* 0: the default schedule (every call off the emulated device); 1, 2: shuffled,
+                                            each with a seed of its own, taking the small calls in turn */
+    int      small_calls;
     int      nstarts;
     const char *tool;                    /* the sanitizer's rerun: its tool, the one case it reruns, what it said */
     int      only;
@@ -1982,7 +1985,7 @@ static int grade_judge_case_begin(void) {
     return J.skipped[idx] ? -1 : idx;
 }
 
-/* A runner child for calls: k 1 on the shuffled schedule; under J.tool the emulator's compute-sanitizer. */
+/* A runner child for calls: k 1 and 2 on the shuffled schedule; under J.tool the emulator's compute-sanitizer. */
 static int grade_judge_start(int k) {
     char *argv[16], seed_s[64];
     const char *env[4];
@@ -1996,11 +1999,12 @@ static int grade_judge_start(int k) {
         L.out_keep = 32768;
         argv[n++] = grade_sanitizer_path; argv[n++] = (char *)"--tool"; argv[n++] = (char *)J.tool;
         argv[n++] = (char *)"--print-limit"; argv[n++] = (char *)"3";
+        if (!strcmp(J.tool, "initcheck")) { argv[n++] = (char *)"--initcheck-address-space"; argv[n++] = (char *)"all"; }   /* __shared__ too */
     }
     argv[n++] = (char *)J.runner; argv[n++] = (char *)"--child"; argv[n++] = (char *)"serve";
     argv[n++] = (char *)"--assignment"; argv[n++] = (char *)O.a->name; argv[n] = NULL;
     if (O.emulated) env[e++] = "CUEMU_BOUNDS=exact";   /* a read one element past an allocation faults */
-    if (k == 1) {
+    if (k >= 1) {
         env[e++] = "CUEMU_SCHEDULE=shuffle";
         snprintf(seed_s, sizeof seed_s, "CUEMU_SEED=%llu", (unsigned long long)(grade_random64() >> 1));
         env[e++] = seed_s;
@@ -2044,7 +2048,7 @@ static gpudl_status grade_judge_call(gpudl_op op, grade_call *q, void *const *pt
             nin += (size_t)q->bytes[i];
             if (q->role[i] == GRADE_BUF_OUT) nout += (size_t)q->bytes[i];
         }
-    k = O.emulated && !J.tool && nin <= GRADE_SMALL_CALL;
+    k = O.emulated && !J.tool && nin <= GRADE_SMALL_CALL ? 1 + (J.small_calls++ & 1) : 0;
     c = &J.srv[k];
     if (!c->pid && !grade_judge_start(k)) {
         grade_judge_lose(k, idx, grade_now() >= grade_deadline - 0.5 ? "not checked: the submission used up its time "
@@ -2225,7 +2229,7 @@ static void grade_judge_op(grade_sub *s, const char *sandbox, const char *runner
     grade_judge_flush();
     r->ended = 1;
     if (st != GPUDL_OK) snprintf(r->whole, sizeof r->whole, "gpudl_check_op: %s: %.200s", gpudl_status_string(st), gpudl_ctx_last_error(ctx));
-    for (k = 0; k < 2; k++)
+    for (k = 0; k < 3; k++)
         if (J.srv[k].started) {
             grade_finish(&J.srv[k], 2.0);
             grade_judge_output(&J.srv[k]);
