@@ -38,9 +38,9 @@
    k = 0, 1, ..., K-1 in that order, each product exact (16-bit and tf32
    inputs: products are exact in float) and each sum rounded to float
    (round to nearest even). A __half accumulator is rounded to __half once,
-   at the end. tf32 inputs: only their tf32 bits are used (the low 13
-   mantissa bits are dropped); convert with wmma::__float_to_tf32 first as
-   the Guide asks. int accumulators wrap modulo 2^32; double: each step is a
+   at the end. tf32 inputs must be tf32 values, as the Guide asks (convert
+   with wmma::__float_to_tf32): an element with any of the low 13 mantissa
+   bits set is refused by mma_sync (a fault naming the element). int accumulators wrap modulo 2^32; double: each step is a
    fused multiply-add, in k order.
 
    Fragments: "the mapping of matrix elements into fragment internal storage
@@ -237,6 +237,21 @@ inline float tf32_bits(float v) {
     return v;
 }
 
+/* "In order to use this floating point format with WMMA operations, the
+   input matrices must be manually converted to tf32 precision" (Guide,
+   Alternate Floating Point; the format's internal layout is implementation
+   defined): an element with more than tf32's bits is refused. */
+[[noreturn]] inline void not_tf32(const char *which, int r, int c, float v) {
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "nvcuda::wmma::mma_sync: element (%d, %d) of the precision::tf32 %s fragment is %.9g, not a tf32 value: the "
+             "input matrices must be converted with wmma::__float_to_tf32 first (CUDA C++ Programming Guide, Warp Matrix "
+             "Functions, Alternate Floating Point)",
+             r, c, which, (double)v);
+    cuemu::trap(msg);
+    __builtin_unreachable();
+}
+
 template <class FD, class FA, class FB, class Tin> void run_mma(cuemu::WmmaCall *const *L) {
     using ID = frag_info<FD>;
     using Acc = typename ID::elem;
@@ -258,8 +273,8 @@ template <class FD, class FA, class FB, class Tin> void run_mma(cuemu::WmmaCall 
                 for (int kk = 0; kk < K; kk++) {
                     float a = to_float(at<FA>(L, 1, i, kk)), b = to_float(at<FB>(L, 2, kk, j));
                     if constexpr (std::is_same_v<Tin, precision::tf32>) {
-                        a = tf32_bits(a);
-                        b = tf32_bits(b);
+                        if (a != tf32_bits(a) && isfinite(a)) not_tf32("matrix_a", i, kk, a);
+                        if (b != tf32_bits(b) && isfinite(b)) not_tf32("matrix_b", kk, j, b);
                     }
                     d = fmaf(a, b, d);   /* the product is exact in float: one rounding, the sum's */
                 }

@@ -7,6 +7,7 @@
      ends with cudaErrorLaunchFailure;
    - mptr 256-bit aligned, ldm a multiple of 16 bytes: otherwise
      cudaErrorMisalignedAddress, for loads and stores;
+   - tf32 inputs not converted with __float_to_tf32: refused by mma_sync;
    - the element-to-lane mapping of a fragment is unspecified: under
      CUEMU_SCHEDULE=shuffle it is drawn from CUEMU_SEED, and a kernel that
      reads frag.x[i] assuming the default mapping gives a wrong answer for
@@ -110,6 +111,42 @@ ST_TEST(bad_ldm_reported) {
     ST_CHILD(bad_ldm_store, "ldm 6 (elements of 4 bytes) is not a multiple of 16 bytes");
 }
 
+/* >>tf32 inputs must be converted (__float_to_tf32), as the Guide asks:
+   an unconverted 1/3 is refused; converted on the fragment's elements (the
+   samples' way), the product is the tf32 value, exactly. */
+__global__ void k_tf32(const float *a, float *d, int convert) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
+    wmma::load_matrix_sync(fa, a, 8);
+    wmma::fill_fragment(fb, 1.0f);
+    wmma::fill_fragment(acc, 0.0f);
+    if (convert)
+        for (unsigned i = 0; i < fa.num_elements; i++) fa.x[i] = wmma::__float_to_tf32(fa.x[i]);
+    wmma::mma_sync(acc, fa, fb, acc);
+    wmma::store_matrix_sync(d, acc, 16, wmma::mem_row_major);
+}
+static int tf32_run(int convert) {
+    float h[128], *da, *dd, out[256];
+    for (int i = 0; i < 128; i++) h[i] = i % 8 == 0 ? 1.0f / 3.0f : 0.0f;
+    if (cudaMalloc((void **)&da, sizeof h) || cudaMalloc((void **)&dd, sizeof out)) return 2;
+    cudaMemcpy(da, h, sizeof h, cudaMemcpyHostToDevice);
+    k_tf32<<<1, 32>>>(da, dd, convert);
+    cudaError_t e = cudaDeviceSynchronize();
+    if (!convert) return e == cudaErrorLaunchFailure ? 0 : 3;
+    if (e != cudaSuccess) return 4;
+    cudaMemcpy(out, dd, sizeof out, cudaMemcpyDeviceToHost);
+    for (int i = 0; i < 256; i++)
+        if (out[i] != wmma::__float_to_tf32(1.0f / 3.0f)) return 5;
+    return 0;
+}
+static int tf32_unconverted(void) { return tf32_run(0); }
+static int tf32_converted(void) { return tf32_run(1); }
+ST_TEST(tf32_unconverted_reported) {
+    ST_CHILD(tf32_unconverted, "of the precision::tf32 matrix_a fragment is 0.333333343, not a tf32 value");
+    ST_CHILD(tf32_converted, NULL);
+}
+
 /* >>the fragment mapping. C[i][j] = i*16 + j; D = A*B + C with A = B = I
    (D = C + I). assume = 1: then doubles "row 0" by reading x[] as
    if lane 0 held elements 0..num_elements-1 (the default mapping) -- a
@@ -197,6 +234,7 @@ int main(void) {
     ST_RUN(partial_warp_reported);
     ST_RUN(misaligned_pointer_reported);
     ST_RUN(bad_ldm_reported);
+    ST_RUN(tf32_unconverted_reported);
     ST_RUN(layout_assumption_fails_for_some_seed);
     ST_RUN(api_only_right_for_every_seed);
     return st_summary();
