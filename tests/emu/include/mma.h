@@ -194,7 +194,7 @@ public:
     using storage_element_type = element_type;
     static constexpr int rows = detail::dims<Use, m, n, k>::rows;
     static constexpr int cols = detail::dims<Use, m, n, k>::cols;
-    enum : unsigned { num_elements = (unsigned)(rows * cols / 32) };
+    enum { num_elements = rows * cols / 32 };
     storage_element_type x[num_elements];
 };
 
