@@ -7,6 +7,8 @@
      ends with cudaErrorLaunchFailure;
    - mptr 256-bit aligned, ldm a multiple of 16 bytes: otherwise
      cudaErrorMisalignedAddress, for loads and stores;
+   - a load past the end of an allocation: cudaErrorIllegalAddress
+     (CUEMU_BOUNDS=exact);
    - tf32 inputs not converted with __float_to_tf32: refused by mma_sync;
    - the element-to-lane mapping of a fragment is unspecified: under
      CUEMU_SCHEDULE=shuffle it is drawn from CUEMU_SEED, and a kernel that
@@ -109,6 +111,29 @@ ST_TEST(misaligned_pointer_reported) {
 ST_TEST(bad_ldm_reported) {
     ST_CHILD(bad_ldm_load, "ldm 12 (elements of 2 bytes) is not a multiple of 16 bytes");
     ST_CHILD(bad_ldm_store, "ldm 6 (elements of 4 bytes) is not a multiple of 16 bytes");
+}
+
+/* >>a load past the end of an allocation is an illegal address like any
+   other access (CUEMU_BOUNDS=exact: to the byte): 16 rows of 16 from an
+   allocation of 200 elements */
+__global__ void k_past_end(const __half *a, float *d) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::fill_fragment(acc, 0.0f);
+    wmma::store_matrix_sync(d, acc, 16, wmma::mem_row_major);
+}
+static int past_end(void) {
+    __half *a;
+    float *d;
+    if (cudaMalloc((void **)&a, 200 * sizeof(__half)) || cudaMalloc((void **)&d, 1024)) return 2;
+    k_past_end<<<1, 32>>>(a, d);
+    return cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 3;
+}
+ST_TEST(load_past_end_reported) {
+    setenv("CUEMU_BOUNDS", "exact", 1);
+    ST_CHILD(past_end, "illegal memory access: read of 2 bytes");
+    unsetenv("CUEMU_BOUNDS");
 }
 
 /* >>tf32 inputs must be converted (__float_to_tf32), as the Guide asks:
@@ -235,6 +260,7 @@ int main(void) {
     ST_RUN(misaligned_pointer_reported);
     ST_RUN(bad_ldm_reported);
     ST_RUN(tf32_unconverted_reported);
+    ST_RUN(load_past_end_reported);
     ST_RUN(layout_assumption_fails_for_some_seed);
     ST_RUN(api_only_right_for_every_seed);
     return st_summary();
