@@ -3,7 +3,7 @@
    34). Expected: "compile error" within the grader's compile limits (60 s
    of CPU, 2 GB), with a message that says which limit stopped it. */
 #include "gpudl.h"
-#define B0 x,x
+#define B0 0,0
 #define B1 B0,B0
 #define B2 B1,B1
 #define B3 B2,B2
