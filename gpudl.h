@@ -11547,7 +11547,7 @@ static gpudl_status gpudl__chk_gemm_case(gpudl__chk *c, const char *group, int64
     float *A, *B, *C0, *got = NULL;
     double *want = NULL, *sc = NULL;
     int64_t i, j, l, sa[2], sb[2], scs[2];
-    gpudl_tensor *tA, *tB, *tC;
+    gpudl_tensor *tA = NULL, *tB = NULL, *tC = NULL;
     gpudl_status s = GPUDL_OK;
     if (!k) return GPUDL_OK;
     A = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)(M * K + K * N + 2 * M * N));
@@ -11660,7 +11660,7 @@ static gpudl_status gpudl__chk_act_case(gpudl__chk *c, int backward, const char 
     float alpha = c->act == GPUDL_ACT_LEAKY_RELU ? 0.01f : 0.0f, *x, *dy, *y, *got;
     double *want;
     int64_t i;
-    gpudl_tensor *tx, *ty, *tdy, *tdx;
+    gpudl_tensor *tx = NULL, *ty = NULL, *tdy = NULL, *tdx = NULL;
     gpudl__chk_vec v;
     gpudl_status s;
     if (!k) return GPUDL_OK;
@@ -11748,7 +11748,7 @@ static gpudl_status gpudl__chk_xent_case(gpudl__chk *c, int backward, const char
     float *z, *p, *got;
     int32_t *lab;
     double *want, total = 0;
-    gpudl_tensor *tz, *tp, *tl, *tloss, *td;
+    gpudl_tensor *tz = NULL, *tp = NULL, *tl = NULL, *tloss = NULL, *td = NULL;
     gpudl__chk_xent xk;
     gpudl_status s;
     if (!k) return GPUDL_OK;
@@ -11902,7 +11902,7 @@ static gpudl_status gpudl__chk_pool_case(gpudl__chk *c, int backward, const char
     int64_t Ho = (H + 2 * pad - kk) / st + 1, Wo = (W + 2 * pad - kk) / st + 1, n = NC * H * W, no, i, oh, ow, xs[4], ys[4];
     float *x, *dy, *got;
     double *want;
-    gpudl_tensor *tx, *ty, *tdy, *tdx;
+    gpudl_tensor *tx = NULL, *ty = NULL, *tdy = NULL, *tdx = NULL;
     gpudl_status s;
     if (!k) return GPUDL_OK;
     no = NC * Ho * Wo;
@@ -11985,7 +11985,7 @@ static gpudl_status gpudl__chk_conv_case(gpudl__chk *c, const char *group, int64
     int64_t nx, nw, ny, i, n, o, h, w, ci, a, b, xs[4], ws[4], ys[4];
     float *x, *wt, *bs, *got;
     double *want, *sc;
-    gpudl_tensor *tx, *tw, *tb = NULL, *ty;
+    gpudl_tensor *tx = NULL, *tw = NULL, *tb = NULL, *ty = NULL;
     gpudl_status s;
     if (!k) return GPUDL_OK;
     g->N = N; g->C = C; g->H = H; g->W = W; g->O = O; g->k_h = g->k_w = kk; g->stride_h = g->stride_w = st;
@@ -12072,7 +12072,7 @@ static gpudl_status gpudl__chk_opt_case(gpudl__chk *c, int adam, const char *gro
     float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, *w, *g, *st, *got;
     double *want;
     int64_t i;
-    gpudl_tensor *tw, *tg, *tm = NULL, *tv = NULL;
+    gpudl_tensor *tw = NULL, *tg = NULL, *tm = NULL, *tv = NULL;
     gpudl__chk_opt ok;
     gpudl_status s;
     if (!k) return GPUDL_OK;
@@ -12325,7 +12325,7 @@ static gpudl_status gpudl__chk_attn_whole(gpudl__chk *c, int backward, const cha
     int64_t b, h, t, j, d, shq[3], shy[3], sha[4];
     float *qkv, *dy, *pf, *got;
     double *want, *scl, *sj, scale = 1.0 / sqrt((double)HS);
-    gpudl_tensor *tq, *ty, *ta, *tdq = NULL;
+    gpudl_tensor *tq = NULL, *ty = NULL, *ta = NULL, *tdq = NULL;
     gpudl__chk_attn ak;
     gpudl_status s;
     if (!k) return GPUDL_OK;

@@ -532,7 +532,8 @@ static void test_misuse_caught(void) {
     CHECKF(strstr(gpudl_ctx_last_error(NULL), "the model is NULL") != NULL, "%s", gpudl_ctx_last_error(NULL));
     gpudl_model_destroy(m);
     gpudl_tensor_free(c, &a);
-    gpudl_ctx_destroy(other);   /* frees o (and says so in its quiet log) */
+    gpudl_tensor_free(other, &o);
+    gpudl_ctx_destroy(other);
 }
 
 /* A step after a failed call of the same step refuses (issue 23: a label
