@@ -1259,6 +1259,7 @@ static void input16_case(gpudl_ctx *ctx) {
         gpudl_model *m = input16_model(ctx, GPUDL_PRECISION_FP32);
         gpudl_dataset d;
         gpudl_tensor x, y;
+        memset(&x, 0, sizeof x); memset(&y, 0, sizeof y);   /* (gcc cannot tell that a failed batch would stop here) */
         CHECK_OK(gpudl_dataset_create(ctx, &d, &images, &labels, 24, 0.2860f, 0.3530f));
         CHECK_OK(gpudl_dataset_set_dtype(ctx, &d, GPUDL_F16));
         CHECK_OK(gpudl_dataset_batch(ctx, &d, 0, &x, &y));
