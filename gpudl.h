@@ -85,12 +85,11 @@
           A tensor lives on the host (GPUDL_DEVICE_CPU) or on the GPU
           (GPUDL_DEVICE_CUDA). An op runs where its operands live: host
           tensors on the CPU backend, device tensors on the CUDA backend;
-          mixing them is an error that names both sides. A device tensor
-          belongs to the context that created it: another context, or a
-          copy of the struct kept after gpudl_tensor_free, is refused (the
-          context's allocation registry). A host tensor is plain memory that
-          any context may read; using a copy of a freed host tensor is
-          undefined, as any pointer after free() (AddressSanitizer finds it).
+          mixing them is an error that names both sides. Using a copy of
+          the struct kept after gpudl_tensor_free is undefined, as any
+          pointer after free() (AddressSanitizer finds it on the host;
+          gpudl_tensor_free itself refuses a second free). A model belongs
+          to the context that created it: another context is refused.
        4. Asynchrony. Device ops are queued on the context's stream and
           return at once. Anything that hands a number to the host
           (gpudl_tensor_copy to a host tensor, gpudl_tensor_item) waits.
@@ -3117,13 +3116,6 @@ static gpudl_status gpudl__check_tensor(gpudl_ctx *ctx, const gpudl_tensor *t, c
     int64_t n;
     if (!t) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is NULL", name);
     if (!t->data) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' has no data (not created, or freed)", name);
-    /* device memory must be this context's (its device, its stream): one hash look-up catches a stale copy of a
-       freed device tensor and another context's; host tensors are plain memory any context may read (gpudl.h's
-       manual, Tensors: what is undefined) */
-    if (t->owner == 1 && t->device == GPUDL_DEVICE_CUDA && !gpudl__live_has(ctx, t->data))
-        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "device tensor '%s' (%p) is not one of this context's allocations: "
-                          "freed already (a copy of the struct taken before gpudl_tensor_free?), or created by another "
-                          "context (use it with that one, or gpudl_tensor_copy it into this one)", name, t->data);
     if (t->device != GPUDL_DEVICE_CPU && t->device != GPUDL_DEVICE_CUDA)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' has invalid device %d", name, (int)t->device);
     return gpudl__check_shape(ctx, t->dtype, t->ndim, t->shape, &n);
