@@ -39,7 +39,7 @@ help:
 	@echo "make doctor        check the build on this machine: driver, GPU, libraries, CPU, data; says what to fix"
 	@echo "make matmul-demo   time t @ t and a 10000^2 product on the CPU and the GPU"
 	@echo "make               build every example into build/"
-	@echo "make test          the test suite on any machine, GPU or not: every area, about 8 minutes on 2 cores"
+	@echo "make test          the test suite on any machine, GPU or not: every area, about 10 minutes on 2 cores"
 	@echo "make test-all      every tier in full (make test-extra, then make test): about 37 minutes"
 	@echo "make test-extra    what make test leaves out: sanitizers, fuzzing, the full tiers below"
 	@echo "make test-emu      the GPU path on the emulated CUDA device, in full"
@@ -140,7 +140,7 @@ grade-class: build/grade/grade build/test/data/.stamp
 matmul-demo: build/cpu_vs_gpu
 	$(CUDA_RUN) ./build/cpu_vs_gpu $(DEMO_ARGS)
 
-# The tiers (README, Tests): make test, every area in about 8 minutes (DESIGN.md: 10 at most);
+# The tiers (README, Tests): make test, every area in about 10 minutes (DESIGN.md: 10 at most);
 # make test-extra, the rest; make test-all, both (CI: .ci/run).
 test:
 	python3 tools/check_sections.py

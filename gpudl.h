@@ -2464,7 +2464,7 @@ static gpudl_status gpudl__activate(gpudl_ctx *ctx);
 #  define GPUDL__TLS thread_local
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
 #  define GPUDL__TLS _Thread_local
-#elif defined(__GNUC__) || defined(__clang__) || defined(__TINYC__)
+#elif defined(__GNUC__) || defined(__clang__)   /* (tcc has no thread-local storage: the #else) */
 #  define GPUDL__TLS __thread
 #elif defined(_MSC_VER)
 #  define GPUDL__TLS __declspec(thread)
