@@ -3111,7 +3111,6 @@ static gpudl_status gpudl__check_shape(gpudl_ctx *ctx, gpudl_dtype dtype, int nd
 }
 
 /* A tensor argument is usable: non-NULL, data, valid dtype and shape. */
-static int gpudl__live_has(const gpudl_ctx *ctx, const void *p);
 static gpudl_status gpudl__check_tensor(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
     int64_t n;
     if (!t) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is NULL", name);
@@ -5289,7 +5288,7 @@ GPUDL__DEF gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor 
                                                    const gpudl_tensor *logits, const gpudl_tensor *labels) {
     int64_t N, K, r;
     double total = 0;
-    double *rowloss;
+    double *rowloss = NULL;
     int bad = 0;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_f32(ctx, loss, "loss"));
@@ -5818,7 +5817,7 @@ GPUDL__DEF gpudl_status gpudl_conv2d_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
                                              const gpudl_tensor *b, const gpudl_conv2d_desc *desc) {
     gpudl__convg g;
     int64_t P, NP, CKK, n, o;
-    float *col, *yt;
+    float *col = NULL, *yt = NULL;
     int nt;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__conv_check(ctx, y, x, w, b, desc, &g));
@@ -5917,7 +5916,7 @@ static gpudl_status gpudl__conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpu
                                            const gpudl_conv2d_desc *desc, int overwrite) {
     gpudl__convg g;
     int64_t P, NP, CKK, n, o;
-    float *col, *dyt;
+    float *col = NULL, *dyt = NULL;
     int nt, ntmax;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__conv_check(ctx, dy, x, w, NULL, desc, &g));
@@ -6697,7 +6696,7 @@ static gpudl_status gpudl__layernorm_bwd(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_layernorm_backward(ctx, dxw, dgamma, dbeta, dyw, xw, gamma, mean, rstd));
     }
     if (dgamma || dbeta) {   /* column sums in row order (double): deterministic; first, as dx may be dy or x */
-        double *acc;
+        double *acc = NULL;
         GPUDL__TRY(gpudl__host_ws(ctx, sizeof(double) * 2 * (size_t)C, (void **)&acc));
         memset(acc, 0, sizeof(double) * 2 * (size_t)C);
         for (r = 0; r < R; r++) {
@@ -6881,7 +6880,7 @@ GPUDL__DEF gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y,
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_attention_forward(ctx, yw, aw, qw, n_head));
     }
     if (ctx->ops[0].attn_softmax_forward) {   /* the user's softmax: the scores (all T x T, as the GPU's GEMM), then y */
-        float *scores;
+        float *scores = NULL;
         GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(B * NH * T * T), (void **)&scores));
         GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
         for (i = 0; i < B * NH * T; i++) {
@@ -6928,7 +6927,7 @@ GPUDL__DEF gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y,
 GPUDL__DEF gpudl_status gpudl_attention_backward(gpudl_ctx *ctx, gpudl_tensor *dqkv, const gpudl_tensor *dy, const gpudl_tensor *qkv,
                                                  const gpudl_tensor *att, int64_t n_head) {
     int64_t B, T, C, NH = n_head, HS, bh;
-    float scale, *dps;
+    float scale, *dps = NULL;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__attn_check(ctx, "attention backward", dy, "dy", att, qkv, NH));
     GPUDL__TRY(gpudl__check_dt(ctx, dqkv, "dqkv", qkv->dtype));
@@ -11510,14 +11509,14 @@ typedef struct gpudl__chk_gemm { int64_t M, N, K; int ta, tb; float alpha, beta;
 static void gpudl__chk_gemm_where(const void *kase, int64_t i, char *w, size_t ws, char *in, size_t is) {
     const gpudl__chk_gemm *g = (const gpudl__chk_gemm *)kase;
     int64_t r = i / g->N, col = i % g->N, l;
-    snprintf(w, ws, "C[%lld,%lld] (row %lld, column %lld of %lldx%lld)", (long long)r, (long long)col, (long long)r,
-             (long long)col, (long long)g->M, (long long)g->N);
+    if (snprintf(w, ws, "C[%lld,%lld] (row %lld, column %lld of %lldx%lld)", (long long)r, (long long)col, (long long)r,
+                 (long long)col, (long long)g->M, (long long)g->N) < 0) w[0] = 0;   /* (the result used: -O3's truncation warning) */
     for (l = 0; l < g->K; l++) {   /* a zero factor that meets an Inf or a NaN: the product is NaN */
         float a = g->ta ? g->A[l * g->M + r] : g->A[r * g->K + l], b = g->tb ? g->B[col * g->K + l] : g->B[l * g->N + col];
         if ((a == 0.0f && !isfinite(b)) || (b == 0.0f && !isfinite(a))) {
-            snprintf(in, is, "row %lld of op(A) . column %lld of op(B), K = %lld: op(A)[%lld,%lld] = %g times op(B)[%lld,%lld] = %g "
-                     "is NaN (IEEE: do not skip zero factors)", (long long)r, (long long)col, (long long)g->K, (long long)r,
-                     (long long)l, (double)a, (long long)l, (long long)col, (double)b);
+            if (snprintf(in, is, "row %lld of op(A) . column %lld of op(B), K = %lld: op(A)[%lld,%lld] = %g times op(B)[%lld,%lld] = %g "
+                         "is NaN (IEEE: do not skip zero factors)", (long long)r, (long long)col, (long long)g->K, (long long)r,
+                         (long long)l, (double)a, (long long)l, (long long)col, (double)b) < 0) in[0] = 0;
             return;
         }
     }

@@ -32,10 +32,11 @@ have() { command -v "$1" >/dev/null; }
 configs=()
 add() { configs+=("$1|$2|$3|$4"); }   # add COMPILER LANG STD OPTS
 if [ $FULL = 1 ]; then
-    for std in c99 c11 c17 c2x; do for o in -O0 -O2 -O3 "-O3 -flto" "-O2 -fPIC"; do add cc c $std "$o"; have clang && add clang c $std "$o"; done; done
-    for std in c++11 c++14 c++17 c++20; do for o in -O0 -O2 -O3 "-O3 -flto" "-O2 -fPIC"; do add c++ c++ $std "$o"; have clang++ && add clang++ c++ $std "$o"; done; done
+    for std in c99 c11 c17 c2x; do for o in -O0 -O2 -O3 "-O3 -flto" "-O2 -fPIC" "-O3 -fPIC -fno-openmp"; do add cc c $std "$o"; have clang && add clang c $std "$o"; done; done
+    for std in c++11 c++14 c++17 c++20; do for o in -O0 -O2 -O3 "-O3 -flto" "-O2 -fPIC" "-O2 -fno-openmp"; do add c++ c++ $std "$o"; have clang++ && add clang++ c++ $std "$o"; done; done
 else
     add cc c c99 "-O2 -fPIC"; add cc c c17 "-O3 -flto"; add c++ c++ c++11 "-O2"; add c++ c++ c++20 "-O3"
+    add cc c c99 "-O3 -fPIC -fno-openmp"; add c++ c++ c++17 "-O2 -fno-openmp"   # without OpenMP: other inlining, other warnings
     have clang && add clang c c11 "-O2"; have clang++ && add clang++ c++ c++17 "-O3 -fPIC"
 fi
 run_config() {
@@ -43,7 +44,7 @@ run_config() {
     name=$(echo "${cc}_${std}_${opts}" | tr -d ' ' | tr '+' 'x' | tr -c 'A-Za-z0-9_\n' '_')
     if [ "${cc#clang}" != "$cc" ] && ! echo '#include <omp.h>' | $cc -fopenmp -x c -fsyntax-only - 2>/dev/null; then omp=; fi
     # shellcheck disable=SC2086
-    one "$name" $cc -std=$std $opts $W $omp -DGPUDL_NO_CUDA -x $lang -c $T/impl.c -o $B/$name.o
+    one "$name" $cc -std=$std $W $omp $opts -DGPUDL_NO_CUDA -x $lang -c $T/impl.c -o $B/$name.o
 }
 i=0
 for cfg in "${configs[@]}"; do   # two at a time: the 2-core machine
