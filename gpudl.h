@@ -1915,6 +1915,17 @@ typedef struct gpudl_ops {
     gpudl_status (*attn_softmax_forward)(void *user, void *stream, float *att, const float *scores, int64_t L, int64_t T);
     gpudl_status (*attn_softmax_backward)(void *user, void *stream, float *ds, const float *dp, const float *att, int64_t L,
                                           int64_t T);
+    /* The tensor cores' GEMM: C (M,N) = alpha op(A) op(B) + beta C with A
+       and B in FP16 (IEEE binary16 bits: __half on the device) and C in
+       f32; every product is exact in FP32 and the sums are FP32, as a
+       tensor core's (WMMA: matrix_a/matrix_b __half, accumulator float).
+       Shapes, transposes and beta as gemm. gpudl_matmul (and so the linear
+       layers, attention and the models under GPUDL_PRECISION_FP16) calls it
+       for f16 operands: with an f32 C directly (the weight gradients), with
+       an f16 C (the activations) through an f32 copy of C that gpudl rounds
+       to f16 once after the call. BF16 keeps gpudl's path. */
+    gpudl_status (*gemm_f16)(void *user, void *stream, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                             float alpha, const uint16_t *A, const uint16_t *B, float beta, float *C);
 } gpudl_ops;
 
 /* Installs ops (copied; NULL: none) for the context's device dev
@@ -1936,7 +1947,14 @@ typedef enum gpudl_op {
        long rows (T = 1100, 2049), finite diff (the backward against the
        installed forward) and odd head sizes (the whole
        gpudl_attention_forward/_backward with the override, float64 reference) */
-    GPUDL_OP_ATTN_SOFTMAX_FORWARD, GPUDL_OP_ATTN_SOFTMAX_BACKWARD
+    GPUDL_OP_ATTN_SOFTMAX_FORWARD, GPUDL_OP_ATTN_SOFTMAX_BACKWARD,
+    /* the FP16 GEMM with FP32 sums (gemm_f16): the GEMM's groups on f16
+       inputs, and "accumulation" (K = 2048 and 4096 of positive products,
+       whose sums an FP16 accumulator loses: a sum past 2048 has a spacing
+       of 2) and "values" with products near FP16's largest (65504), whose
+       sums overflow FP16; tolerance 1e-3 of the sum of |products|, which
+       an FP16 accumulator meets only for short sums */
+    GPUDL_OP_GEMM_F16
 } gpudl_op;
 
 /* What a check found. A check runs the override on a battery of cases,
@@ -4577,6 +4595,39 @@ static gpudl_status gpudl__cuda_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gp
 }
 #endif
 
+/* The user's gemm_f16 (gpudl_ops), once per batch entry. Its C is f32: an
+   f16 C goes through an f32 copy (read only when beta != 0), rounded into
+   C once after the call. *done = 0: the override handed the call back
+   (before writing anything), gpudl's GEMM does it. */
+static gpudl_status gpudl__matmul_f16_user(gpudl_ctx *ctx, gpudl_tensor *C, const gpudl_tensor *A, const gpudl_tensor *B,
+                                           int ta, int tb, float alpha, float beta, const gpudl__mm *mm, int *done) {
+    const gpudl_ops *o = &ctx->ops[GPUDL__ON_GPU(C)];
+    gpudl_tensor c32;
+    gpudl_status s = GPUDL_OK;
+    int64_t l, nc = gpudl_tensor_numel(C);
+    float *c = (float *)C->data;
+    *done = 1;
+    memset(&c32, 0, sizeof c32);
+    if (C->dtype != GPUDL_F32) {   /* the f32 copy: a workspace of the context */
+        void *w = NULL;
+#ifndef GPUDL_NO_CUDA
+        if (GPUDL__ON_GPU(C)) GPUDL__TRY(gpudl__dev_ws(ctx, sizeof(float) * (size_t)nc, &w));
+        else
+#endif
+            GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)nc, &w));
+        GPUDL__TRY(gpudl_tensor_wrap(&c32, w, C->device, GPUDL_F32, C->ndim, C->shape));
+        if (beta != 0.0f) GPUDL__TRY(gpudl_tensor_cast(ctx, &c32, C));
+        c = (float *)w;
+    }
+    for (l = 0; l < mm->L && *done && s == GPUDL_OK; l++)
+        s = gpudl__ovr_result(ctx, o->gemm_f16(o->user, gpudl__stream_for(ctx, C), ta, tb, mm->M, mm->N, mm->K, alpha,
+                                               (const uint16_t *)A->data + l * mm->sa, (const uint16_t *)B->data + l * mm->sb,
+                                               beta, c + l * mm->sc), "gemm_f16", done);
+    if (!*done && l > 1) *done = 1;   /* an override declines all entries or none: a later decline is its answer */
+    if (s == GPUDL_OK && *done && C->dtype != GPUDL_F32) s = gpudl_tensor_cast(ctx, C, &c32);
+    return s;
+}
+
 GPUDL__DEF gpudl_status gpudl_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpudl_tensor *A, const gpudl_tensor *B,
                                      int trans_a, int trans_b, float alpha, float beta) {
     gpudl__mm mm;
@@ -4593,6 +4644,11 @@ GPUDL__DEF gpudl_status gpudl_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpud
                                                (const float *)A->data + l * mm.sa, (const float *)B->data + l * mm.sb, beta,
                                                (float *)C->data + l * mm.sc), "gemm", &done);
         if (done || l > 1) return s;   /* handed back: gpudl's GEMM (an override declines all entries or none) */
+    }
+    if (A->dtype == GPUDL_F16 && ctx->ops[GPUDL__ON_GPU(C)].gemm_f16) {   /* the user's FP16 GEMM (FP32 sums) */
+        int done = 0;
+        GPUDL__TRY(gpudl__matmul_f16_user(ctx, C, A, B, trans_a, trans_b, alpha, beta, &mm, &done));
+        if (done) return GPUDL_OK;
     }
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(C)) return gpudl__cuda_matmul(ctx, C, A, B, trans_a, trans_b, alpha, beta, &mm);
@@ -5037,6 +5093,13 @@ static gpudl_status gpudl__bias_add(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl
         return GPUDL_OK;
     }
 #endif
+    if (y->dtype != GPUDL_F32) {   /* 16-bit storage (the user's gemm_f16 under a linear layer): rounded once */
+        int64_t i;
+        for (i = 0; i < n; i++)
+            gpudl__elem_set(y->data, y->dtype, i, gpudl__elem_get(y->data, (int)y->dtype, i) +
+                                                  gpudl__elem_get(b->data, (int)b->dtype, (i / inner) % C));
+        return GPUDL_OK;
+    }
     gpudl__bias_rows((float *)y->data, (const float *)b->data, n / (C * inner), C, inner);
     return GPUDL_OK;
 }
@@ -5133,7 +5196,8 @@ GPUDL__DEF gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
             return gpudl__mismatch(ctx, GPUDL_ERR_SHAPE, "linear", "b", b, "w", w, "b needs O elements");
         GPUDL__TRY(gpudl__same_device(ctx, "linear", "b", b, "w", w));
     }
-    if (GPUDL__OVR(ctx, x, gemm)) {   /* the user's GEMM (gpudl_matmul calls it), then the bias */
+    if (GPUDL__OVR(ctx, x, gemm) || (x->dtype == GPUDL_F16 && ctx->ops[GPUDL__ON_GPU(x)].gemm_f16)) {
+        /* the user's GEMM (gpudl_matmul calls it), then the bias */
         GPUDL__TRY(gpudl__same_device(ctx, "linear", "y", y, "x", x));
         GPUDL__TRY(gpudl_matmul(ctx, y, x, w, 0, 1, 1.0f, 0.0f));
         return b ? gpudl__bias_add(ctx, y, b, w->shape[0], 1) : GPUDL_OK;
@@ -11366,7 +11430,8 @@ GPUDL__DEF gpudl_status gpudl_ctx_set_ops(gpudl_ctx *ctx, gpudl_device dev, cons
         const gpudl_ops *o = &ctx->ops[slot];
         ctx->any_ops[slot] = o->gemm || o->act_forward || o->act_backward || o->softmax_xent_forward ||
                              o->softmax_xent_backward || o->maxpool_forward || o->maxpool_backward || o->conv2d_forward ||
-                             o->sgd_update || o->adam_update || o->attn_softmax_forward || o->attn_softmax_backward;
+                             o->sgd_update || o->adam_update || o->attn_softmax_forward || o->attn_softmax_backward ||
+                             o->gemm_f16;
     }
     return GPUDL_OK;
 }
@@ -11393,6 +11458,7 @@ typedef struct gpudl__chk {
     char shape[64];
     gpudl_tensor t[6];   /* the case's tensors, freed after each case */
     int nt;
+    int f16;             /* the GEMM's cases on f16 inputs (GPUDL_OP_GEMM_F16) */
 } gpudl__chk;
 
 static const char *gpudl__fill_name(int fill);
@@ -11528,13 +11594,18 @@ static void gpudl__chk_gemm_where(const void *kase, int64_t i, char *w, size_t w
    4 subnormal, 5 a NaN and an Inf in A, 6 zeros that meet an Inf or a NaN
    (no transposes): a zero and a -0 in A's row M/2 meet an Inf and a NaN in
    B (0 * Inf and 0 * NaN are NaN: a GEMM that skips zero factors loses
-   them), and an Inf in A meets a zero in B. */
+   them), and an Inf in A meets a zero in B; 7 positive A and B in [0, 1)
+   (long sums that only grow). With c->f16 the inputs are rounded to FP16
+   and go in as f16 tensors (the reference takes the rounded values);
+   large means A and B up to 256 (products to 65536, past FP16's largest,
+   65504), subnormal A below FP16's smallest normal (6.1e-5). */
 static gpudl_status gpudl__chk_gemm_case(gpudl__chk *c, const char *group, int64_t M, int64_t N, int64_t K, int ta, int tb,
                                          float alpha, float beta, int fill) {
     gpudl__chk_gemm g;
     gpudl_check_case *k = gpudl__chk_case(c, group, "M=%lld N=%lld K=%lld%s%s%s%s", (long long)M, (long long)N, (long long)K,
                                           ta ? " A^T" : "", tb ? " B^T" : "", beta != 0.0f ? " beta!=0" : "",
-                                          fill == 5 ? " NaN, Inf in A" : fill == 6 ? " 0 x Inf, 0 x NaN" : gpudl__fill_name(fill));
+                                          fill == 5 ? " NaN, Inf in A" : fill == 6 ? " 0 x Inf, 0 x NaN"
+                                          : fill == 7 ? " positive" : gpudl__fill_name(fill));
     float *A, *B, *C0, *got = NULL;
     double *want = NULL, *sc = NULL;
     int64_t i, j, l, sa[2], sb[2], scs[2];
@@ -11552,10 +11623,12 @@ static gpudl_status gpudl__chk_gemm_case(gpudl__chk *c, const char *group, int64
     for (i = 0; i < M * K; i++) {
         if (fill == 1) A[i] = 0.0f;
         else if (fill == 2) A[i] = -fabsf(A[i]) - 0.01f;
-        else if (fill == 3) A[i] *= 1e15f;
-        else if (fill == 4) A[i] *= 1e-38f;
+        else if (fill == 3) A[i] *= c->f16 ? 256.0f : 1e15f;
+        else if (fill == 4) A[i] *= c->f16 ? 6e-5f : 1e-38f;
+        else if (fill == 7) A[i] = fabsf(A[i]);
     }
     for (i = 0; fill == 2 && i < K * N; i++) B[i] = -fabsf(B[i]) - 0.01f;
+    for (i = 0; c->f16 && (fill == 3 || fill == 7) && i < K * N; i++) B[i] = fill == 3 ? 256.0f * B[i] : fabsf(B[i]);
     if (fill == 5) { A[0] = NAN; A[M * K - 1] = INFINITY; }
     if (fill == 6) {   /* K >= 4, N >= 4, M >= 2: C[M/2, N/3] and C[M/2, 2N/3] are NaN, C[0, N-1] too */
         int64_t r = M / 2, k0 = K / 3, k1 = 2 * K / 3, j0 = N / 3, j1 = 2 * N / 3;
@@ -11563,6 +11636,13 @@ static gpudl_status gpudl__chk_gemm_case(gpudl__chk *c, const char *group, int64
         A[r * K + k0] = 0.0f; B[k0 * N + j0] = INFINITY;
         A[r * K + k1] = -0.0f; B[k1 * N + j1] = NAN;
         A[K - 1] = -INFINITY; B[(K - 1) * N + N - 1] = 0.0f;
+    }
+    if (c->f16) {   /* FP16 inputs: the values the op gets, bits in C0's room (C0 comes back after) */
+        uint16_t *h = (uint16_t *)GPUDL_MALLOC(sizeof(uint16_t) * (size_t)(M * K + K * N));
+        if (!h) { GPUDL_FREE(A); GPUDL_FREE(want); return GPUDL__ERR(c->ctx, GPUDL_ERR_OOM, "check: no host memory"); }
+        gpudl__convert(h, GPUDL_F16, A, GPUDL_F32, M * K + K * N);
+        gpudl__convert(A, GPUDL_F32, h, GPUDL_F16, M * K + K * N);
+        GPUDL_FREE(h);
     }
     for (i = 0; i < M; i++)
         for (j = 0; j < N; j++) {
@@ -11578,8 +11658,18 @@ static gpudl_status gpudl__chk_gemm_case(gpudl__chk *c, const char *group, int64
     sa[0] = ta ? K : M; sa[1] = ta ? M : K;
     sb[0] = tb ? N : K; sb[1] = tb ? K : N;
     scs[0] = M; scs[1] = N;
-    s = gpudl__chk_tensor(c, GPUDL_F32, 2, sa, A, &tA);
-    if (s == GPUDL_OK) s = gpudl__chk_tensor(c, GPUDL_F32, 2, sb, B, &tB);
+    if (c->f16) {   /* f16 copies of A and B on the device, from f32 ones */
+        gpudl_tensor *fA = NULL, *fB = NULL;
+        s = gpudl__chk_tensor(c, GPUDL_F32, 2, sa, A, &fA);
+        if (s == GPUDL_OK) s = gpudl__chk_tensor(c, GPUDL_F32, 2, sb, B, &fB);
+        if (s == GPUDL_OK) s = gpudl__chk_tensor(c, GPUDL_F16, 2, sa, NULL, &tA);
+        if (s == GPUDL_OK) s = gpudl__chk_tensor(c, GPUDL_F16, 2, sb, NULL, &tB);
+        if (s == GPUDL_OK) s = gpudl_tensor_cast(c->ctx, tA, fA);
+        if (s == GPUDL_OK) s = gpudl_tensor_cast(c->ctx, tB, fB);
+    } else {
+        s = gpudl__chk_tensor(c, GPUDL_F32, 2, sa, A, &tA);
+        if (s == GPUDL_OK) s = gpudl__chk_tensor(c, GPUDL_F32, 2, sb, B, &tB);
+    }
     if (s == GPUDL_OK) s = gpudl__chk_tensor(c, GPUDL_F32, 2, scs, beta != 0.0f ? C0 : NULL, &tC);
     if (s == GPUDL_OK) s = gpudl_matmul(c->ctx, tC, tA, tB, ta, tb, alpha, beta);
     if (s == GPUDL_OK) s = gpudl_tensor_download(c->ctx, tC, got, gpudl_tensor_bytes(tC));
@@ -11612,6 +11702,39 @@ static gpudl_status gpudl__chk_gemm_all(gpudl__chk *c) {
     GPUDL__TRY(gpudl__chk_gemm_case(c, "nan/inf", 9, 10, 11, 0, 0, 1.0f, 0.0f, 5));
     keep = gpudl__chk_fork(c, 1);
     GPUDL__TRY(gpudl__chk_join(c, keep, gpudl__chk_gemm_case(c, "nan/inf", 7, 11, 9, 0, 0, 1.0f, 0.0f, 6)));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "large", 256, 256, 256, 0, 0, 1.0f, 0.0f, 0));
+    return gpudl__chk_gemm_case(c, "large", 300, 257, 200, 0, 1, 1.0f, 0.0f, 0);
+}
+
+/* The FP16 GEMM with FP32 sums (gemm_f16): the GEMM's groups on FP16
+   inputs, and sums an FP16 accumulator cannot hold. Tolerance 1e-3 of
+   1 + sum |products| (+ |beta C|): FP32 sums of K = 4096 stay within
+   K * 2^-24 = 2.4e-4 of it even in the worst order, while an FP16
+   accumulator (spacing 2^-10 of the sum) drifts past it on the long
+   positive sums ("accumulation") and overflows on products near 65504
+   ("values"); on short random sums ("basic") it stays within it. */
+static gpudl_status gpudl__chk_gemm_f16_all(gpudl__chk *c) {
+    static const int64_t odd[][3] = {{1, 1, 1}, {1, 7, 3}, {7, 1, 5}, {17, 31, 13}, {33, 65, 47}, {63, 17, 129}, {15, 47, 16}};
+    size_t i;
+    c->r->tol = 1e-3;
+    c->f16 = 1;
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "basic", 16, 16, 16, 0, 0, 1.0f, 0.0f, 0));   /* one 16x16x16 tile: one mma */
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "basic", 32, 32, 32, 0, 0, 1.0f, 0.0f, 0));
+    for (i = 0; i < sizeof odd / sizeof odd[0]; i++) GPUDL__TRY(gpudl__chk_gemm_case(c, "odd sizes", odd[i][0], odd[i][1], odd[i][2], 0, 0, 1.0f, 0.0f, 0));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "transposes", 19, 23, 29, 1, 0, 1.0f, 0.0f, 0));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "transposes", 19, 23, 29, 0, 1, 1.0f, 0.0f, 0));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "transposes", 19, 23, 29, 1, 1, 1.0f, 0.0f, 0));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "transposes", 64, 33, 48, 1, 0, 1.0f, 0.0f, 0));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "alpha/beta", 20, 21, 22, 0, 0, 0.5f, 1.0f, 0));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "alpha/beta", 33, 16, 40, 0, 1, -2.0f, 0.25f, 0));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "values", 24, 20, 18, 0, 0, 1.0f, 0.0f, 1));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "values", 24, 20, 18, 0, 0, 1.0f, 0.0f, 2));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "values", 24, 20, 40, 0, 0, 1.0f, 0.0f, 3));   /* sums past 65504 */
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "values", 24, 20, 18, 0, 0, 1.0f, 0.0f, 4));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "nan/inf", 9, 10, 11, 0, 0, 1.0f, 0.0f, 5));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "nan/inf", 7, 11, 9, 0, 0, 1.0f, 0.0f, 6));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "accumulation", 16, 16, 2048, 0, 0, 1.0f, 0.0f, 7));
+    GPUDL__TRY(gpudl__chk_gemm_case(c, "accumulation", 17, 19, 4096, 0, 0, 1.0f, 0.0f, 7));
     GPUDL__TRY(gpudl__chk_gemm_case(c, "large", 256, 256, 256, 0, 0, 1.0f, 0.0f, 0));
     return gpudl__chk_gemm_case(c, "large", 300, 257, 200, 0, 1, 1.0f, 0.0f, 0);
 }
@@ -12429,6 +12552,7 @@ static const char *gpudl__op_name(gpudl_op op) {
     case GPUDL_OP_ADAM_UPDATE:      return "adam_update";
     case GPUDL_OP_ATTN_SOFTMAX_FORWARD:  return "attn_softmax_forward";
     case GPUDL_OP_ATTN_SOFTMAX_BACKWARD: return "attn_softmax_backward";
+    case GPUDL_OP_GEMM_F16:         return "gemm_f16";
     default:                        return NULL;
     }
 }
@@ -12449,6 +12573,7 @@ static int gpudl__op_overridden(const gpudl_ctx *ctx, gpudl_op op) {
     case GPUDL_OP_SGD_UPDATE:       return o->sgd_update != NULL;
     case GPUDL_OP_ATTN_SOFTMAX_FORWARD:  return o->attn_softmax_forward != NULL;
     case GPUDL_OP_ATTN_SOFTMAX_BACKWARD: return o->attn_softmax_backward != NULL;
+    case GPUDL_OP_GEMM_F16:         return o->gemm_f16 != NULL;
     default:                        return o->adam_update != NULL;
     }
 }
@@ -12490,6 +12615,7 @@ GPUDL__DEF gpudl_status gpudl_check_op(gpudl_ctx *ctx, gpudl_op op, gpudl_act ac
     case GPUDL_OP_SGD_UPDATE:       s = gpudl__chk_opt_all(&c, 0); break;
     case GPUDL_OP_ATTN_SOFTMAX_FORWARD:  s = gpudl__chk_attn_all(&c, 0); break;
     case GPUDL_OP_ATTN_SOFTMAX_BACKWARD: s = gpudl__chk_attn_all(&c, 1); break;
+    case GPUDL_OP_GEMM_F16:         s = gpudl__chk_gemm_f16_all(&c); break;
     default:                        s = gpudl__chk_opt_all(&c, 1); break;
     }
     gpudl__chk_release(&c);
@@ -12511,6 +12637,8 @@ static const char *gpudl__check_hint(gpudl_op op, const char *group) {
                   "in an index, no race between blocks"},
         {"transposes", "with trans_a, A is stored (K, M): A(i,k) is A[k*M + i]; with trans_b, B(k,j) is B[j*K + k]"},
         {"alpha/beta", "C = alpha*sum + beta*C; when beta == 0, do not read C at all (it may hold NaN)"},
+        {"accumulation", "long sums of positive products: sum in FP32 (an FP16 accumulator's spacing is 2 past 2048, "
+                         "so adding products below 1 stalls); FP16 is for the operands only"},
         {"values", "zeros, negatives, huge and tiny values: keep to the formula (no early exits; the first maximum "
                    "wins a tie; padding is never the maximum)"},
         {"nan/inf", "NaN must come out NaN where the reference keeps it (ReLU: x > 0 ? x : 0 turns NaN into 0; a "
@@ -12534,7 +12662,9 @@ static const char *gpudl__check_hint(gpudl_op op, const char *group) {
                            "matrix l at (l*T + t)*T, with 64-bit offsets"},
     };
     size_t i;
-    (void)op;
+    if (op == GPUDL_OP_GEMM_F16 && !strcmp(group, "values"))
+        return "products near 65504 sum past FP16's largest value (Inf): sum in FP32 (a float accumulator fragment); "
+               "FP16 is for the operands only";
     for (i = 0; i < sizeof hints / sizeof hints[0]; i++)
         if (!strcmp(hints[i].group, group)) return hints[i].hint;
     return "compare your code with the formula in gpudl_ops (gpudl.h)";
@@ -12680,7 +12810,7 @@ static gpudl_status gpudl__tim_call(gpudl_ctx *ctx, void *user) {
     gpudl__tim *t = (gpudl__tim *)user;
     const gpudl_ops *o = &ctx->ops[1];
     switch (t->op) {
-    case GPUDL_OP_GEMM:             return gpudl_matmul(ctx, &t->c, &t->a, &t->b, 0, 0, 1.0f, 0.0f);
+    case GPUDL_OP_GEMM: case GPUDL_OP_GEMM_F16: return gpudl_matmul(ctx, &t->c, &t->a, &t->b, 0, 0, 1.0f, 0.0f);
     case GPUDL_OP_ACT_FORWARD:      return gpudl_act_forward(ctx, GPUDL_ACT_RELU, 0.0f, &t->b, &t->a);
     case GPUDL_OP_ACT_BACKWARD:     return gpudl_act_backward(ctx, GPUDL_ACT_RELU, 0.0f, &t->c, &t->b, &t->a, &t->a);
     case GPUDL_OP_XENT_FORWARD:     /* the user's directly: through gpudl its labels are checked on the host first */
@@ -12725,13 +12855,13 @@ static gpudl_status gpudl__tim_make(gpudl_ctx *ctx, gpudl__tim *t, int64_t size,
     int i;
     all[0] = &t->a; all[1] = &t->b; all[2] = &t->c; all[3] = &t->d; all[4] = &t->e;
     switch (t->op) {
-    case GPUDL_OP_GEMM:
+    case GPUDL_OP_GEMM: case GPUDL_OP_GEMM_F16:   /* f16: A and B f16, C f32 */
         s2[0] = s2[1] = size;
-        GPUDL__TRY(gpudl_tensor_create(ctx, &t->a, GPUDL_F32, 2, s2));
-        GPUDL__TRY(gpudl_tensor_create(ctx, &t->b, GPUDL_F32, 2, s2));
+        GPUDL__TRY(gpudl_tensor_create(ctx, &t->a, t->op == GPUDL_OP_GEMM ? GPUDL_F32 : GPUDL_F16, 2, s2));
+        GPUDL__TRY(gpudl_tensor_create(ctx, &t->b, t->op == GPUDL_OP_GEMM ? GPUDL_F32 : GPUDL_F16, 2, s2));
         GPUDL__TRY(gpudl_tensor_create(ctx, &t->c, GPUDL_F32, 2, s2));
         r->flops = 2.0 * (double)size * size * size;
-        r->bytes = 12.0 * (double)size * size;
+        r->bytes = (t->op == GPUDL_OP_GEMM ? 12.0 : 8.0) * (double)size * size;
         snprintf(r->problem, sizeof r->problem, "M=N=K=%lld", (long long)size);
         break;
     case GPUDL_OP_ACT_FORWARD: case GPUDL_OP_ACT_BACKWARD: case GPUDL_OP_SGD_UPDATE: case GPUDL_OP_ADAM_UPDATE:
@@ -12781,7 +12911,7 @@ static gpudl_status gpudl__tim_make(gpudl_ctx *ctx, gpudl__tim *t, int64_t size,
         break;
     }
     for (i = 0; i < 5; i++)   /* small random values (the labels stay 0): no NaN or overflow to slow anything down */
-        if (all[i]->data && all[i]->dtype == GPUDL_F32) GPUDL__TRY(gpudl_tensor_uniform(ctx, all[i], 0.0f, 0.01f));
+        if (all[i]->data && all[i]->dtype != GPUDL_I32) GPUDL__TRY(gpudl_tensor_uniform(ctx, all[i], 0.0f, 0.01f));
     return GPUDL_OK;
 }
 #endif

@@ -107,6 +107,7 @@ static const test_case tests[] = {
     {"checkpoint_to_memory", test_checkpoint_to_memory},
     {"override_per_context", test_override_per_context},
     {"override_trains_model", test_override_trains_model},
+    {"gemm_f16_override", test_gemm_f16_override},
     {"check_op", test_check_op},
     {"custom_layer_check", test_custom_layer_check},
     {"custom_layer_errors", test_custom_layer_errors},

@@ -86,6 +86,7 @@ static void test_seeds_sgd_update(void) { check_seeds(GPUDL_OP_SGD_UPDATE, 0); }
 static void test_seeds_adam_update(void) { check_seeds(GPUDL_OP_ADAM_UPDATE, 0); }
 static void test_seeds_attn_forward(void) { check_seeds(GPUDL_OP_ATTN_SOFTMAX_FORWARD, 0); }
 static void test_seeds_attn_backward(void) { check_seeds(GPUDL_OP_ATTN_SOFTMAX_BACKWARD, 0); }
+static void test_seeds_gemm_f16(void) { check_seeds(GPUDL_OP_GEMM_F16, 0); }
 
 /* No coincidence of the seed's decides a case: an observer installed as
    the override (it hands every call back to gpudl) sees no exact zero in
@@ -163,6 +164,7 @@ static const test_case tests[] = {
     {"check_seeds_adam_update", test_seeds_adam_update},
     {"check_seeds_attn_forward", test_seeds_attn_forward},
     {"check_seeds_attn_backward", test_seeds_attn_backward},
+    {"check_seeds_gemm_f16", test_seeds_gemm_f16},
 };
 
 int main(int argc, char **argv) {

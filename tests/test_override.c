@@ -390,6 +390,136 @@ static void test_check_op(void) {
     }
 }
 
+/* ---- the FP16 GEMM with FP32 sums (gemm_f16) ---- */
+
+static float h2f(uint16_t h) { float f; gpudl__convert(&f, GPUDL_F32, &h, GPUDL_F16, 1); return f; }
+static float round_f16(float f) { uint16_t h; gpudl__convert(&h, GPUDL_F16, &f, GPUDL_F32, 1); return h2f(h); }
+
+/* A CPU tensor-core GEMM: FP16 operands, products summed in FP32; or, with
+   half_acc, the sum rounded to FP16 after every 16 products (a WMMA
+   accumulator fragment of __half: a seeded bug). */
+static gpudl_status gemm_f16_sum(int half_acc, int *calls, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                 const uint16_t *A, const uint16_t *B, float beta, float *C) {
+    int64_t i, j, k;
+    (*calls)++;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            float acc = 0;
+            for (k = 0; k < K; k++) {
+                acc += h2f(ta ? A[k * M + i] : A[i * K + k]) * h2f(tb ? B[j * K + k] : B[k * N + j]);
+                if (half_acc && (k % 16 == 15 || k == K - 1)) acc = round_f16(acc);
+            }
+            C[i * N + j] = alpha * acc + (beta != 0.0f ? beta * C[i * N + j] : 0.0f);
+        }
+    return GPUDL_OK;
+}
+static gpudl_status gemm_f16_good(void *user, void *stream, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                  const uint16_t *A, const uint16_t *B, float beta, float *C) {
+    (void)stream;
+    return gemm_f16_sum(0, (int *)user, ta, tb, M, N, K, alpha, A, B, beta, C);
+}
+static gpudl_status gemm_f16_half_acc(void *user, void *stream, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                      const uint16_t *A, const uint16_t *B, float beta, float *C) {
+    (void)stream;
+    return gemm_f16_sum(1, (int *)user, ta, tb, M, N, K, alpha, A, B, beta, C);
+}
+
+/* The check of gemm_f16 passes gpudl's own and an FP32-summing override,
+   and fails an FP16 accumulator on long and overflowing sums only; the
+   override runs under gpudl_matmul with f32 and f16 C (beta 0 and not), under
+   the linear layer, and a model trains in mixed precision through it to
+   the losses of gpudl's own path. */
+static void test_gemm_f16_override(void) {
+    gpudl_ctx *c = own_cpu_ctx();
+    gpudl_check_report r;
+    gpudl_ops o;
+    char buf[8192];
+    int calls = 0, run, s;
+    float loss[2][5];
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_GEMM_F16, 0, &r));
+    CHECKF(r.passed && r.ncases >= 20 && r.override_calls == 0, "gpudl's own: %s", gpudl_check_explain(&r, buf, sizeof buf));
+    memset(&o, 0, sizeof o);
+    o.user = &calls;
+    o.gemm_f16 = gemm_f16_good;
+    CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_GEMM_F16, 0, &r));
+    CHECKF(r.passed && r.override_calls == r.ncases && calls == r.ncases, "FP32 sums: %s", gpudl_check_explain(&r, buf, sizeof buf));
+    o.gemm_f16 = gemm_f16_half_acc;
+    CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_GEMM_F16, 0, &r));
+    CHECKF(!strcmp(failed_groups(&r), "values,accumulation,"), "FP16 sums failed: %s", failed_groups(&r));
+    CHECKF(strstr(gpudl_check_explain(&r, buf, sizeof buf), "sum in FP32"), "%s", buf);
+    {   /* gpudl_matmul: f32 C, f16 C (beta 0 and 0.5), batched; the same as gpudl's own path */
+        int64_t sa[3] = {2, 5, 7}, sb[2] = {7, 3}, sc[3] = {2, 5, 3}, i;
+        gpudl_tensor A, B, C16, C32, R16, R32;
+        int ci;
+        CHECK_OK(gpudl_tensor_create(c, &A, GPUDL_F16, 3, sa));
+        CHECK_OK(gpudl_tensor_create(c, &B, GPUDL_F16, 2, sb));
+        CHECK_OK(gpudl_tensor_uniform(c, &A, -1.0f, 1.0f));
+        CHECK_OK(gpudl_tensor_uniform(c, &B, -1.0f, 1.0f));
+        CHECK_OK(gpudl_tensor_create(c, &C16, GPUDL_F16, 3, sc)); CHECK_OK(gpudl_tensor_create(c, &R16, GPUDL_F16, 3, sc));
+        CHECK_OK(gpudl_tensor_create(c, &C32, GPUDL_F32, 3, sc)); CHECK_OK(gpudl_tensor_create(c, &R32, GPUDL_F32, 3, sc));
+        for (ci = 0; ci < 2; ci++) {
+            float beta = ci ? 0.5f : 0.0f;
+            CHECK_OK(gpudl_tensor_uniform(c, &C16, -1.0f, 1.0f)); CHECK_OK(gpudl_tensor_copy(c, &R16, &C16));
+            CHECK_OK(gpudl_tensor_uniform(c, &C32, -1.0f, 1.0f)); CHECK_OK(gpudl_tensor_copy(c, &R32, &C32));
+            o.gemm_f16 = gemm_f16_good; calls = 0;
+            CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
+            CHECK_OK(gpudl_matmul(c, &C16, &A, &B, 0, 0, 2.0f, beta));
+            CHECK_OK(gpudl_matmul(c, &C32, &A, &B, 0, 0, 2.0f, beta));
+            CHECK(calls == 4);   /* two batch entries each */
+            CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, NULL));
+            CHECK_OK(gpudl_matmul(c, &R16, &A, &B, 0, 0, 2.0f, beta));
+            CHECK_OK(gpudl_matmul(c, &R32, &A, &B, 0, 0, 2.0f, beta));
+            for (i = 0; i < 30; i++) {
+                CHECKF(((uint16_t *)C16.data)[i] == ((uint16_t *)R16.data)[i], "f16 C[%lld], beta %g", (long long)i, beta);
+                CHECKF(fabsf(F(&C32)[i] - F(&R32)[i]) < 1e-5f, "f32 C[%lld], beta %g", (long long)i, beta);
+            }
+        }
+        gpudl_tensor_free(c, &A); gpudl_tensor_free(c, &B); gpudl_tensor_free(c, &C16); gpudl_tensor_free(c, &C32);
+        gpudl_tensor_free(c, &R16); gpudl_tensor_free(c, &R32);
+    }
+    for (run = 0; run < 2; run++) {   /* mixed precision: every f16 GEMM of the step is the override's */
+        gpudl_model *m;
+        gpudl_model_desc md;
+        gpudl_optim_desc od;
+        int64_t in = 20, xs[2] = {16, 20}, one = 16, i;
+        gpudl_tensor x, y;
+        o.gemm_f16 = gemm_f16_good; calls = 0;
+        CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, run ? &o : NULL));
+        CHECK_OK(gpudl_model_create(c, &m, 1, &in));
+        CHECK_OK(gpudl_model_add_linear(m, 20, 12));
+        CHECK_OK(gpudl_model_add_relu(m));
+        CHECK_OK(gpudl_model_add_linear(m, 12, 5));
+        memset(&md, 0, sizeof md);
+        md.max_batch = 16; md.seed = 7;
+        CHECK_OK(gpudl_model_build(m, &md));
+        CHECK_OK(gpudl_model_set_precision(m, GPUDL_PRECISION_FP16, NULL));
+        memset(&od, 0, sizeof od);
+        od.lr = 0.1f; od.momentum = 0.9f;
+        CHECK_OK(gpudl_model_set_optimizer(m, &od));
+        CHECK_OK(gpudl_tensor_create(c, &x, GPUDL_F32, 2, xs));
+        CHECK_OK(gpudl_tensor_create(c, &y, GPUDL_I32, 1, &one));
+        for (i = 0; i < 16 * 20; i++) F(&x)[i] = (float)gpudl_rng_uniform(99, (uint64_t)i) - 0.5f;
+        for (i = 0; i < 16; i++) ((int32_t *)y.data)[i] = (int32_t)(i % 5);
+        for (s = 0; s < 5; s++) {
+            CHECK_OK(gpudl_model_zero_grad(m));
+            CHECK_OK(gpudl_model_forward(m, &x, NULL));
+            CHECK_OK(gpudl_model_loss(m, &y));
+            CHECK_OK(gpudl_model_backward(m));
+            CHECK_OK(gpudl_model_step(m));
+            CHECK_OK(gpudl_model_loss_value(m, &loss[run][s]));
+        }
+        if (run) CHECKF(calls == 5 * 5, "gemm_f16 ran %d times (2 forward, 3 backward per step)", calls);
+        gpudl_tensor_free(c, &x); gpudl_tensor_free(c, &y);
+        gpudl_model_destroy(m);
+    }
+    for (s = 0; s < 5; s++) CHECKF(fabsf(loss[0][s] - loss[1][s]) < 1e-3f * (1 + fabsf(loss[0][s])), "step %d: %g vs %g", s,
+                                   loss[0][s], loss[1][s]);
+    CHECK(loss[1][4] < loss[1][0]);
+    gpudl_ctx_destroy(c);
+}
+
 /* ---- custom layers ---- */
 
 /* y = x + x W^T, W (F, F): a residual linear block, written with gpudl ops,
