@@ -112,7 +112,7 @@ demo-gpt:
 # GPU, otherwise with the emulated device's nvcc-emu; maxpool is plain C.
 #   make grade A=<assignment> [SRC=<file>] [GRADE_ARGS=--no-train]      one file: its table, score: X/Y
 #   make grade-class A=<assignment> DIR=<folder> [OUT=grades.csv] [GRADE_ARGS=...]   a class, in parallel
-GRADE_ASSIGNMENTS = relu_xent sgemm maxpool attention
+GRADE_ASSIGNMENTS = relu_xent sgemm maxpool attention tensor_core
 GRADE_ARGS ?=
 OUT ?= grades.csv
 GRADE_KIT ?= .

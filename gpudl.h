@@ -12676,9 +12676,10 @@ GPUDL__DEF const char *gpudl_check_explain(const gpudl_check_report *r, char *bu
     if (!buf || size == 0) return "";
     buf[0] = 0;
     if (!r) { gpudl__appendf(buf, size, &n, "no report"); return buf; }
-    gpudl__appendf(buf, size, &n, "check of %s: %s, %d of %d cases pass (tolerance %.0e relative to 1 + |expected|)\n",
+    gpudl__appendf(buf, size, &n, "check of %s: %s, %d of %d cases pass (tolerance %.0e relative to %s)\n",
                gpudl__op_name(r->op) ? gpudl__op_name(r->op) : "?", r->passed ? "PASSED" : "FAILED", r->ncases - r->nfailed,
-               r->ncases, r->tol);
+               r->ncases, r->tol, r->op == GPUDL_OP_GEMM || r->op == GPUDL_OP_GEMM_F16
+               ? "1 + |alpha| sum |products| + |beta C|" : "1 + |expected|");
     if (r->override_calls + r->override_declined == 0) gpudl__appendf(buf, size, &n, "  (no override installed: gpudl's own implementation)\n");
     else if (r->override_declined)
         gpudl__appendf(buf, size, &n, "  (the override ran %lld calls and handed %lld back to gpudl: those cases checked gpudl's code)\n",

@@ -59,7 +59,7 @@ typedef struct grade_check {
     grade_rule rules[GRADE_MAX_RULES];
 } grade_check;
 
-typedef enum grade_train { GRADE_TRAIN_MLP = 1, GRADE_TRAIN_CNN, GRADE_TRAIN_ATTENTION } grade_train;
+typedef enum grade_train { GRADE_TRAIN_MLP = 1, GRADE_TRAIN_CNN, GRADE_TRAIN_ATTENTION, GRADE_TRAIN_MLP_FP16 } grade_train;
 
 #define GRADE_MAX_CHECKS 4
 typedef struct grade_assignment {
@@ -146,6 +146,23 @@ static const grade_assignment grade_assignments[] = {
         {"long rows", 2, "T = 1100 and 2049: the warp loops over the row; the dot is a warp reduction (__shfl_xor_sync)"},
         {"finite diff", 2, "your ds must be the slope of your forward: (f(s + h) - f(s - h)) / 2h of sum_j dp[j] att[j]"},
         {"odd head sizes", 1, "the whole attention calls you with L = B*NH: row r = l*T + t starts at r*T (int64_t)"}}}}},
+    {"tensor_core", GPUDL_DEVICE_CUDA, GRADE_TRAIN_MLP_FP16, "gpudl's own FP16 path reaches about 78%",
+     {{GPUDL_OP_GEMM_F16, 0, "gemm f16", "gemm_f16",
+       {{"basic", 2, "one warp per 16x16 tile of C: load_matrix_sync the A and B tiles, mma_sync, store_matrix_sync; "
+                     "matrix_a is row-major op(A), matrix_b row-major op(B), ldm the row length of the tile you load from"},
+        {"odd sizes", 3, "M, N, K not multiples of 16: stage each tile through shared memory with zeros outside the "
+                         "matrix, loop over ALL (K + 15) / 16 tiles of K, and write only the elements inside C"},
+        {"transposes", 2, "trans_a: op(A)[i,k] = A[k*M + i]; trans_b: op(B)[k,j] = B[j*K + k]: transpose while "
+                          "staging into shared memory (or load the fragment col_major with the right ldm)"},
+        {"alpha/beta", 2, "store the accumulator to a shared float tile, then C = alpha * acc + beta * C per element; "
+                          "never index acc.x[i] by an assumed position (the fragment layout is unspecified)"},
+        {"values", 2, "products near 65504 sum past FP16's largest: the accumulator fragment must be float"},
+        {"nan/inf", 1, "a NaN or Inf in A or B must reach C: no shortcuts around zeros"},
+        {"accumulation", 2, "K = 2048 and 4096: sum in FP32 (accumulator fragment of float); an FP16 sum past 2048 "
+                            "moves in steps of 2 and stalls"},
+        {"large", 1, "256^3, and 300x257x200 with B^T: many K tiles shared by several warps: __syncthreads() after "
+                     "staging AND after the mma, before the next tile overwrites shared memory (and the B^T and K-tail "
+                     "rules above)"}}}}},
 };
 #define GRADE_NASSIGN ((int)(sizeof grade_assignments / sizeof grade_assignments[0]))
 
@@ -436,6 +453,11 @@ static gpudl_status spy_attn_backward(void *user, void *stream, float *ds, const
     (void)user;
     return GRADE_COUNT_CALL(GPUDL_OP_ATTN_SOFTMAX_BACKWARD, attn_softmax_backward, stream, ds, dp, att, L, T);
 }
+static gpudl_status spy_gemm_f16(void *user, void *stream, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                                 float alpha, const uint16_t *A, const uint16_t *B, float beta, float *C) {
+    (void)user;
+    return GRADE_COUNT_CALL(GPUDL_OP_GEMM_F16, gemm_f16, stream, trans_a, trans_b, M, N, K, alpha, A, B, beta, C);
+}
 #undef GRADE_COUNT_CALL
 
 /* The ops to install for the training run: a wrapper for each op the
@@ -451,6 +473,7 @@ static gpudl_ops spy_ops(void) {
     if (o.maxpool_backward) o.maxpool_backward = spy_maxpool_backward;
     if (o.attn_softmax_forward) o.attn_softmax_forward = spy_attn_forward;
     if (o.attn_softmax_backward) o.attn_softmax_backward = spy_attn_backward;
+    if (o.gemm_f16) o.gemm_f16 = spy_gemm_f16;
     return o;
 }
 
@@ -462,7 +485,7 @@ static int64_t spy_fields(void) {
                      !!o->softmax_xent_backward << GPUDL_OP_XENT_BACKWARD | !!o->maxpool_forward << GPUDL_OP_MAXPOOL_FORWARD |
                      !!o->maxpool_backward << GPUDL_OP_MAXPOOL_BACKWARD |
                      !!o->attn_softmax_forward << GPUDL_OP_ATTN_SOFTMAX_FORWARD |
-                     !!o->attn_softmax_backward << GPUDL_OP_ATTN_SOFTMAX_BACKWARD);
+                     !!o->attn_softmax_backward << GPUDL_OP_ATTN_SOFTMAX_BACKWARD | !!o->gemm_f16 << GPUDL_OP_GEMM_F16);
 }
 
 static gpudl_status grade_ctx(gpudl_device device, gpudl_ctx **ctx) {
@@ -557,6 +580,9 @@ static gpudl_status grade_dispatch(const grade_call *q, void **d, void *stream) 
     case GPUDL_OP_ATTN_SOFTMAX_BACKWARD:
         return o->attn_softmax_backward ? o->attn_softmax_backward(o->user, stream, (float *)d[0], (const float *)d[1],
                                                                    (const float *)d[2], q->M, q->N) : GPUDL_ERR_UNSUPPORTED;
+    case GPUDL_OP_GEMM_F16:
+        return o->gemm_f16 ? o->gemm_f16(o->user, stream, q->trans_a, q->trans_b, q->M, q->N, q->K, q->alpha, (const uint16_t *)d[0],
+                                         (const uint16_t *)d[1], q->beta, (float *)d[2]) : GPUDL_ERR_UNSUPPORTED;
     default:
         return GPUDL_ERR_INVALID_ARG;
     }
@@ -670,7 +696,7 @@ static void grade_train_run(const grade_assignment *a, const char *dir, int epoc
     float loss0 = -1.0f, loss = 0.0f, correct = 0.0f;
     const char *found = NULL, *what;
     double t0 = gpudl_now();
-    int i, mlp = a->train == GRADE_TRAIN_MLP;
+    int i, mlp = a->train == GRADE_TRAIN_MLP || a->train == GRADE_TRAIN_MLP_FP16, fp16 = a->train == GRADE_TRAIN_MLP_FP16;
     memset(&train, 0, sizeof train); memset(&test, 0, sizeof test);
     memset(&count, 0, sizeof count);
 
@@ -697,7 +723,8 @@ static void grade_train_run(const grade_assignment *a, const char *dir, int epoc
     GRADE_TRY(gpudl_dataset_create(ctx, &test, &xh, &yh, GRADE_BATCH, 0.2860f, 0.3530f));
 
     if (mlp) {   /* 784 -> 128 -> ReLU -> 10: small, so the emulated GPU runs it in seconds */
-        what = "MLP 784-128-10";
+        what = fp16 ? "MLP 784-128-10 in mixed precision (FP16 weights and activations, FP32 master weights, loss scaling)"
+                    : "MLP 784-128-10";
         GRADE_TRY(gpudl_model_create(ctx, &m, 1, (int64_t[1]){784}));
         GRADE_TRY(gpudl_model_add_linear(m, 784, 128));
         GRADE_TRY(gpudl_model_add_relu(m));
@@ -725,6 +752,7 @@ static void grade_train_run(const grade_assignment *a, const char *dir, int epoc
     md.max_batch = GRADE_BATCH;
     md.seed = 1;
     GRADE_TRY(gpudl_model_build(m, &md));
+    if (fp16) GRADE_TRY(gpudl_model_set_precision(m, GPUDL_PRECISION_FP16, NULL));   /* every f16 matmul: the student's */
     memset(&od, 0, sizeof od);
     od.kind = GPUDL_OPTIM_ADAM;
     od.lr = 2e-3f;
@@ -2185,6 +2213,16 @@ static gpudl_status judge_attn_backward(void *user, void *stream, float *ds, con
     GRADE_ARG(2, att, GRADE_F(L * T * T), GRADE_BUF_IN);
     return grade_judge_call(GPUDL_OP_ATTN_SOFTMAX_BACKWARD, &q, p);
 }
+static gpudl_status judge_gemm_f16(void *user, void *stream, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                                   float alpha, const uint16_t *A, const uint16_t *B, float beta, float *C) {
+    grade_call q; void *p[GRADE_NBUF];
+    (void)user; (void)stream;
+    memset(&q, 0, sizeof q);
+    q.trans_a = trans_a; q.trans_b = trans_b; q.M = M; q.N = N; q.K = K; q.alpha = alpha; q.beta = beta; q.nbuf = 3;
+    GRADE_ARG(0, A, M * K * (int64_t)sizeof(uint16_t), GRADE_BUF_IN); GRADE_ARG(1, B, K * N * (int64_t)sizeof(uint16_t), GRADE_BUF_IN);
+    GRADE_ARG(2, C, GRADE_F(M * N), GRADE_BUF_OUT);
+    return grade_judge_call(GPUDL_OP_GEMM_F16, &q, p);
+}
 #undef GRADE_ARG
 #undef GRADE_F
 
@@ -2224,6 +2262,7 @@ static void grade_judge_op(grade_sub *s, const char *sandbox, const char *runner
     GRADE_PROXY(GPUDL_OP_MAXPOOL_BACKWARD, maxpool_backward, judge_maxpool_backward);
     GRADE_PROXY(GPUDL_OP_ATTN_SOFTMAX_FORWARD, attn_softmax_forward, judge_attn_forward);
     GRADE_PROXY(GPUDL_OP_ATTN_SOFTMAX_BACKWARD, attn_softmax_backward, judge_attn_backward);
+    GRADE_PROXY(GPUDL_OP_GEMM_F16, gemm_f16, judge_gemm_f16);
 #undef GRADE_PROXY
     if ((st = gpudl_ctx_set_ops(ctx, GPUDL_DEVICE_CPU, &o)) == GPUDL_OK) st = gpudl_check_op(ctx, c->op, c->act, &rep);
     grade_judge_flush();

@@ -128,6 +128,21 @@ if [ $CORE = 0 ]; then
         "attention backward: causal mask"
 fi
 
+echo "== tensor_core (CUDA): an FP16 GEMM with FP32 sums on the tensor cores (WMMA)"
+expect tensor_core_starter  tensor_core assignments/tensor_core/starter.cu  zero
+expect tensor_core_solution tensor_core assignments/tensor_core/solution.cu full
+# the lesson: an FP16 accumulator passes short sums and loses the long and the overflowing ones
+expect tc_half_acc          tensor_core tests/grade/tc_half_acc.cu          partial "gemm f16: accumulation" \
+    "gemm f16: (values|accumulation)"
+if [ $CORE = 0 ]; then
+    expect tc_k_tail        tensor_core tests/grade/tc_k_tail.cu            partial "gemm f16: odd sizes" "gemm f16: .*"
+    expect tc_row_col       tensor_core tests/grade/tc_row_col.cu           partial "gemm f16: transposes" \
+        "gemm f16: (transposes|alpha/beta|large)"
+    # the fragment layout assumed: right on the default mapping, wrong on the shuffled ones (a permutation per seed)
+    expect tc_layout        tensor_core tests/grade/tc_layout.cu            partial "gemm f16: alpha/beta" "gemm f16: .*"
+    expect tc_no_sync       tensor_core tests/grade/tc_no_sync.cu           partial "" "gemm f16: .*"
+fi
+
 echo "== what a teacher meets (issue 34)"
 # a chatty submission: the score still on a line of its own
 grade chatty maxpool tests/grade/chatty.c --no-train
@@ -194,7 +209,7 @@ else echo "== hostile submissions (tests/grade/attacks)"; fi
 . tests/grade_attacks.sh
 
 echo "== the solutions train (no points: the accuracy must beat chance clearly)"
-for a in relu_xent sgemm maxpool attention; do
+for a in relu_xent sgemm maxpool attention tensor_core; do
     name=${a}_trains
     if [ $TRAIN = 0 ]; then printf 'SKIPPED %-34s --no-train\n' "grade_$name"; skipped=$((skipped + 1)); continue; fi
     src=assignments/$a/solution.cu; [ $a = maxpool ] && src=assignments/$a/solution.c
@@ -204,6 +219,15 @@ for a in relu_xent sgemm maxpool attention; do
         ok "$name" "$acc% ($(grep -o '[0-9.]* s$' "$B/$name.log" | tail -1))"
     else bad "$name" "accuracy ${acc:-?}% (want >= 60), score ${score:-?}"; fi
 done
+# tensor_core's mixed-precision run reaches what gpudl's own FP16 path does (a submission that hands every call back)
+if [ $TRAIN = 1 ]; then
+    grade tc_declines tensor_core tests/grade/tc_declines.cu
+    own=$(sed -n 's/.*test accuracy \([0-9.]*\)%.*/\1/p' "$B/tc_declines.log")
+    acc=$(sed -n 's/.*test accuracy \([0-9.]*\)%.*/\1/p' "$B/tensor_core_trains.log")
+    if [ -n "$own" ] && [ -n "$acc" ] && awk "BEGIN{exit !($acc >= $own - 3)}"; then
+        ok tc_reaches_own "the solution's $acc%, gpudl's own FP16 path $own%"
+    else bad tc_reaches_own "the solution's ${acc:-?}%, gpudl's own FP16 path ${own:-?}% (want within 3 points)"; fi
+fi
 
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
