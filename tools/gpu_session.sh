@@ -26,6 +26,13 @@
 #             torch.compile, AMP) side by side
 #   matmul    make bench-matmul: matmul vs raw cuBLAS and torch.matmul
 #   demo      make demo and the mixed-precision example on the GPU
+#   grade     issue 34: the CUDA assignments graded with nvcc on the GPU (not
+#             in the default list): tensor_core's solution (its WMMA on real
+#             tensor cores, the training run in FP16 against gpudl's own) and
+#             three seeded bugs (an FP16 accumulator: the hardware's rounding;
+#             a missing barrier and an assumed fragment layout: does real
+#             hardware expose them as the emulator's shuffle does?), then
+#             the other CUDA solutions, checks only
 #   gpt       issue 27: the GPT step (examples/gpt_text.c, 4 layers, width 128,
 #             context 64, batch 32) timed on the GPU with each attention path
 #             (--attention 1: cuBLAS GEMMs + softmax, 2: the fused kernels; the
@@ -221,6 +228,9 @@ for s in $STEPS; do
         gpt)      step gpt 180 bash -c 'for p in "" --fp16; do for a in 1 2 0; do echo "== gpt_text --bench --steps 50 --attention $a $p";
                       ./build/gpt_text --bench --steps 50 --attention $a $p || exit 1; done; done;
                       ./build/gpt_text --bench --steps 20 --profile && make demo-gpt' ;;
+        grade)    step grade 300 bash -c 'for f in assignments/tensor_core/solution.cu tests/grade/tc_half_acc.cu tests/grade/tc_no_sync.cu \
+                      tests/grade/tc_layout.cu; do echo "== $f"; make grade A=tensor_core SRC=$f || exit 1; done;
+                      for a in sgemm attention relu_xent; do make grade A=$a SRC=assignments/$a/solution.cu GRADE_ARGS=--no-train || exit 1; done' ;;
         *)        echo "unknown step '$s'" | tee -a "$SUM" ;;
     esac
 done
