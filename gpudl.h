@@ -85,11 +85,18 @@
           A tensor lives on the host (GPUDL_DEVICE_CPU) or on the GPU
           (GPUDL_DEVICE_CUDA). An op runs where its operands live: host
           tensors on the CPU backend, device tensors on the CUDA backend;
-          mixing them is an error that names both sides. Using a copy of
-          the struct kept after gpudl_tensor_free is undefined, as any
-          pointer after free() (AddressSanitizer finds it on the host;
-          gpudl_tensor_free itself refuses a second free). A model belongs
-          to the context that created it: another context is refused.
+          mixing them is an error that names both sides. A device tensor
+          belongs to the context that created it (its stream, its GPU):
+          another context's, or a copy of the struct kept after
+          gpudl_tensor_free, is refused by name (the context's allocation
+          registry); gpudl_tensor_copy alone takes another context's
+          device tensor, to move data between contexts (gpudl_ctx_sync the
+          other one first: its work runs on its own stream). A host tensor
+          is plain memory any context may read; using a copy of a freed
+          host tensor is undefined, as any pointer after free()
+          (AddressSanitizer finds it; gpudl_tensor_free itself refuses a
+          second free). A model belongs to the context that created it:
+          another context is refused.
        4. Asynchrony. Device ops are queued on the context's stream and
           return at once. Anything that hands a number to the host
           (gpudl_tensor_copy to a host tensor, gpudl_tensor_item) waits.
@@ -3129,13 +3136,29 @@ static gpudl_status gpudl__check_shape(gpudl_ctx *ctx, gpudl_dtype dtype, int nd
 }
 
 /* A tensor argument is usable: non-NULL, data, valid dtype and shape. */
-static gpudl_status gpudl__check_tensor(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
+static int gpudl__live_has(const gpudl_ctx *ctx, const void *p);
+/* A usable tensor. A device tensor must also be one of this context's
+   allocations (one look-up in its registry): a copy of the struct kept
+   after gpudl_tensor_free, or another context's device memory (its work
+   queued on another stream, maybe another GPU), is refused by name before
+   any launch; gpudl_tensor_copy alone takes another context's device
+   tensor (foreign = 1), the way to move data between contexts. Host
+   tensors are plain memory any context may read. */
+static gpudl_status gpudl__check_tensor_from(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name, int foreign) {
     int64_t n;
     if (!t) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is NULL", name);
     if (!t->data) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' has no data (not created, or freed)", name);
     if (t->device != GPUDL_DEVICE_CPU && t->device != GPUDL_DEVICE_CUDA)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' has invalid device %d", name, (int)t->device);
+    if (!foreign && t->owner == 1 && t->device == GPUDL_DEVICE_CUDA && !gpudl__live_has(ctx, t->data))
+        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "device tensor '%s' (%p) is not one of context %p's allocations: "
+                          "created by another context (use it with that one, or gpudl_tensor_copy it into this one "
+                          "after gpudl_ctx_sync of the other), or freed already (a copy of the struct taken before "
+                          "gpudl_tensor_free?)", name, t->data, (void *)ctx);
     return gpudl__check_shape(ctx, t->dtype, t->ndim, t->shape, &n);
+}
+static gpudl_status gpudl__check_tensor(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
+    return gpudl__check_tensor_from(ctx, t, name, 0);
 }
 
 static int gpudl__is_float(gpudl_dtype d) { return d == GPUDL_F32 || d == GPUDL_F16 || d == GPUDL_BF16; }
@@ -3347,11 +3370,14 @@ GPUDL__DEF gpudl_status gpudl_tensor_reshape(gpudl_tensor *view, const gpudl_ten
 }
 
 /* Checks a tensor argument and that the context can work on its device. */
-static gpudl_status gpudl__check_on(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
-    GPUDL__TRY(gpudl__check_tensor(ctx, t, name));
+static gpudl_status gpudl__check_on_from(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name, int foreign) {
+    GPUDL__TRY(gpudl__check_tensor_from(ctx, t, name, foreign));
     if (t->device == GPUDL_DEVICE_CUDA && ctx->device != GPUDL_DEVICE_CUDA)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "tensor '%s' is on cuda but this context runs on the cpu", name);
     return GPUDL_OK;
+}
+static gpudl_status gpudl__check_on(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
+    return gpudl__check_on_from(ctx, t, name, 0);
 }
 
 static gpudl_status gpudl__check_float(gpudl_ctx *ctx, const gpudl_tensor *t, const char *name) {
@@ -3406,8 +3432,8 @@ static gpudl_status gpudl__memcpy(gpudl_ctx *ctx, void *dst, gpudl_device dd, co
 GPUDL__DEF gpudl_status gpudl_tensor_copy(gpudl_ctx *ctx, gpudl_tensor *dst, const gpudl_tensor *src) {
     char sa[96], sb[96];
     GPUDL__ENTER(ctx);
-    GPUDL__TRY(gpudl__check_on(ctx, dst, "dst"));
-    GPUDL__TRY(gpudl__check_on(ctx, src, "src"));
+    GPUDL__TRY(gpudl__check_on_from(ctx, dst, "dst", 1));   /* another context's device tensor too: after its sync */
+    GPUDL__TRY(gpudl__check_on_from(ctx, src, "src", 1));
     if (dst->dtype != src->dtype || gpudl_tensor_numel(dst) != gpudl_tensor_numel(src))
         return GPUDL__ERR(ctx, dst->dtype != src->dtype ? GPUDL_ERR_INVALID_ARG : GPUDL_ERR_SHAPE,
                           "copy: dst is %s but src is %s: need the same dtype and element count (use gpudl_tensor_cast "

@@ -73,6 +73,7 @@ static const test_case tests[] = {
     {"gpu_timer", test_gpu_timer},
     {"gpu_fill_integer_tensors", test_gpu_fill_integer_tensors},
     {"gpu_context_keeps_its_device", test_gpu_context_keeps_its_device},
+    {"gpu_misuse_caught", test_gpu_misuse_caught},
     {"gpu_sticky_error_is_fatal", test_gpu_sticky_error_is_fatal},
     {"emu_profile", test_emu_profile},
     {"cublas_cudnn_status_names", test_gpu_library_status_names},

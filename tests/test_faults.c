@@ -501,7 +501,8 @@ static void test_misuse_messages(void) {
 
 /* Misuse caught cheaply (issue 35): a model of another context, and calls
    without a context or a model, each refused with a message the program
-   can read; *out is NULL after a failed create. Before: the other context's
+   can read; *out is NULL after a failed create (device tensors of another
+   context or freed: on the emulated device). Before: the other context's
    model was saved, and a NULL context said nothing. */
 static void test_misuse_caught(void) {
     gpudl_ctx *c = cpu_ctx(), *other;
@@ -509,7 +510,7 @@ static void test_misuse_caught(void) {
     gpudl_model *m, *m2 = (gpudl_model *)&d;   /* not NULL: a failed create must set it */
     gpudl_tensor a, stale, o;
     int64_t s23[2] = {2, 3}, v[1] = {3};
-    (void)stale;   /* a stale copy of a freed tensor is undefined (the manual) */
+    (void)stale;   /* a stale device tensor: gpu_misuse_caught; a stale host tensor is undefined (the manual) */
     memset(&d, 0, sizeof d);
     d.device = GPUDL_DEVICE_CPU;
     d.log = gpudl_log_quiet;

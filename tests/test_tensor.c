@@ -512,6 +512,44 @@ static void test_emu_profile(void) {
 
 static const char *g_argv0;
 
+/* A device tensor belongs to its context (issue 35): a copy of the struct
+   kept after gpudl_tensor_free, and a tensor of another context, are
+   refused by name before any launch (before: the freed memory was used, and
+   another context's device memory accepted). */
+static void test_gpu_misuse_caught(void) {
+    gpudl_ctx *other = NULL;
+    gpudl_ctx_desc d;
+    gpudl_tensor a, stale, o;
+    int64_t s23[2] = {2, 3};
+    NEED_GPU(g);
+    GPUDL_CHECK(gpudl_tensor_create(g, &a, GPUDL_F32, 2, s23));
+    stale = a;
+    gpudl_tensor_free(g, &a);
+    CHECK_ST(gpudl_add(g, &stale, &stale, &stale), GPUDL_ERR_INVALID_ARG);
+    CHECKF(strstr(gpudl_ctx_last_error(g), "allocations") && strstr(gpudl_ctx_last_error(g), "freed already"), "%s",
+           gpudl_ctx_last_error(g));
+    memset(&d, 0, sizeof d);
+    d.device = GPUDL_DEVICE_CUDA;
+    d.log = gpudl_log_quiet;
+    if (gpudl_ctx_create(&d, &other) != GPUDL_OK) SKIP("a second CUDA context could not be made");
+    GPUDL_CHECK(gpudl_tensor_create(other, &o, GPUDL_F32, 2, s23));
+    GPUDL_CHECK(gpudl_tensor_create(g, &a, GPUDL_F32, 2, s23));
+    CHECK_ST(gpudl_add(g, &a, &a, &o), GPUDL_ERR_INVALID_ARG);
+    CHECKF(strstr(gpudl_ctx_last_error(g), "created by another context") != NULL, "%s", gpudl_ctx_last_error(g));
+    {   /* gpudl_tensor_copy moves data between contexts, after the other one's sync */
+        float v[6];
+        int i;
+        GPUDL_CHECK(gpudl_tensor_fill(other, &o, 2.5f));
+        GPUDL_CHECK(gpudl_ctx_sync(other));
+        CHECK_OK(gpudl_tensor_copy(g, &a, &o));
+        GPUDL_CHECK(gpudl_tensor_download(g, &a, v, sizeof v));
+        for (i = 0; i < 6; i++) CHECK(v[i] == 2.5f);
+    }
+    gpudl_tensor_free(g, &a);
+    gpudl_tensor_free(other, &o);
+    gpudl_ctx_destroy(other);
+}
+
 static void test_gpu_sticky_error_is_fatal(void) {
 #if defined(GPUDL_NO_CUDA) || defined(_WIN32)
     SKIP("CPU-only build (GPUDL_NO_CUDA)");
