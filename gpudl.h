@@ -501,7 +501,9 @@ GPUDL_HD static inline float gpudl__elem_get(const void *p, int dt, int64_t i) {
                   0 = the default, on; 1 = on; -1 = off (cuBLAS and gpudl's
                   kernels). Where cuBLASLt offers no algorithm for a shape
                   the layer takes the plain path by itself. (That ReLU is
-                  cuBLASLt's: whether it keeps a NaN is its business.)
+                  cuBLASLt's: whether it keeps a NaN is its business; on
+                  the emulated device, as with fmaxf, a NaN gives 0 and a
+                  0 gradient through DRELU's mask: see gpudl_act_forward.)
    cpu_gemm       the CPU GEMM micro-kernel: GPUDL_CPU_GEMM_AUTO (0) = the
                   best this CPU runs; _C, _AVX2, _AVX512 (x86-64), _NEON
                   (aarch64) force one (a kernel the CPU lacks falls back to
@@ -770,7 +772,25 @@ typedef enum gpudl_act {
     GPUDL_ACT_SIGMOID
 } gpudl_act;
 
-/* y = act(x), any shape;  dx = dy * act'(x) (x: input, y: forward output). */
+/* y = act(x), any shape;  dx = dy * act'(x) (x: input, y: forward output).
+   Edge values are PyTorch's (torch.nn.functional relu, leaky_relu, gelu
+   with approximate='none', tanh, sigmoid, and autograd's backward), on the
+   CPU and the GPU, tests/test_layers.c's activations_edges: NaN in, NaN
+   out; subnormals kept, not flushed. ReLU is clamp_min(x, 0) (ReLU(-0) =
+   -0) and its backward threshold_backward, 0 where x <= 0, else dy: dy
+   passes at a NaN x, and a NaN or Inf dy gives 0 where x <= 0. LeakyReLU's
+   backward at a NaN x is dy * slope. GELU(+Inf) = Inf, GELU(-Inf) = -Inf *
+   0 = NaN, GELU(-1e30) = -0 (erf is exactly -1 from |x/sqrt 2| = 3.92,
+   where float's erf is), and GELU'(+-Inf) = 1 + Inf * 0 = NaN. tanh' and
+   sigmoid' come from y, so they are 0 at +-Inf (times an Inf dy: NaN).
+   Differences: PyTorch's vectorised CPU GELU gives NaN at +Inf (its erf
+   approximation; its one-element path gives Inf, as the formula and
+   gpudl); GELU's erf is within 4e-7, not correctly rounded; and the fused
+   ReLU of the GPU linear layer is cuBLASLt's (see cublaslt in
+   gpudl_ctx_desc; NVIDIA documents no NaN rule): on the emulated device a
+   NaN before it comes out 0, and its DRELU mask, one bit per element set
+   where the GEMM's output is > 0, gives that element a 0 gradient (a
+   self-consistent ReLU, not PyTorch's; cublaslt = -1 gives PyTorch's). */
 GPUDL_API gpudl_status gpudl_act_forward(gpudl_ctx *ctx, gpudl_act act, float alpha, gpudl_tensor *y, const gpudl_tensor *x);
 GPUDL_API gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float alpha, gpudl_tensor *dx,
                                           const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *y);
@@ -778,34 +798,47 @@ GPUDL_API gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float a
 /* Per-element activation math, shared by the CPU and the CUDA kernels: one
    function per activation and derivative (x the input, y the output), and a
    dispatcher by kind. */
-GPUDL_HD static inline float gpudl__relu_f(float x) { return (x > 0.0f || x != x) ? x : 0.0f; }   /* NaN stays NaN */
-/* 1.0f where x > 0, else lo, built from the comparison's bits: a branch
-   around a multiply stays a branch in gcc (a multiply may trap, so without
-   -fno-trapping-math it is not if-converted) and the CPU loops stay scalar
-   (ReLU backward of 1M floats: 2.1 ms); this select vectorises. */
-GPUDL_HD static inline float gpudl__pos_or(float x, float lo) {
-    uint32_t m = 0u - (uint32_t)(x > 0.0f);
-    return gpudl__bits_f32((0x3f800000u & m) | (gpudl__f32_bits(lo) & ~m));
+/* a where cond, else b, from the bits: both sides are computed and every
+   comparison made, so the CPU loops vectorise. A ?: around a multiply or
+   around a second comparison stays a branch in gcc (either may trap, so
+   without -fno-trapping-math it is not if-converted) and the loop stays
+   scalar (ReLU backward of 1M floats: 2.1 ms; GELU forward of 4M floats
+   with a nested ?: clamp in its erf: 21 ms). */
+GPUDL_HD static inline float gpudl__pick(int cond, float a, float b) {
+    uint32_t m = 0u - (uint32_t)cond;
+    return gpudl__bits_f32((gpudl__f32_bits(a) & m) | (gpudl__f32_bits(b) & ~m));
 }
-GPUDL_HD static inline float gpudl__relu_df(float x) { return gpudl__pos_or(x, 0.0f); }
+/* ReLU as PyTorch's clamp_min(x, 0): 0 where x < 0, else x (NaN and -0 stay) */
+GPUDL_HD static inline float gpudl__relu_f(float x) { return gpudl__pick(x < 0.0f, 0.0f, x); }
+/* ReLU's backward as PyTorch's threshold_backward: 0 where x <= 0, else dy
+   (NaN <= 0 is false: a NaN input passes dy; a NaN or Inf dy gives 0
+   where x <= 0). x may be the forward's output: it is <= 0 exactly where
+   the input is. */
+GPUDL_HD static inline float gpudl__relu_bwd_f(float dy, float x) { return gpudl__pick(x <= 0.0f, 0.0f, dy); }
+/* 1.0f where x > 0, else lo (LeakyReLU: x > 0 ? dy : dy * slope, as PyTorch) */
+GPUDL_HD static inline float gpudl__pos_or(float x, float lo) { return gpudl__pick(x > 0.0f, 1.0f, lo); }
 GPUDL_HD static inline float gpudl__leaky_f(float x, float a) { return x * gpudl__pos_or(x, a); }
 GPUDL_HD static inline float gpudl__leaky_df(float x, float a) { return gpudl__pos_or(x, a); }
-/* erf for GELU: x P(x^2) / Q(x^2) on |x| <= 4 (erf is 1 in float beyond),
-   then held to [-1, 1]; within 4e-7 of erf in float32 everywhere (a
-   rational fit of degrees 6 and 5 in x^2, made for gpudl with numpy's
-   least squares, reweighted towards the worst error; max error 1.5e-9 in
-   double). Multiplies, adds, one divide and selects, no call: the CPU's
-   GELU loops vectorise (the C library's erff is a call per element, GELU
-   forward 7.8 -> 1.8 ms on 1M floats, 2 threads), and CPU and GPU compute
-   the same function. A NaN stays NaN (the selects keep it). */
+/* erf for GELU: x P(x^2) / Q(x^2) for |x| < 3.9192059, exactly +-1 from
+   there on, Inf included (where erf rounds to +-1 in float: erfc(x) <
+   2^-25); within 4e-7 of erf in float32 everywhere (a rational fit
+   of degrees 6 and 5 in x^2, made for gpudl with numpy's least squares,
+   reweighted towards the worst error; max error 1.5e-9 in double), held to
+   [-1, 1]. So GELU(-1e30) is -0 and GELU(-Inf) is -Inf * 0 = NaN, as
+   PyTorch's. Multiplies, adds, one divide and selects (gpudl__pick: with
+   ?: instead, even one level, gcc keeps a branch and GELU forward of 4M
+   floats, 2 threads, takes 21 ms, not 6.2), no call: the CPU's GELU loops
+   vectorise (the C library's erff is a call per element), and CPU and GPU
+   compute the same function. A NaN stays NaN (its comparisons are false). */
 GPUDL_HD static inline float gpudl__erf_f(float x) {
-    float c = x > 4.0f ? 4.0f : x < -4.0f ? -4.0f : x, t = c * c, p, q, r;
+    int big = fabsf(x) >= 3.9192059f;
+    float c = gpudl__pick(big, 0.0f, x), t = c * c, p, q, r;   /* big: the fit at 0, unused (no Inf * 0) */
     p = ((((( -1.366861115e-08f * t + 4.780926803e-06f) * t + 3.827041707e-04f) * t + 3.839462171e-03f) * t +
           5.433257320e-02f) * t + 1.847077279e-01f) * t + 1.128379182e+00f;
     q = (((( 6.401290490e-05f * t + 1.309581150e-03f) * t + 1.545342636e-02f) * t + 1.138255121e-01f) * t +
          4.970265077e-01f) * t + 1.0f;
-    r = c * p / q;
-    return r > 1.0f ? 1.0f : r < -1.0f ? -1.0f : r;
+    r = c * p / q;   /* the fit passes 1 by up to 4e-7 below 3.92 */
+    return gpudl__pick(big | (fabsf(r) > 1.0f), gpudl__bits_f32(0x3f800000u | (gpudl__f32_bits(x) & 0x80000000u)), r);
 }
 GPUDL_HD static inline float gpudl__gelu_f(float x) { return 0.5f * x * (1.0f + gpudl__erf_f(x * 0.70710678118654752f)); }
 GPUDL_HD static inline float gpudl__gelu_df(float x) {
@@ -827,15 +860,15 @@ GPUDL_HD static inline float gpudl__act_f(int act, float x, float a) {
     }
 }
 
-/* d act / dx at input x with forward output y. */
-GPUDL_HD static inline float gpudl__act_df(int act, float x, float y, float a) {
+/* dx = dy * act'(x) at input x with forward output y (ReLU: a select, see gpudl__relu_bwd_f). */
+GPUDL_HD static inline float gpudl__act_bwd_f(int act, float dy, float x, float y, float a) {
     switch (act) {
-    case GPUDL_ACT_RELU:       return gpudl__relu_df(x);
-    case GPUDL_ACT_LEAKY_RELU: return gpudl__leaky_df(x, a);
-    case GPUDL_ACT_GELU:       return gpudl__gelu_df(x);
-    case GPUDL_ACT_TANH:       return gpudl__tanh_df(y);
-    case GPUDL_ACT_SIGMOID:    return gpudl__sigmoid_df(y);
-    default:                   return 1.0f;
+    case GPUDL_ACT_RELU:       return gpudl__relu_bwd_f(dy, x);
+    case GPUDL_ACT_LEAKY_RELU: return dy * gpudl__leaky_df(x, a);
+    case GPUDL_ACT_GELU:       return dy * gpudl__gelu_df(x);
+    case GPUDL_ACT_TANH:       return dy * gpudl__tanh_df(y);
+    case GPUDL_ACT_SIGMOID:    return dy * gpudl__sigmoid_df(y);
+    default:                   return dy;
     }
 }
 
@@ -4895,7 +4928,7 @@ GPUDL__DEF gpudl_status gpudl_act_backward(gpudl_ctx *ctx, gpudl_act act, float 
     }
     dxs = (float *)dx->data; dys = (const float *)dy->data; xs = (const float *)x->data; yv = (const float *)y->data;
     switch (act) {
-    case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__relu_df(xs[i])); break;
+    case GPUDL_ACT_RELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = gpudl__relu_bwd_f(dys[i], xs[i])); break;
     case GPUDL_ACT_LEAKY_RELU: GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__leaky_df(xs[i], alpha)); break;
     case GPUDL_ACT_GELU:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__gelu_df(xs[i])); break;
     case GPUDL_ACT_TANH:       GPUDL__EACH(i, n, n > 65536, dxs[i] = dys[i] * gpudl__tanh_df(yv[i])); break;
@@ -7747,8 +7780,9 @@ static gpudl_status gpudl__copy_same(gpudl_ctx *ctx, gpudl_tensor *dst, const gp
 static gpudl_status gpudl__act_fwd(gpudl__pass *p) {
     return gpudl_act_forward(p->m->ctx, p->l->u.act.fn, p->l->u.act.alpha, &p->y, &p->x);
 }
-/* ReLU's derivative from its output (y > 0 exactly where x > 0): the input
-   is not written when cuBLASLt fused the ReLU into the GEMM before it */
+/* ReLU's backward from its output (y <= 0 exactly where x <= 0, NaN where
+   x is): the input is not written when cuBLASLt fused the ReLU into the
+   GEMM before it */
 static gpudl_status gpudl__act_bwd(gpudl__pass *p) {
     const gpudl__layer *l = p->l;
     if (!p->dx) return GPUDL_OK;
@@ -11776,7 +11810,7 @@ static void gpudl__chk_vec_where(const void *kase, int64_t i, char *w, size_t ws
 
 static double gpudl__act_ref(gpudl_act act, double x, float alpha) {
     switch (act) {
-    case GPUDL_ACT_RELU:       return (x > 0 || x != x) ? x : 0.0;
+    case GPUDL_ACT_RELU:       return x < 0 ? 0.0 : x;   /* PyTorch's clamp_min(x, 0): NaN stays NaN */
     case GPUDL_ACT_LEAKY_RELU: return x * (x > 0 ? 1.0 : (double)alpha);
     case GPUDL_ACT_GELU:       return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
     case GPUDL_ACT_TANH:       return tanh(x);
@@ -11785,7 +11819,7 @@ static double gpudl__act_ref(gpudl_act act, double x, float alpha) {
 }
 static double gpudl__act_dref(gpudl_act act, double x, float alpha) {
     switch (act) {
-    case GPUDL_ACT_RELU:       return x > 0 ? 1.0 : 0.0;
+    case GPUDL_ACT_RELU:       return x <= 0 ? 0.0 : 1.0;   /* PyTorch's threshold_backward: NaN <= 0 is false, dy passes */
     case GPUDL_ACT_LEAKY_RELU: return x > 0 ? 1.0 : (double)alpha;
     case GPUDL_ACT_GELU:       return 0.5 * (1.0 + erf(x * 0.70710678118654752)) + x * 0.39894228040143268 * exp(-0.5 * x * x);
     case GPUDL_ACT_TANH:       { double t = tanh(x); return 1.0 - t * t; }
@@ -12688,6 +12722,9 @@ static const char *gpudl__check_hint(gpudl_op op, const char *group) {
                            "matrix l at (l*T + t)*T, with 64-bit offsets"},
     };
     size_t i;
+    if (op == GPUDL_OP_ACT_BACKWARD && !strcmp(group, "nan/inf"))
+        return "PyTorch's rules: ReLU's dx = x <= 0 ? 0 : dy, so dy passes at a NaN x (NaN <= 0 is false; x > 0 ? dy : 0 "
+               "gives 0 there); the other activations keep to their formula (GELU'(+-Inf) = 1 + Inf * 0 is NaN)";
     if (op == GPUDL_OP_GEMM_F16 && !strcmp(group, "values"))
         return "products near 65504 sum past FP16's largest value (Inf): sum in FP32 (a float accumulator fragment); "
                "FP16 is for the operands only";

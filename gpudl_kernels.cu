@@ -535,7 +535,7 @@ struct gpudl__act_fwd_op {
 struct gpudl__act_bwd_op {
     int act;
     float alpha;
-    template <typename I> __device__ float operator()(I, float dy, float x, float y) const { return dy * gpudl__act_df(act, x, y, alpha); }
+    template <typename I> __device__ float operator()(I, float dy, float x, float y) const { return gpudl__act_bwd_f(act, dy, x, y, alpha); }
 };
 
 template <typename T>
@@ -1716,7 +1716,7 @@ __global__ void gpudl_pool_relu_bwd_kernel(int kind, T *dx, const void *dy, cons
                 bool in = win && h - (oh * sh - ph) < kh && w - (ow * sw - pw) < kw;
                 if (w < 0 || w >= W) continue;
                 if (in && (kind == GPUDL_POOL_AVG || h * W + w == arg)) v += g;
-                v = gpudl__to_f32(gpudl__from_f32<T>(v)) * gpudl__relu_df(gpudl__elem_get(x, dt, p * H * W + h * W + w));
+                v = gpudl__relu_bwd_f(gpudl__to_f32(gpudl__from_f32<T>(v)), gpudl__elem_get(x, dt, p * H * W + h * W + w));
                 dx[p * H * W + h * W + w] = gpudl__from_f32<T>(v);
             }
         }

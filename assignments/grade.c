@@ -85,7 +85,7 @@ static const grade_assignment grade_assignments[] = {
        {{"basic", 1, "dx[i] = dy[i] where x[i] > 0, else 0: the input x decides, not dy"},
         ELEMENTWISE_HINTS,
         {"values", 1, "at x == 0 (and -0) the gradient is 0; large and tiny dy pass through unchanged"},
-        {"nan/inf", 1, "dx = dy * (x > 0 ? 1 : 0): a NaN or Inf in dy must reach dx where x > 0"},
+        {"nan/inf", 1, "dx = x <= 0 ? 0 : dy, as PyTorch: NaN <= 0 is false, so at a NaN x dy passes (x > 0 ? dy : 0 gives 0)"},
         {"finite diff", 1, "dx must be dy times the slope of your forward, (f(x + h) - f(x - h)) / 2h"}}},
       {GPUDL_OP_XENT_FORWARD, 0, "softmax-xent forward", "softmax_xent_forward",
        {{"basic", 2, "per row: probs = exp(l - max) / sum exp(l - max); loss[0] = mean over rows of -log probs[label]"},

@@ -100,6 +100,8 @@ static const test_case tests[] = {
     {"nonfinite_fp32_bf16", test_nonfinite_fp32_bf16},
     {"gpu_activations_nonfinite", test_gpu_activations_nonfinite},
     {"gpu_nonfinite_fp32_bf16", test_gpu_nonfinite_fp32_bf16},
+    {"activations_edges", test_activations_edges},
+    {"gpu_activations_edges", test_gpu_activations_edges},
     {"mnist_messages", test_mnist_messages},
     {"checkpoint_not_safetensors", test_checkpoint_not_safetensors},
     {"fashion_mnist_find", test_fashion_mnist_find},

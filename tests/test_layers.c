@@ -1068,6 +1068,95 @@ static void test_gpu_activations_nonfinite(void) {
     check_acts_nonfinite(g, "GPU");
 }
 
+/* >>activation: edge values, as PyTorch ------------------------------------ */
+
+/* PyTorch's formulas (torch.nn.functional relu, leaky_relu, gelu with
+   approximate='none', tanh, sigmoid and their autograd backward), in
+   float64. ReLU is clamp_min(x, 0): -0 stays -0, NaN stays NaN; its
+   backward is threshold_backward: 0 where x <= 0, else dy (a select, so
+   NaN <= 0 being false passes dy at a NaN input, and a NaN or Inf dy gives
+   0 where x <= 0). LeakyReLU: x > 0 ? x : x*slope, dx = x > 0 ? dy :
+   dy*slope. GELU: x/2 (1 + erf(x/sqrt 2)), dx = dy (cdf + x pdf), so -Inf
+   gives NaN (-Inf * 0) and dx at +-Inf is NaN (Inf * 0). tanh and
+   sigmoid's backward read the forward's output y (a float): dy (1 - y^2),
+   dy (1 - y) y. */
+static double edge_y(int act, double x) {
+    switch (act) {
+    case GPUDL_ACT_RELU: return x < 0 ? 0.0 : x;
+    case GPUDL_ACT_LEAKY_RELU: return x > 0 ? x : x * (double)0.01f;
+    case GPUDL_ACT_GELU: return x * 0.5 * (1 + erf(x / sqrt(2.0)));
+    case GPUDL_ACT_TANH: return tanh(x);
+    default: return 1 / (1 + exp(-x));
+    }
+}
+static double edge_dx(int act, double x, double y, double dy) {
+    switch (act) {
+    case GPUDL_ACT_RELU: return x <= 0 ? 0.0 : dy;
+    case GPUDL_ACT_LEAKY_RELU: return x > 0 ? dy : dy * (double)0.01f;
+    case GPUDL_ACT_GELU:
+        return dy * (0.5 * (1 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2 * 3.14159265358979323846));
+    case GPUDL_ACT_TANH: return dy * (1 - y * y);
+    default: return dy * (1 - y) * y;
+    }
+}
+
+/* got against want: NaN, +-Inf and an exact +-0 as they are (the sign of a
+   zero too); finite values within float rounding: 2e-6 relative, plus 1e-6
+   for O(1) values (GELU's erf is within 4e-7) shrinking with |x| for tiny
+   inputs, plus one subnormal step (subnormals are kept, not flushed). */
+static int edge_close(double got, double want, double x, double dy) {
+    double ax = fabs(x) < 1 ? fabs(x) : 1, ady = fabs(dy) > 1 && !isinf(dy) ? fabs(dy) : 1;
+    if (want != want) return got != got;
+    if (isinf(want) || want == 0) return got == want && !signbit(got) == !signbit(want);
+    return fabs(got - want) <= 2e-6 * fabs(want) + 1e-6 * ax * ady + 1.5e-45;
+}
+
+static void check_acts_edges(gpudl_ctx *c, const char *where) {
+    static const float xv[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 1e-40f, -1e-40f, 1e30f, -1e30f,
+                               3.9f, -3.9f, 5.7f, -5.7f, 10.0f, -10.0f, 100.0f, -100.0f, 0.5f, -2.0f};
+    static const float dys[] = {1.0f, -0.75f, INFINITY, NAN};
+    enum { NX = sizeof xv / sizeof xv[0], ND = sizeof dys / sizeof dys[0] };
+    int64_t n = NX * ND;
+    float hx[NX * ND], hdy[NX * ND], y[NX * ND], dx[NX * ND];
+    int act, i, d;
+    gpudl_tensor tx, tdy, ty, tdx;
+    for (d = 0; d < ND; d++)
+        for (i = 0; i < NX; i++) { hx[d * NX + i] = xv[i]; hdy[d * NX + i] = dys[d]; }
+    GPUDL_CHECK(gpudl_tensor_create(c, &tx, GPUDL_F32, 1, &n));
+    GPUDL_CHECK(gpudl_tensor_create(c, &tdy, GPUDL_F32, 1, &n));
+    GPUDL_CHECK(gpudl_tensor_create(c, &ty, GPUDL_F32, 1, &n));
+    GPUDL_CHECK(gpudl_tensor_create(c, &tdx, GPUDL_F32, 1, &n));
+    CHECK_OK(gpudl_tensor_upload(c, &tx, hx, sizeof hx));
+    CHECK_OK(gpudl_tensor_upload(c, &tdy, hdy, sizeof hdy));
+    for (act = GPUDL_ACT_RELU; act <= GPUDL_ACT_SIGMOID; act++) {
+        int bad = 0;
+        CHECK_OK(gpudl_act_forward(c, (gpudl_act)act, 0.0f, &ty, &tx));
+        CHECK_OK(gpudl_act_backward(c, (gpudl_act)act, 0.0f, &tdx, &tdy, &tx, &ty));
+        CHECK_OK(gpudl_tensor_download(c, &ty, y, sizeof y));
+        CHECK_OK(gpudl_tensor_download(c, &tdx, dx, sizeof dx));
+        for (i = 0; i < n && bad < 4; i++) {
+            double want = edge_y(act, hx[i]), dwant = edge_dx(act, hx[i], y[i], hdy[i]);
+            if (i < NX && !edge_close(y[i], want, hx[i], 1.0)) {
+                CHECKF(0, "%s: activation %d of %g is %g, PyTorch's %g", where, act, (double)hx[i], (double)y[i], want);
+                bad++;
+            }
+            if (!edge_close(dx[i], dwant, hx[i], hdy[i])) {
+                CHECKF(0, "%s: activation %d backward at x = %g, dy = %g (y = %g) is %g, PyTorch's %g", where, act,
+                       (double)hx[i], (double)hdy[i], (double)y[i], (double)dx[i], dwant);
+                bad++;
+            }
+        }
+    }
+    gpudl_tensor_free(c, &tx); gpudl_tensor_free(c, &tdy); gpudl_tensor_free(c, &ty); gpudl_tensor_free(c, &tdx);
+}
+
+static void test_activations_edges(void) { check_acts_edges(cpu_ctx(), "CPU"); }
+
+static void test_gpu_activations_edges(void) {
+    NEED_GPU(g);
+    check_acts_edges(g, "GPU");
+}
+
 /* Issue 26's kernels on the GPU against the CPU. Max and average pool
    backward where the windows do not overlap (stride >= window: the one-pass
    kernel, each window's argmax found once), with gaps, padding and borders

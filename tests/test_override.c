@@ -65,7 +65,14 @@ static gpudl_status relu_only_bwd(void *user, void *stream, gpudl_act act, float
     (void)stream; (void)alpha; (void)y;
     if (act != GPUDL_ACT_RELU) return GPUDL_ERR_UNSUPPORTED;
     ((op_counts *)user)->act_b++;
-    for (i = 0; i < n; i++) dx[i] = x[i] > 0 ? dy[i] : 0.0f;
+    for (i = 0; i < n; i++) dx[i] = x[i] <= 0 ? 0.0f : dy[i];   /* PyTorch's threshold_backward: a NaN x passes dy */
+    return GPUDL_OK;
+}
+static gpudl_status relu_bwd_nan_to_zero(void *user, void *stream, gpudl_act act, float alpha, float *dx, const float *dy,
+                                         const float *x, const float *y, int64_t n) {
+    int64_t i;
+    (void)user; (void)stream; (void)act; (void)alpha; (void)y;
+    for (i = 0; i < n; i++) dx[i] = x[i] > 0 ? dy[i] : 0.0f;   /* 0 at a NaN x: the nan/inf group fails */
     return GPUDL_OK;
 }
 static gpudl_status relu_nan_to_zero(void *user, void *stream, gpudl_act act, float alpha, float *y, const float *x, int64_t n) {
@@ -341,6 +348,12 @@ static void test_check_op(void) {
     CHECKF(!r.passed && !strcmp(failed_groups(&r), "transposes,alpha/beta,large,"), "failed: %s", failed_groups(&r));
     CHECK_OK(gpudl_check_op(c, GPUDL_OP_ACT_FORWARD, 0, &r));
     CHECKF(!strcmp(failed_groups(&r), "nan/inf,"), "failed: %s", failed_groups(&r));
+    o.act_backward = relu_bwd_nan_to_zero;
+    CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
+    CHECK_OK(gpudl_check_op(c, GPUDL_OP_ACT_BACKWARD, 0, &r));
+    CHECKF(!strcmp(failed_groups(&r), "nan/inf,"), "relu backward 0 at a NaN x failed: %s", failed_groups(&r));
+    o.act_backward = relu_only_bwd;
+    CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));
     for (i = 0; i < 2; i++) {   /* a GEMM that skips zero factors (in A, or in B) loses 0 * Inf = NaN: nan/inf fails, nothing else */
         o.gemm = i ? gemm_skip_zero_b : gemm_skip_zero_a;
         CHECK_OK(gpudl_ctx_set_ops(c, GPUDL_DEVICE_CPU, &o));

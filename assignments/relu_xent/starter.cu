@@ -32,7 +32,7 @@ static unsigned grid_for(int64_t n) {
 __global__ void relu_forward_kernel(float *y, const float *x, int64_t n) {
 }
 
-/* TODO 2: dx[i] = dy[i] where x[i] > 0, else 0 (also at x == 0). */
+/* TODO 2: dx[i] = 0 where x[i] <= 0 (x == 0 too), else dy[i] (a NaN x passes dy). */
 __global__ void relu_backward_kernel(float *dx, const float *dy, const float *x, int64_t n) {
 }
 

@@ -32,12 +32,12 @@ __global__ void relu_forward_kernel(float *y, const float *x, int64_t n) {
     }
 }
 
-/* dx = dy where x > 0, else 0 (gpudl's convention at x == 0: the
-   gradient is 0). A multiply, not a select, so dy's NaN or Inf stays
-   visible: dy * 0 is NaN when dy is. */
+/* dx = 0 where x <= 0 (at x == 0 and -0 too), else dy: PyTorch's
+   threshold_backward. NaN <= 0 is false, so a NaN x passes dy, as the
+   forward passed the NaN (x > 0 ? dy : 0 would give 0 there). */
 __global__ void relu_backward_kernel(float *dx, const float *dy, const float *x, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        dx[i] = dy[i] * (x[i] > 0.0f ? 1.0f : 0.0f);
+        dx[i] = x[i] <= 0.0f ? 0.0f : dy[i];
 }
 
 static gpudl_status relu_forward(void *user, void *stream, gpudl_act act, float alpha, float *y, const float *x, int64_t n) {
