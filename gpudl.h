@@ -909,6 +909,15 @@ int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int6
    range is GPUDL_ERR_INVALID_ARG: at once on the CPU; on the GPU, which does
    not wait for the data, the loss is NaN and the next call that waits for the
    GPU (gpudl_ctx_sync, a copy to the host, gpudl_tensor_item) says so.
+   Such a batch never moves a weight, on the GPU either: the kernel also
+   sets a flag on the device that the context's next model update
+   (gpudl_model_step, gpudl_model_train_step's replay) reads; that update
+   is skipped (weights, optimizer state, 16-bit copy and loss scaler as
+   they were), the wait then says so, takes the step back from
+   gpudl_model_step_count and makes backward and step refuse until the
+   next forward, as the CPU's refused loss does. Steps queued between the
+   bad one and the wait use a step count one higher (Adam's bias
+   correction, the schedule) than they would after a refused batch.
    backward: dlogits = scale * (probs - onehot(labels)) / N. */
 GPUDL_API gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor *loss, gpudl_tensor *probs,
                                                   const gpudl_tensor *logits, const gpudl_tensor *labels);
@@ -920,14 +929,15 @@ GPUDL_API gpudl_status gpudl_mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, c
                                           const gpudl_tensor *target, float scale);
 
 /* scratch: gpudl_k_reduce_scratch() + N floats; report (2): a row with a
-   label outside [0, K) and K are written there (nothing when all are fine) */
+   label outside [0, K) and K are written there (nothing when all are fine),
+   and 1 into *bad_input (device; may be NULL): the next update skips */
 int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void *logits, int dtype, const void *labels,
-                             int label_dtype, int64_t N, int64_t K, float *scratch, int32_t *report);
+                             int label_dtype, int64_t N, int64_t K, float *scratch, int32_t *report, int32_t *bad_input);
 /* forward, mean and gradient in one launch: loss, probs and dlogits as the two above; done: a
    counter on the device, 0 before and after; scratch: gpudl_k_reduce_scratch() floats */
 int gpudl_k_softmax_xent_fused(void *stream, float *loss, unsigned *done, float *probs, void *dlogits, const void *logits,
                                int dtype, const void *labels, int label_dtype, int64_t N, int64_t K, float scale,
-                               const float *dscale, float *scratch, int32_t *report);
+                               const float *dscale, float *scratch, int32_t *report, int32_t *bad_input);
 int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float *probs, const void *labels, int label_dtype,
                              int64_t N, int64_t K, float scale, const float *dscale);
 int gpudl_k_mse_fwd(void *stream, float *loss, const void *pred, int dtype, const float *target, int64_t n, float *scratch);
@@ -1106,7 +1116,8 @@ int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, 
    GPUDL_ERR_INVALID_ARG: on the CPU before anything is written; the GPU,
    which does not wait for the ids, writes NaN into that position's row and
    the next call that waits for the GPU (gpudl_ctx_sync, a copy to the host,
-   gpudl_tensor_item) returns the error.
+   gpudl_tensor_item) returns the error; the next model update is skipped,
+   as for a label out of range (gpudl_softmax_xent_forward).
    backward: dwte (V,C) F32 += sum of dy over the positions holding each id,
    dwpe (Tmax,C) F32 += sum of dy over the batch (rows >= T untouched);
    either may be NULL. Deterministic on both backends (the GPU gathers, one
@@ -1191,9 +1202,9 @@ GPUDL_HD static inline int64_t gpudl__id_at(const void *ids, int dt, int64_t i) 
     return dt == GPUDL_U8 ? (int64_t)((const uint8_t *)ids)[i] : (int64_t)((const int32_t *)ids)[i];
 }
 
-/* report: as gpudl_k_softmax_xent_fwd's (a position with an id outside [0, V), and V) */
+/* report, bad_input: as gpudl_k_softmax_xent_fwd's (a position with an id outside [0, V), and V) */
 int gpudl_k_embedding_fwd(void *stream, void *y, const void *ids, int ids_dtype, const void *wte, const void *wpe, int dtype,
-                          int64_t N, int64_t T, int64_t V, int64_t C, int32_t *report);
+                          int64_t N, int64_t T, int64_t V, int64_t C, int32_t *report, int32_t *bad_input);
 int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy, int dtype, const void *ids, int ids_dtype,
                           int64_t B, int64_t T, int64_t V, int64_t C, int overwrite);
 /* res, sum (or NULL): normalise x + res, written to sum (rounded to dtype) on the way */
@@ -1675,9 +1686,13 @@ int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_des
 /* (the optim section's kernel ABI, here for the scaler's types) */
 /* gpudl_model_step's update: as gpudl_k_optim, and with st (the scaler's state, or NULL) the
    update is skipped when st->found_inf, the gradients are unscaled as read (never in place),
-   and the last block runs gpudl_scaler_update(st, d): the one launch of a step that changes state */
+   and the last block runs gpudl_scaler_update(st, d): the one launch of a step that changes state;
+   guard: NULL, or the context's bad-input word (device, 2 int32): a set guard[0] (a label or an id out of range
+   since the last update) skips the update and leaves st's scale and counts alone; the last block clears it and
+   adds 1 to *skipped (pinned, may be NULL) */
 int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
-                       const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d, void *w16, int dt16);
+                       const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d, void *w16, int dt16,
+                       int32_t *guard, int32_t *skipped);
 /* gpudl_k_optim_step's kernel (its first argument is the gpudl_optim_hp) */
 const void *gpudl_k_optim_step_fn(void);
 /* scale[0] = sum of g^2; scale[1] = max_norm / (norm + 1e-6) if norm > max_norm else 1;
@@ -2399,6 +2414,9 @@ struct gpudl_ctx {
                                         block" tickets (kernels on the context's stream, one after another) */
     int32_t        *report;          /* (2) pinned, written by kernels: [0] a row whose label was out of range
                                         (INT32_MAX: none), [1] the class count; read after each wait */
+    int32_t        *bad_input;       /* (2) device: [0] 1 when a loss met a label (an embedding an id) out of range
+                                        since the last model update, which then skips and clears it; [1] the
+                                        update's last-block ticket (gpudl_k_optim_step) */
     size_t          scratch_floats;
     cudnnHandle_t   cudnn;           /* created on first use */
     void           *dev_ws;          /* grow-only device workspace (cuDNN, ...) */
@@ -2810,6 +2828,8 @@ static gpudl_status gpudl__cuda_init(gpudl_ctx *ctx, const gpudl_ctx_desc *d) {
     GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->tickets, 16 * sizeof(unsigned)));
     GPUDL__CUDA(ctx, cudaMemset(ctx->tickets, 0, 16 * sizeof(unsigned)));
     GPUDL__CUDA(ctx, cudaHostAlloc((void **)&ctx->report, 2 * sizeof(int32_t), cudaHostAllocMapped));
+    GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->bad_input, 2 * sizeof(int32_t)));
+    GPUDL__CUDA(ctx, cudaMemset(ctx->bad_input, 0, 2 * sizeof(int32_t)));
     ctx->report[0] = INT32_MAX;
     ctx->report[1] = 0;
     ctx->use_lt = d->cublaslt == 1;
@@ -2828,6 +2848,7 @@ static void gpudl__cuda_release(gpudl_ctx *ctx) {
     if (ctx->scratch) cudaFree(ctx->scratch);
     if (ctx->tickets) cudaFree(ctx->tickets);
     if (ctx->report) cudaFreeHost(ctx->report);
+    if (ctx->bad_input) cudaFree(ctx->bad_input);
     if (ctx->dev_ws) cudaFree(ctx->dev_ws);
     gpudl__conv_cache_free(ctx);
     gpudl__lt_free(ctx);
@@ -2949,17 +2970,31 @@ GPUDL__DEF gpudl_device gpudl_ctx_device(const gpudl_ctx *ctx) { return ctx ? ct
 /* Waits for the context's stream, then reports what kernels found on the
    way (a label or an embedding id out of range: the CPU refuses it at once;
    the GPU, which does not stop to look, says so at the next wait). */
+static int64_t gpudl__take_back_skipped(gpudl_ctx *ctx);   /* (model section) */
+static void gpudl__bad_batch_seen(gpudl_ctx *ctx);
+/* A label or an id out of range is found on the GPU without a wait: the
+   loss (the embedding) writes NaN and sets ctx->bad_input, the next model
+   update skips (gpudl_k_optim_step), and the wait after says so here. */
 static gpudl_status gpudl__cuda_wait(gpudl_ctx *ctx) {
+    int64_t skipped;
     GPUDL__CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    skipped = gpudl__take_back_skipped(ctx);
     if (ctx->report && ctx->report[0] != INT32_MAX) {
         int32_t row = ctx->report[0];
+        const char *then = skipped ? "; the model update queued after it was skipped: weights, optimizer state, loss "
+                                     "scaler and step count are as before it" : "";
+        gpudl_status e;
         ctx->report[0] = INT32_MAX;
         if (ctx->report[1] < 0)   /* the embedding's kernel reports -V */
-            return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "embedding: the id at position %d (b*T + t) was outside [0, %d) "
-                              "(found on the GPU, which reports it at the next wait; that row of y is NaN)", (int)row,
-                              (int)-ctx->report[1]);
-        return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "softmax_xent: the label of row %d was outside [0, %d) (found on the "
-                          "GPU, which reports it at the next wait; that loss is NaN)", (int)row, (int)ctx->report[1]);
+            e = GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "embedding: the id at position %d (b*T + t) was outside [0, %d) "
+                           "(found on the GPU, which reports it at the next wait; that row of y is NaN)%s", (int)row,
+                           (int)-ctx->report[1], then);
+        else
+            e = GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "softmax_xent: the label of row %d was outside [0, %d) (found on "
+                           "the GPU, which reports it at the next wait; that loss is NaN)%s", (int)row, (int)ctx->report[1],
+                           then);
+        gpudl__bad_batch_seen(ctx);
+        return e;
     }
     return GPUDL_OK;
 }
@@ -5436,7 +5471,7 @@ GPUDL__DEF gpudl_status gpudl_softmax_xent_forward(gpudl_ctx *ctx, gpudl_tensor 
         GPUDL__TRY(gpudl__dev_scratch(ctx, (size_t)gpudl_k_reduce_scratch() + (size_t)N, &scratch));
         GPUDL__LAUNCH(ctx, gpudl_k_softmax_xent_fwd(ctx->stream, (float *)loss->data, (float *)probs->data, logits->data,
                                                    (int)logits->dtype, labels->data, (int)labels->dtype, N, K, scratch,
-                                                   ctx->report));
+                                                   ctx->report, ctx->bad_input));
         return GPUDL_OK;
     }
 #endif
@@ -6629,7 +6664,7 @@ GPUDL__DEF gpudl_status gpudl_embedding_forward(gpudl_ctx *ctx, gpudl_tensor *y,
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(y)) {
         GPUDL__LAUNCH(ctx, gpudl_k_embedding_fwd(ctx->stream, y->data, ids->data, (int)ids->dtype, wte->data, wpe ? wpe->data : NULL,
-                                                 (int)y->dtype, N, T, V, C, ctx->report));
+                                                 (int)y->dtype, N, T, V, C, ctx->report, ctx->bad_input));
         return GPUDL_OK;
     }
 #endif
@@ -7417,6 +7452,8 @@ struct gpudl_model {
     char refused_msg[256];
     gpudl_model_desc desc;
     int64_t nparams, nbuffers, batch, step;
+    int32_t *skipped_host;               /* GPU: pinned, the updates skipped for a bad batch (gpudl_k_optim_step adds 1) */
+    int32_t skipped_seen;                /* ... of which the host has taken back from step */
     gpudl_tensor params, grads;          /* (nparams) flat, laid out by the layers' poff */
     gpudl_tensor buffers;                /* (nbuffers) flat, laid out by the layers' bufoff; or empty */
     gpudl_tensor opt_m, opt_v;           /* (nparams) optimizer state: momentum or first moment, second moment; or empty */
@@ -7652,6 +7689,7 @@ static gpudl_status gpudl__model_live(const gpudl_model *m, const char *what) {
     return GPUDL_ERR_INVALID_ARG;
 }
 
+static void gpudl__skipped_free(gpudl_model *m);
 GPUDL__DEF void gpudl_model_destroy(gpudl_model *m) {
     int i;
     gpudl_ctx *ctx;
@@ -7660,6 +7698,7 @@ GPUDL__DEF void gpudl_model_destroy(gpudl_model *m) {
     ctx = m->ctx;
     for (p = &ctx->models; *p && *p != m; p = &(*p)->next) {}
     if (*p) *p = m->next;
+    gpudl__skipped_free(m);
     gpudl__amp_release(m);   /* first: it asks the parameters where the model lives (issue 26) */
     gpudl__acts_free(m);
     for (i = 0; i < m->nlayers; i++) gpudl_tensor_free(ctx, &m->layers[i].saved);
@@ -8499,10 +8538,25 @@ static gpudl_status gpudl__model_init(gpudl_model *m) {
     return GPUDL_OK;
 }
 
+/* The GPU's count of updates skipped for a bad batch (gpudl_model_step
+   allocates it), and what the host has taken back of it. */
+static void gpudl__skipped_free(gpudl_model *m) {
+#ifndef GPUDL_NO_CUDA
+    if (m->skipped_host) {
+        (void)cudaStreamSynchronize(m->ctx->stream);   /* no update still adds to it */
+        cudaFreeHost(m->skipped_host);
+    }
+#endif
+    m->skipped_host = NULL;
+    m->skipped_seen = 0;
+}
+
+
 /* Frees what gpudl_model_build allocates; the model is unbuilt after it. */
 static void gpudl__build_undo(gpudl_model *m) {
     gpudl_ctx *ctx = m->ctx;
     int i;
+    gpudl__skipped_free(m);
     gpudl__amp_release(m);   /* first: it asks the parameters where the model lives (issue 26) */
     gpudl__acts_free(m);
     for (i = 0; i < m->nlayers; i++) gpudl_tensor_free(ctx, &m->layers[i].saved);
@@ -8755,7 +8809,7 @@ static gpudl_status gpudl__model_loss(gpudl_model *m, const gpudl_tensor *target
                                                              (unsigned *)((float *)m->clip.data + 2), (float *)probs.data,
                                                              dout.data, out.data, (int)out.dtype, target->data,
                                                              (int)target->dtype, rows, K, 1.0f, dscale, scratch,
-                                                             m->ctx->report));
+                                                             m->ctx->report, m->ctx->bad_input));
             m->have_loss = 1;
             gpudl__prof_add(m, 2 * m->nlayers + GPUDL__PROF_LOSS, t0);
             return GPUDL_OK;
@@ -8879,6 +8933,36 @@ static gpudl_status gpudl__remember(gpudl_model *m, const char **slot, const cha
     }
     return s;
 }
+
+#ifndef GPUDL_NO_CUDA
+/* At a wait (every kernel done): each model's updates that the device
+   skipped for a bad batch since the last wait come off its step count,
+   as if never called (the CPU refuses such a batch before the step).
+   Returns how many. */
+static int64_t gpudl__take_back_skipped(gpudl_ctx *ctx) {
+    gpudl_model *m;
+    int64_t n = 0;
+    for (m = ctx->models; m; m = m->next)
+        if (m->skipped_host && *m->skipped_host != m->skipped_seen) {
+            int32_t d = *m->skipped_host - m->skipped_seen;
+            m->skipped_seen = *m->skipped_host;
+            m->step -= d;
+            n += d;
+        }
+    return n;
+}
+
+/* The bad batch reported (gpudl__cuda_wait): no update is left to read the
+   device's flag, so it is cleared (a later batch's update must not skip),
+   and a model with that loss refuses backward and step until its next
+   forward, as on the CPU, where the loss call itself fails. */
+static void gpudl__bad_batch_seen(gpudl_ctx *ctx) {
+    gpudl_model *m;
+    if (cudaMemsetAsync(ctx->bad_input, 0, sizeof(int32_t), ctx->stream) != cudaSuccess) (void)cudaGetLastError();
+    for (m = ctx->models; m; m = m->next)
+        if (m->have_loss) (void)gpudl__remember(m, &m->pass_failed, gpudl__call_loss, GPUDL_ERR_INVALID_ARG);
+}
+#endif
 
 /* what: the refusing call; failed: the call that failed earlier. */
 static gpudl_status gpudl__refuse_after(gpudl_model *m, const char *what, const char *failed) {
@@ -9349,6 +9433,13 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
         const float *gscale = NULL;
         gpudl_scaler_state *st = gpudl__scaler(m);
         gpudl_status s;
+        if (!m->skipped_host && !m->in_graph) {   /* where the update counts the steps it skips for a bad batch */
+            int32_t *p = NULL;
+            GPUDL__CUDA(m->ctx, cudaHostAlloc((void **)&p, sizeof *p, cudaHostAllocMapped));
+            *p = 0;
+            m->skipped_host = p;
+            m->skipped_seen = 0;
+        }
         if (check && m->check_stale) {   /* a failed step's flag is not this step's */
             GPUDL__LAUNCH(m->ctx, gpudl_k_scaler_clear(m->ctx->stream, st));
             m->check_stale = 0;
@@ -9363,8 +9454,16 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
             gscale = (const float *)m->clip.data + 1;
         }
         if (m->ctx->any_ops[1]) {   /* the user's update decides on the host: it waits for the check and the clip scale */
-            int32_t found = 0;
+            int32_t found = 0, bad = 0;
             float cs[2] = {0.0f, 1.0f};
+            s = gpudl__memcpy(m->ctx, &bad, GPUDL_DEVICE_CPU, m->ctx->bad_input, GPUDL_DEVICE_CUDA, sizeof bad);
+            if (bad) {   /* a bad batch (its error came with the wait above): no update, no step */
+                GPUDL__CUDA(m->ctx, cudaMemsetAsync(m->ctx->bad_input, 0, sizeof bad, m->ctx->stream));
+                if (check) { GPUDL__LAUNCH(m->ctx, gpudl_k_scaler_clear(m->ctx->stream, st)); m->check_stale = 0; }
+                return s != GPUDL_OK ? s : GPUDL__ERR(m->ctx, GPUDL_ERR_INVALID_ARG, "model_step: a label or token id of "
+                                                      "this batch was out of range: the step was skipped");
+            }
+            GPUDL__TRY(s);
             if (check) GPUDL__TRY(gpudl__memcpy(m->ctx, &found, GPUDL_DEVICE_CPU, &st->found_inf, GPUDL_DEVICE_CUDA, sizeof found));
             if (gscale) GPUDL__TRY(gpudl__memcpy(m->ctx, cs, GPUDL_DEVICE_CPU, m->clip.data, GPUDL_DEVICE_CUDA, sizeof cs));
             if (!found && fp16 && (m->opt.kind == GPUDL_OPTIM_SGD ? m->ctx->ops[1].sgd_update != NULL : m->ctx->ops[1].adam_update != NULL)) {
@@ -9386,7 +9485,8 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
             GPUDL__LAUNCH(m->ctx, gpudl_k_optim_step(m->ctx->stream, h, (float *)m->params.data, (const float *)m->grads.data,
                                                      (float *)m->opt_m.data, (float *)m->opt_v.data, n, gscale,
                                                      check ? st : NULL, fp16, m->sdesc, m->params16.data,
-                                                     (int)m->params16.dtype));   /* and the 16-bit copy */
+                                                     (int)m->params16.dtype,   /* and the 16-bit copy */
+                                                     m->ctx->bad_input, m->skipped_host));   /* a bad batch: skipped */
         /* the update is queued: the step has happened, whatever follows */
         m->step++;
         m->check_stale = 0;
@@ -9571,9 +9671,10 @@ GPUDL__DEF gpudl_status gpudl_model_train_step(gpudl_model *m, const gpudl_tenso
         int fp16 = m->precision == GPUDL_PRECISION_FP16, dt16 = (int)m->params16.dtype;
         gpudl_scaler_desc d = m->sdesc;
         uint16_t *w16 = (uint16_t *)m->params16.data;
-        void *args[12];
+        int32_t *guard = ctx->bad_input, *skipped = m->skipped_host;
+        void *args[14];
         args[0] = &h; args[1] = &w; args[2] = &gr; args[3] = &m1; args[4] = &m2; args[5] = &n; args[6] = &gscale;
-        args[7] = &st; args[8] = &fp16; args[9] = &d; args[10] = &w16; args[11] = &dt16;
+        args[7] = &st; args[8] = &fp16; args[9] = &d; args[10] = &w16; args[11] = &dt16; args[12] = &guard; args[13] = &skipped;
         kp = m->graph_kp;
         kp.kernelParams = args;
         kp.extra = NULL;

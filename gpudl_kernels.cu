@@ -741,11 +741,12 @@ __device__ __forceinline__ int64_t gpudl__label_at(const void *labels, int dt, i
 }
 
 /* One warp per row: stable softmax, the row's loss into rowloss[r]. A label
-   outside [0, K): a NaN loss, and the row and K into report (pinned host
-   memory, read by the host after its next wait; any one bad row will do). */
+   outside [0, K): a NaN loss, the row and K into report (pinned host
+   memory, read by the host after its next wait; any one bad row will do),
+   and *bad = 1 (device memory: the next model update reads it and skips). */
 template <typename T>
 __global__ void gpudl_softmax_xent_rows_kernel(float *probs, float *rowloss, const T *logits, const void *labels, int ldt,
-                                               int64_t N, int64_t K, int32_t *report) {
+                                               int64_t N, int64_t K, int32_t *report, int32_t *bad_input) {
     int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (r >= N) return;
@@ -764,6 +765,7 @@ __global__ void gpudl_softmax_xent_rows_kernel(float *probs, float *rowloss, con
             report[1] = (int32_t)K;
             report[0] = (int32_t)r;
         }
+        if (bad && bad_input) *bad_input = 1;
     }
 }
 
@@ -796,7 +798,7 @@ __global__ void gpudl_softmax_xent_bwd_kernel(T *dl, const float *probs, const v
 template <typename T>
 __global__ void gpudl_softmax_xent_fused_kernel(float *loss, float *probs, T *dl, const T *logits, const void *labels, int ldt,
                                                 int64_t N, int64_t K, float scale, const float *dscale, int32_t *report,
-                                                float *partial, unsigned *done) {
+                                                int32_t *bad_input, float *partial, unsigned *done) {
     __shared__ float rows[32];
     __shared__ int last;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
@@ -822,6 +824,7 @@ __global__ void gpudl_softmax_xent_fused_kernel(float *loss, float *probs, T *dl
                 report[1] = (int32_t)K;
                 report[0] = (int32_t)r;
             }
+            if (bad && bad_input) *bad_input = 1;
         }
     }
     if (lane == 0) rows[warp] = mine;
@@ -862,11 +865,11 @@ __global__ void gpudl_mse_bwd_kernel(T *dp, const T *p, const float *t, int64_t 
 extern "C" {
 
 int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void *logits, int dtype, const void *labels,
-                             int label_dtype, int64_t N, int64_t K, float *scratch, int32_t *report) {
+                             int label_dtype, int64_t N, int64_t K, float *scratch, int32_t *report, int32_t *bad_input) {
     float *rowloss = scratch + GPUDL__REDUCE_BLOCKS;
     unsigned nb = (unsigned)((N + (GPUDL__THREADS / 32) - 1) / (GPUDL__THREADS / 32));
     GPUDL__DISPATCH(dtype, T, (gpudl_softmax_xent_rows_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
-        probs, rowloss, (const T *)logits, labels, label_dtype, N, K, report)));
+        probs, rowloss, (const T *)logits, labels, label_dtype, N, K, report, bad_input)));
     gpudl_sum_scaled_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(loss, rowloss, N, 1.0f / (float)N);
     return (int)cudaGetLastError();
 }
@@ -880,11 +883,11 @@ int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float
 
 int gpudl_k_softmax_xent_fused(void *stream, float *loss, unsigned *done, float *probs, void *dlogits, const void *logits,
                                int dtype, const void *labels, int label_dtype, int64_t N, int64_t K, float scale,
-                               const float *dscale, float *scratch, int32_t *report) {
+                               const float *dscale, float *scratch, int32_t *report, int32_t *bad_input) {
     int64_t want = (N + (GPUDL__THREADS / 32) - 1) / (GPUDL__THREADS / 32);
     unsigned nb = (unsigned)(want > GPUDL__REDUCE_BLOCKS ? GPUDL__REDUCE_BLOCKS : want);
     GPUDL__DISPATCH(dtype, T, (gpudl_softmax_xent_fused_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
-        loss, probs, (T *)dlogits, (const T *)logits, labels, label_dtype, N, K, scale, dscale, report, scratch, done)));
+        loss, probs, (T *)dlogits, (const T *)logits, labels, label_dtype, N, K, scale, dscale, report, bad_input, scratch, done)));
     return (int)cudaGetLastError();
 }
 
@@ -1218,16 +1221,18 @@ int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, 
 /* >>transformer ----------------------------------------------------------- */
 
 /* One thread per element of y (N = B T positions, C channels). An id
-   outside [0, V): a NaN row, and the position and V into report (read by
-   the host at its next wait, as the loss does for a bad label). */
+   outside [0, V): a NaN row, the position and V into report (read by the
+   host at its next wait, as the loss does for a bad label) and *bad = 1
+   (the next model update skips). */
 template <typename T>
 __global__ void gpudl_embedding_fwd_kernel(T *y, const void *ids, int idt, const T *wte, const T *wpe, int64_t N, int64_t Tn,
-                                           int64_t V, int64_t C, int32_t *report) {
+                                           int64_t V, int64_t C, int32_t *report, int32_t *bad_input) {
     GPUDL__GRID_STRIDE(i, N * C) {
         int64_t n = i / C, c = i % C, id = gpudl__id_at(ids, idt, n);
         if (id < 0 || id >= V) {
             y[i] = gpudl__from_f32<T>(NAN);
             if (c == 0 && report) { report[1] = -(int32_t)V; report[0] = (int32_t)n; }   /* < 0: an id, not a label */
+            if (c == 0 && bad_input) *bad_input = 1;
             continue;
         }
         y[i] = gpudl__from_f32<T>(gpudl__to_f32(wte[id * C + c]) + (wpe ? gpudl__to_f32(wpe[(n % Tn) * C + c]) : 0.0f));
@@ -1446,9 +1451,9 @@ static unsigned gpudl__warp_rows_blocks(int64_t R) { return (unsigned)((R + 7) /
 extern "C" {
 
 int gpudl_k_embedding_fwd(void *stream, void *y, const void *ids, int ids_dtype, const void *wte, const void *wpe, int dtype,
-                          int64_t N, int64_t T, int64_t V, int64_t C, int32_t *report) {
+                          int64_t N, int64_t T, int64_t V, int64_t C, int32_t *report, int32_t *bad_input) {
     GPUDL__DISPATCH(dtype, E, (gpudl_embedding_fwd_kernel<E><<<GPUDL__GRID(N * C)>>>((E *)y, ids, ids_dtype, (const E *)wte,
-        (const E *)wpe, N, T, V, C, report)));
+        (const E *)wpe, N, T, V, C, report, bad_input)));
     return (int)cudaGetLastError();
 }
 
@@ -1769,12 +1774,20 @@ __global__ void gpudl_optim_kernel(gpudl_optim_hp hp, float *w, const float *g, 
    unscaled as they are read (FP16: rounded to FP16 first, as storage
    would), never in place; and the last block to finish runs the scaler's
    update (d), counting finished blocks in st->pad_ (0 between steps): the
-   blocks read found_inf and the scale before they count themselves done. */
+   blocks read found_inf and the scale before they count themselves done.
+   guard: NULL, or the context's bad-input word: guard[0] set by a loss
+   that met a label outside [0, K) or an embedding that met an id outside
+   [0, V) since the last update (the batch is bad: this update is
+   skipped, weights, moments, the 16-bit copy and the scaler's state stay
+   as they were), guard[1] the last-block ticket when there is no st. The
+   last block clears guard[0] and, for a skipped update, adds 1 to
+   *skipped (pinned host memory: the host takes the step back from the
+   model's count at its next wait). */
 __global__ void gpudl_optim_step_kernel(gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
                                         const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d,
-                                        uint16_t *w16, int dt16) {
+                                        uint16_t *w16, int dt16, int32_t *guard, int32_t *skipped) {
     float sc = gscale ? *gscale : 1.0f, inv = st ? 1.0f / st->scale : 1.0f;
-    int skip = st ? st->found_inf : 0;
+    int bad = guard ? guard[0] : 0, skip = (st ? st->found_inf : 0) | bad;
     if (!skip) {
         GPUDL__GRID_STRIDE(i, n) {
             float mi = m ? m[i] : 0.0f, vi = v ? v[i] : 0.0f, wi = w[i], gi = g[i];
@@ -1786,15 +1799,24 @@ __global__ void gpudl_optim_step_kernel(gpudl_optim_hp hp, float *w, const float
             if (w16) w16[i] = dt16 == GPUDL_F16 ? gpudl_f32_to_f16(wi) : gpudl_f32_to_bf16(wi);
         }
     }
-    if (!st) return;
+    if (!st && !guard) return;
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        if (atomicAdd((unsigned *)&st->pad_, 1u) == gridDim.x - 1) {   /* the last block: every other one has read st */
-            gpudl_scaler_state s = *st;
-            s.pad_ = 0;
-            gpudl_scaler_update(&s, &d);
-            *st = s;
+        /* the last block: every other one has read st and guard */
+        if (atomicAdd(st ? (unsigned *)&st->pad_ : (unsigned *)&guard[1], 1u) == gridDim.x - 1) {
+            if (st) {
+                gpudl_scaler_state s = *st;
+                s.pad_ = 0;
+                if (!bad) gpudl_scaler_update(&s, &d);
+                else { s.found_inf = 0; s.first_bad = 0x7fffffff; }   /* a bad batch: the scaler as it was */
+                *st = s;
+            }
+            if (guard) {
+                guard[1] = 0;
+                guard[0] = 0;
+                if (bad && skipped) *skipped += 1;
+            }
         }
     }
 }
@@ -1832,9 +1854,10 @@ int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, flo
 }
 
 int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
-                       const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d, void *w16, int dt16) {
+                       const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d, void *w16, int dt16,
+                       int32_t *guard, int32_t *skipped) {
     gpudl_optim_step_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(hp, w, g, m, v, n, gscale, st, fp16, d,
-                                                                                         (uint16_t *)w16, dt16);
+                                                                                         (uint16_t *)w16, dt16, guard, skipped);
     return (int)cudaGetLastError();
 }
 

@@ -139,6 +139,7 @@ static const test_case tests[] = {
     {"gpu_transformer_block", test_gpu_transformer_block},
     {"gpu_transformer_model", test_gpu_transformer_model},
     {"gpu_gpt_learns_fp16", test_gpu_gpt_learns_fp16},
+    {"gpu_bad_batch_skips", test_gpu_bad_batch_skips},
     {"gpu_transformer_residual", test_gpu_transformer_residual},
     {"gpu_transformer_step_counts", test_gpu_emu_gpt_step_counts},
     {"gpu_emu_model_release", test_gpu_emu_model_release},

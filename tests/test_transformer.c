@@ -1352,6 +1352,103 @@ static void test_gpu_gpt_learns_fp16(void) {
     tr_gpt_learns_on(gctx, GPUDL_PRECISION_FP16, 0);
 }
 
+/* ---- a bad batch never moves a weight on the GPU (issue 36) ---- */
+
+static gpudl_status tr_calls(gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *y) {
+    gpudl_status s = gpudl_model_zero_grad(m);
+    if (s == GPUDL_OK) s = gpudl_model_forward(m, x, NULL);
+    if (s == GPUDL_OK) s = gpudl_model_loss(m, y);
+    if (s == GPUDL_OK) s = gpudl_model_backward(m);
+    return s == GPUDL_OK ? gpudl_model_step(m) : s;
+}
+
+/* Good steps (moments, a captured graph), then a batch whose label or
+   token id is out of range: every call returns at once (the GPU does not
+   stop to look), the next wait names the bad row and says the update was
+   skipped, and the checkpoint's bytes (weights, optimizer state, step
+   count, loss scaler) are those of before; backward refuses after the
+   reported loss, as on the CPU; then a good batch trains. */
+static void tr_bad_batch(gpudl_ctx *g, gpudl_model *m, const gpudl_tensor *x, const gpudl_tensor *y, const gpudl_tensor *xb,
+                         const gpudl_tensor *yb, int graph, const char *what) {
+    void *before = NULL, *after = NULL;
+    size_t nb = 0, na = 0;
+    int64_t steps;
+    gpudl_status s;
+    int k;
+    for (k = 0; k < 3; k++) GPUDL_CHECK(graph ? gpudl_model_train_step(m, x, y) : tr_calls(m, x, y));
+    GPUDL_CHECK(gpudl_ctx_sync(g));
+    steps = gpudl_model_step_count(m);
+    GPUDL_CHECK(gpudl_model_save_memory(g, m, &before, &nb));
+    s = graph ? gpudl_model_train_step(m, xb, yb) : tr_calls(m, xb, yb);
+    CHECKF(s == GPUDL_OK, "%s: the bad batch's calls -> %s (%s)", what, gpudl_status_string(s), gpudl_ctx_last_error(g));
+    s = gpudl_ctx_sync(g);
+    CHECKF(s == GPUDL_ERR_INVALID_ARG && strstr(gpudl_ctx_last_error(g), "was outside") &&
+           strstr(gpudl_ctx_last_error(g), "was skipped"), "%s: the wait -> %s: %s", what, gpudl_status_string(s),
+           gpudl_ctx_last_error(g));
+    CHECKF(gpudl_model_step_count(m) == steps, "%s: step count %lld, was %lld", what, (long long)gpudl_model_step_count(m),
+           (long long)steps);
+    GPUDL_CHECK(gpudl_model_save_memory(g, m, &after, &na));
+    CHECKF(na == nb && memcmp(before, after, nb) == 0, "%s: the bad batch changed the model's checkpoint", what);
+    CHECK_ST(gpudl_model_backward(m), GPUDL_ERR_INVALID_ARG);   /* the reported loss failed, as on the CPU */
+    GPUDL_CHECK(graph ? gpudl_model_train_step(m, x, y) : tr_calls(m, x, y));
+    GPUDL_CHECK(gpudl_ctx_sync(g));
+    CHECKF(gpudl_model_step_count(m) == steps + 1, "%s: a good batch after it: step count %lld", what,
+           (long long)gpudl_model_step_count(m));
+    gpudl_memory_free(before); gpudl_memory_free(after);
+}
+
+static void test_gpu_bad_batch_skips(void) {
+    const tr_gpt *cfg = &tr_gpt_cases[0];
+    int64_t N = 3, xs[2] = {4, 6}, n4 = 4, six = 6, i;
+    int prec, graph;
+    char what[96];
+    NEED_GPU(g);
+    for (prec = 0; prec < 2; prec++)
+        for (graph = 0; graph < 2; graph++) {
+            gpudl_precision p = prec ? GPUDL_PRECISION_FP16 : GPUDL_PRECISION_FP32;
+            gpudl_optim_desc od;
+            gpudl_model *m;
+            gpudl_tensor hx = rnd(2, xs, -1, 1), hy = mk(cpu_ctx(), GPUDL_I32, 1, &n4), x, y, yb;
+            gpudl_tensor ht = tr_ids_i32(N, cfg->T, cfg->V, 3), hu = tr_ids_i32(N, cfg->T, cfg->V, 4), t, u, tb, ub;
+            memset(&od, 0, sizeof od);
+            od.kind = GPUDL_OPTIM_ADAMW;
+            /* an MLP: a class label out of range */
+            GPUDL_CHECK(gpudl_model_create(g, &m, 1, &six));
+            GPUDL_CHECK(gpudl_model_add_linear(m, 6, 5));
+            GPUDL_CHECK(gpudl_model_add_relu(m));
+            GPUDL_CHECK(gpudl_model_add_linear(m, 5, 4));
+            GPUDL_CHECK(gpudl_model_build(m, NULL));
+            if (prec) GPUDL_CHECK(gpudl_model_set_precision(m, p, NULL));
+            GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+            for (i = 0; i < 4; i++) ((int32_t *)hy.data)[i] = (int32_t)i;
+            x = to_dev(g, &hx); y = to_dev(g, &hy);
+            ((int32_t *)hy.data)[1] = 4;   /* K = 4 */
+            yb = to_dev(g, &hy);
+            snprintf(what, sizeof what, "MLP, label 4 of 4 classes, %s, %s", prec ? "FP16" : "FP32", graph ? "train_step" : "calls");
+            tr_bad_batch(g, m, &x, &y, &x, &yb, graph, what);
+            gpudl_model_destroy(m);
+            /* a GPT: a target id out of range, then a token id */
+            m = tr_gpt_model(g, cfg, 0);
+            if (prec) GPUDL_CHECK(gpudl_model_set_precision(m, p, NULL));
+            GPUDL_CHECK(gpudl_model_set_optimizer(m, &od));
+            t = to_dev(g, &ht); u = to_dev(g, &hu);
+            ((int32_t *)hu.data)[5] = (int32_t)cfg->V;
+            ub = to_dev(g, &hu);
+            ((int32_t *)hu.data)[5] = 0;
+            ((int32_t *)ht.data)[2] = (int32_t)cfg->V + 3;
+            tb = to_dev(g, &ht);
+            snprintf(what, sizeof what, "GPT, target id V, %s, %s", prec ? "FP16" : "FP32", graph ? "train_step" : "calls");
+            tr_bad_batch(g, m, &t, &u, &t, &ub, graph, what);
+            snprintf(what, sizeof what, "GPT, token id V+3, %s, %s", prec ? "FP16" : "FP32", graph ? "train_step" : "calls");
+            tr_bad_batch(g, m, &t, &u, &tb, &u, graph, what);
+            gpudl_model_destroy(m);
+            gpudl_tensor_free(g, &x); gpudl_tensor_free(g, &y); gpudl_tensor_free(g, &yb);
+            gpudl_tensor_free(g, &t); gpudl_tensor_free(g, &u); gpudl_tensor_free(g, &tb); gpudl_tensor_free(g, &ub);
+            gpudl_tensor_free(cpu_ctx(), &hx); gpudl_tensor_free(cpu_ctx(), &hy);
+            gpudl_tensor_free(cpu_ctx(), &ht); gpudl_tensor_free(cpu_ctx(), &hu);
+        }
+}
+
 #ifdef __CUEMU__
 static uint64_t tr_ops(const cuemu_counters *a, const cuemu_counters *b) {
     return (b->kernel_launches - a->kernel_launches) + (b->library_calls - a->library_calls) + (b->memset_calls - a->memset_calls) +
