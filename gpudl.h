@@ -1689,10 +1689,11 @@ int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_des
    and the last block runs gpudl_scaler_update(st, d): the one launch of a step that changes state;
    guard: NULL, or the context's bad-input word (device, 2 int32): a set guard[0] (a label or an id out of range
    since the last update) skips the update and leaves st's scale and counts alone; the last block clears it and
-   adds 1 to *skipped (pinned, may be NULL) */
+   adds 1 to *skipped (pinned, may be NULL); seen: NULL, or pinned host memory the last block writes st's new
+   state into (the host's view, without a copy) */
 int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
                        const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d, void *w16, int dt16,
-                       int32_t *guard, int32_t *skipped);
+                       int32_t *guard, int32_t *skipped, gpudl_scaler_state *seen);
 /* gpudl_k_optim_step's kernel (its first argument is the gpudl_optim_hp) */
 const void *gpudl_k_optim_step_fn(void);
 /* scale[0] = sum of g^2; scale[1] = max_norm / (norm + 1e-6) if norm > max_norm else 1;
@@ -9431,7 +9432,7 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
            refused launch or a failed library call leaves the weights, the
            optimizer and scaler state and the count as they were: retry. */
         const float *gscale = NULL;
-        gpudl_scaler_state *st = gpudl__scaler(m);
+        gpudl_scaler_state *st = gpudl__scaler(m), *seen;
         gpudl_status s;
         if (!m->skipped_host && !m->in_graph) {   /* where the update counts the steps it skips for a bad batch */
             int32_t *p = NULL;
@@ -9481,18 +9482,22 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
             }
             if (user_done && check) GPUDL__LAUNCH(m->ctx, gpudl_k_scaler_update(m->ctx->stream, st, m->sdesc));
         }
+        /* the scaler's state for the host, read later without waiting: written by the update's last block
+           into pinned memory (no copy launched), or copied after the user's update */
+        seen = check && !m->scaler_ev_pending && !m->in_graph ? m->scaler_seen : NULL;
         if (!user_done)
             GPUDL__LAUNCH(m->ctx, gpudl_k_optim_step(m->ctx->stream, h, (float *)m->params.data, (const float *)m->grads.data,
                                                      (float *)m->opt_m.data, (float *)m->opt_v.data, n, gscale,
                                                      check ? st : NULL, fp16, m->sdesc, m->params16.data,
                                                      (int)m->params16.dtype,   /* and the 16-bit copy */
-                                                     m->ctx->bad_input, m->skipped_host));   /* a bad batch: skipped */
+                                                     m->ctx->bad_input, m->skipped_host,   /* a bad batch: skipped */
+                                                     seen));
         /* the update is queued: the step has happened, whatever follows */
         m->step++;
         m->check_stale = 0;
-        if (check && !m->scaler_ev_pending && !m->in_graph) {   /* the state, copied back without waiting; read later */
-            s = gpudl__cuda_ok(m->ctx, cudaMemcpyAsync(m->scaler_seen, st, sizeof *st, cudaMemcpyDeviceToHost, m->ctx->stream),
-                               "cudaMemcpyAsync (loss scaler state)");
+        if (seen) {
+            s = user_done ? gpudl__cuda_ok(m->ctx, cudaMemcpyAsync(seen, st, sizeof *st, cudaMemcpyDeviceToHost, m->ctx->stream),
+                                           "cudaMemcpyAsync (loss scaler state)") : GPUDL_OK;
             if (s == GPUDL_OK)
                 s = gpudl__cuda_ok(m->ctx, cudaEventRecord(m->scaler_ev, m->ctx->stream), "cudaEventRecord (loss scaler)");
             if (s != GPUDL_OK)
@@ -9598,6 +9603,7 @@ GPUDL__DEF gpudl_status gpudl_model_train_step(gpudl_model *m, const gpudl_tenso
     cudaGraph_t g = NULL;
     cudaError_t e;
     gpudl_model keep;
+    int armed;
 #endif
     GPUDL__TRY(gpudl__check_built(m, "model_train_step"));
 #ifndef GPUDL_NO_CUDA
@@ -9660,6 +9666,7 @@ GPUDL__DEF gpudl_status gpudl_model_train_step(gpudl_model *m, const gpudl_tenso
         m->graph_batch = m->batch;
         m->step = keep.step;   /* the captured calls ran on the host only: the launch below is the step */
     }
+    armed = m->scaler.data && !m->scaler_ev_pending;   /* the update writes the scaler's state for the host */
     {   /* this step's hyper-parameters (learning rate, Adam's bias correction) into the update's node: its
            arguments as gpudl_model_step passes them (gpudl_k_optim_step), the grid as captured */
         struct cudaKernelNodeParams kp;
@@ -9672,9 +9679,11 @@ GPUDL__DEF gpudl_status gpudl_model_train_step(gpudl_model *m, const gpudl_tenso
         gpudl_scaler_desc d = m->sdesc;
         uint16_t *w16 = (uint16_t *)m->params16.data;
         int32_t *guard = ctx->bad_input, *skipped = m->skipped_host;
-        void *args[14];
+        gpudl_scaler_state *seen = armed ? m->scaler_seen : NULL;   /* (as gpudl_model_step) */
+        void *args[15];
         args[0] = &h; args[1] = &w; args[2] = &gr; args[3] = &m1; args[4] = &m2; args[5] = &n; args[6] = &gscale;
         args[7] = &st; args[8] = &fp16; args[9] = &d; args[10] = &w16; args[11] = &dt16; args[12] = &guard; args[13] = &skipped;
+        args[14] = &seen;
         kp = m->graph_kp;
         kp.kernelParams = args;
         kp.extra = NULL;
@@ -9689,9 +9698,7 @@ GPUDL__DEF gpudl_status gpudl_model_train_step(gpudl_model *m, const gpudl_tenso
     m->grads_zero = 0;
     m->check_stale = 0;
     m->step++;
-    if (m->scaler.data && !m->scaler_ev_pending) {   /* as gpudl_model_step: the state back without waiting */
-        GPUDL__CUDA(ctx, cudaMemcpyAsync(m->scaler_seen, m->scaler.data, sizeof *m->scaler_seen, cudaMemcpyDeviceToHost,
-                                         ctx->stream));
+    if (armed) {   /* as gpudl_model_step: the state written by the update, read when this event has landed */
         GPUDL__CUDA(ctx, cudaEventRecord(m->scaler_ev, ctx->stream));
         m->scaler_ev_pending = 1;
     }
@@ -9743,7 +9750,8 @@ static gpudl_status gpudl__scaler_make(gpudl_model *m, float scale) {
     if (s == GPUDL_OK) s = gpudl_tensor_upload(m->ctx, &m->scaler, &st, sizeof st);
 #ifndef GPUDL_NO_CUDA
     if (s == GPUDL_OK && GPUDL__ON_GPU(&m->params)) {
-        cudaError_t e = GPUDL__FAULT(3) ? cudaErrorMemoryAllocation : cudaMallocHost((void **)&m->scaler_seen, sizeof st);
+        cudaError_t e = GPUDL__FAULT(3) ? cudaErrorMemoryAllocation   /* mapped: the update's last block writes it */
+                                        : cudaHostAlloc((void **)&m->scaler_seen, sizeof st, cudaHostAllocMapped);
         if (e == cudaSuccess)
             e = GPUDL__FAULT(3) ? cudaErrorInvalidValue : cudaEventCreateWithFlags(&m->scaler_ev, cudaEventDisableTiming);
         if (e != cudaSuccess) return gpudl__cuda_fail(m->ctx, e, "pinned scaler state", __FILE__, __LINE__);

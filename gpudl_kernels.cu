@@ -1782,10 +1782,12 @@ __global__ void gpudl_optim_kernel(gpudl_optim_hp hp, float *w, const float *g, 
    as they were), guard[1] the last-block ticket when there is no st. The
    last block clears guard[0] and, for a skipped update, adds 1 to
    *skipped (pinned host memory: the host takes the step back from the
-   model's count at its next wait). */
+   model's count at its next wait). seen: NULL, or pinned host memory the
+   last block also writes st's new state into (the host's view of the
+   scaler, without a copy launched after the update). */
 __global__ void gpudl_optim_step_kernel(gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
                                         const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d,
-                                        uint16_t *w16, int dt16, int32_t *guard, int32_t *skipped) {
+                                        uint16_t *w16, int dt16, int32_t *guard, int32_t *skipped, gpudl_scaler_state *seen) {
     float sc = gscale ? *gscale : 1.0f, inv = st ? 1.0f / st->scale : 1.0f;
     int bad = guard ? guard[0] : 0, skip = (st ? st->found_inf : 0) | bad;
     if (!skip) {
@@ -1811,6 +1813,7 @@ __global__ void gpudl_optim_step_kernel(gpudl_optim_hp hp, float *w, const float
                 if (!bad) gpudl_scaler_update(&s, &d);
                 else { s.found_inf = 0; s.first_bad = 0x7fffffff; }   /* a bad batch: the scaler as it was */
                 *st = s;
+                if (seen) { *seen = s; __threadfence_system(); }
             }
             if (guard) {
                 guard[1] = 0;
@@ -1855,9 +1858,10 @@ int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, flo
 
 int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
                        const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d, void *w16, int dt16,
-                       int32_t *guard, int32_t *skipped) {
+                       int32_t *guard, int32_t *skipped, gpudl_scaler_state *seen) {
     gpudl_optim_step_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(hp, w, g, m, v, n, gscale, st, fp16, d,
-                                                                                         (uint16_t *)w16, dt16, guard, skipped);
+                                                                                         (uint16_t *)w16, dt16, guard, skipped,
+                                                                                         seen);
     return (int)cudaGetLastError();
 }
 
