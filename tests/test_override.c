@@ -405,8 +405,10 @@ static void test_check_op(void) {
 
 /* ---- the FP16 GEMM with FP32 sums (gemm_f16) ---- */
 
-static float h2f(uint16_t h) { float f; gpudl__convert(&f, GPUDL_F32, &h, GPUDL_F16, 1); return f; }
-static float round_f16(float f) { uint16_t h; gpudl__convert(&h, GPUDL_F16, &f, GPUDL_F32, 1); return h2f(h); }
+/* (gpudl's inline conversions: gpudl__convert per element would enter an OpenMP construct each time, which
+   under Wine's threads costs a server call: this test took over 10 minutes there) */
+static float h2f(uint16_t h) { return gpudl_f16_to_f32(h); }
+static float round_f16(float f) { return gpudl_f16_to_f32(gpudl_f32_to_f16(f)); }
 
 /* A CPU tensor-core GEMM: FP16 operands, products summed in FP32; or, with
    half_acc, the sum rounded to FP16 after every 16 products (a WMMA
