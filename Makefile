@@ -59,7 +59,7 @@ help:
 	@echo "make model         a stated model (not a measurement) of the training step on H100/A100 (bench/model_step.py)"
 	@echo "make plots         redraw the pictures; with build/demo.csv from make demo DEMO_ARGS=\"--log build/demo.csv\""
 	@echo "make data          find or fetch Fashion-MNIST into build/data"
-	@echo "make grade A=relu_xent|sgemm|maxpool|attention [SRC=file] [GRADE_ARGS=--no-train]"
+	@echo "make grade A=relu_xent|sgemm|maxpool|attention|tensor_core [SRC=file] [GRADE_ARGS=--no-train]"
 	@echo "                   grade an assignment (assignments/README.md): default SRC is its starter file"
 	@echo "make grade-class A=... DIR=folder [OUT=grades.csv] [GRADE_ARGS=--no-train]"
 	@echo "                   grade a class: every file of the folder, in parallel, sandboxed; a CSV row and a feedback file each"
