@@ -30,6 +30,8 @@
                             data parallel over ranks (the dist section)
        GPUDL_NO_SIMD        CPU GEMM without the AVX2/AVX-512 micro-kernels
        GPUDL_STATIC         make every gpudl_ function static to this file
+                            (in a .cu file built by nvcc the kernels too:
+                            gpudl_kernels.cu is then included, not linked)
        GPUDL_SHARED         a shared library exporting gpudl's API only
                             (with -fvisibility=hidden; dllexport on Windows)
        GPUDL_NO_STDIO       the header includes no <stdio.h>/<stdlib.h>
@@ -294,6 +296,26 @@
 #  else
 #    define GPUDL_API extern
 #  endif
+#endif
+
+/* Linkage of the kernels and their launchers (gpudl_k_*, gpudl_kernels.cu):
+   extern "C" launchers in their own translation unit, the two-file build.
+   With GPUDL_STATIC in a .cu file that nvcc compiles and that holds the
+   implementation, the implementation includes gpudl_kernels.cu itself and
+   its kernels and launchers are static as well: two copies of gpudl in one
+   program then share no symbol at all (do not compile gpudl_kernels.cu
+   separately as well; it would only add an unused exported copy). */
+#if defined(GPUDL_STATIC) && defined(GPUDL_IMPLEMENTATION) && defined(__CUDACC__) && !defined(GPUDL_NO_CUDA)
+#  define GPUDL__KERNELS_PRIVATE 1
+#  ifdef __GNUC__
+#    define GPUDL__KFN static __attribute__((unused))
+#  else
+#    define GPUDL__KFN static
+#  endif
+#  define GPUDL__KFN_C GPUDL__KFN
+#else
+#  define GPUDL__KFN
+#  define GPUDL__KFN_C extern "C"
 #endif
 
 /* Per-element math is written once and compiled for both the host and the
@@ -605,10 +627,10 @@ typedef struct gpudl_device_info {
 
 GPUDL_API gpudl_status gpudl_device_info_get(gpudl_ctx *ctx, gpudl_device_info *info);
 
-int gpudl_k_probe(void *stream);
-const char *gpudl_k_archs(void);
+GPUDL__KFN int gpudl_k_probe(void *stream);
+GPUDL__KFN const char *gpudl_k_archs(void);
 /* the device's multiprocessors, for the kernels' grid sizes (at context creation) */
-void gpudl_k_set_sm_count(int device, int sms);
+GPUDL__KFN void gpudl_k_set_sm_count(int device, int sms);
 
 /* >>tensor ---------------------------------------------------------------- */
 /* Bytes per element of a dtype (0 for an invalid dtype). */
@@ -663,10 +685,10 @@ GPUDL_API gpudl_status gpudl_tensor_item(gpudl_ctx *ctx, const gpudl_tensor *t, 
 /* Writes "f32[2,3] cuda" into buf. Returns buf. */
 GPUDL_API const char *gpudl_tensor_describe(const gpudl_tensor *t, char *buf, size_t size);
 
-int gpudl_k_fill(void *stream, void *x, int dtype, int64_t n, float value);
+GPUDL__KFN int gpudl_k_fill(void *stream, void *x, int dtype, int64_t n, float value);
 /* x[i] = bits for 32-bit words (an I32 fill) */
-int gpudl_k_fill_u32(void *stream, uint32_t *x, int64_t n, uint32_t bits);
-int gpudl_k_cast(void *stream, void *dst, int dst_dtype, const void *src, int src_dtype, int64_t n);
+GPUDL__KFN int gpudl_k_fill_u32(void *stream, uint32_t *x, int64_t n, uint32_t bits);
+GPUDL__KFN int gpudl_k_cast(void *stream, void *dst, int dst_dtype, const void *src, int src_dtype, int64_t n);
 
 /* >>rng ------------------------------------------------------------------- */
 /* Counter-based RNG: element i of a fill with (seed, offset) depends only on
@@ -709,7 +731,7 @@ GPUDL_HD static inline float gpudl_rng_fill_value(uint64_t seed, uint64_t i, int
     }
 }
 
-int gpudl_k_random(void *stream, void *x, int dtype, int64_t n, uint64_t seed, uint64_t offset,
+GPUDL__KFN int gpudl_k_random(void *stream, void *x, int dtype, int64_t n, uint64_t seed, uint64_t offset,
                    int normal, float a, float b);
 
 /* >>matmul ---------------------------------------------------------------- */
@@ -747,12 +769,12 @@ GPUDL_API gpudl_status gpudl_argmax_rows(gpudl_ctx *ctx, gpudl_tensor *out, cons
 typedef enum gpudl_k_binop { GPUDL_K_ADD = 0, GPUDL_K_MUL = 1 } gpudl_k_binop;
 typedef enum gpudl_k_redop { GPUDL_K_SUM = 0, GPUDL_K_MAX = 1 } gpudl_k_redop;
 
-int gpudl_k_binary(void *stream, int op, void *out, const void *a, const void *b, int dtype, int64_t n);
-int gpudl_k_axpby(void *stream, void *y, float alpha, const void *x, float beta, int dtype, int64_t n);
+GPUDL__KFN int gpudl_k_binary(void *stream, int op, void *out, const void *a, const void *b, int dtype, int64_t n);
+GPUDL__KFN int gpudl_k_axpby(void *stream, void *y, float alpha, const void *x, float beta, int dtype, int64_t n);
 /* scratch: at least gpudl_k_reduce_scratch() floats of device memory. */
-int64_t gpudl_k_reduce_scratch(void);
-int gpudl_k_reduce(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch);
-int gpudl_k_argmax_rows(void *stream, int32_t *out, const void *x, int dtype, int64_t rows, int64_t cols);
+GPUDL__KFN int64_t gpudl_k_reduce_scratch(void);
+GPUDL__KFN int gpudl_k_reduce(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch);
+GPUDL__KFN int gpudl_k_argmax_rows(void *stream, int32_t *out, const void *x, int dtype, int64_t rows, int64_t cols);
 
 /* >>activation ------------------------------------------------------------ */
 /* Shape letters: N batch, C channels (in), O channels/features (out),
@@ -876,8 +898,8 @@ GPUDL_HD static inline float gpudl__act_bwd_f(int act, float dy, float x, float 
    (x, y, dx, dy, logits, pred), f32, f16 or bf16; a linear or conv bias has it too. Weight gradients, batch-norm
    parameters and statistics, probs, targets and losses are f32. dscale:
    NULL, or a device float that multiplies scale (the loss scale). */
-int gpudl_k_act_fwd(void *stream, int act, float alpha, void *y, const void *x, int dtype, int64_t n);
-int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy, const void *x, const void *y, int dtype,
+GPUDL__KFN int gpudl_k_act_fwd(void *stream, int act, float alpha, void *y, const void *x, int dtype, int64_t n);
+GPUDL__KFN int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy, const void *x, const void *y, int dtype,
                     int64_t n);
 
 /* >>linear ---------------------------------------------------------------- */
@@ -890,16 +912,16 @@ GPUDL_API gpudl_status gpudl_linear_backward(gpudl_ctx *ctx, gpudl_tensor *dx, g
 /* out (C) += sum of x (N, C) over rows: bias gradients. */
 GPUDL_API gpudl_status gpudl_sum_rows_acc(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x);
 
-int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n, int64_t C, int64_t inner);
+GPUDL__KFN int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n, int64_t C, int64_t inner);
 /* pre += bias (per (i / inner) % C), post = act(pre), in one pass */
-int gpudl_k_bias_act(void *stream, int act, float alpha, void *pre, void *post, const void *b, int dtype, int64_t n, int64_t C,
+GPUDL__KFN int gpudl_k_bias_act(void *stream, int act, float alpha, void *pre, void *post, const void *b, int dtype, int64_t n, int64_t C,
                      int64_t inner);
 /* scratch: gpudl_k_reduce_scratch() floats */
-int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
+GPUDL__KFN int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
                             float *scratch);
 /* as gpudl_k_channel_sum_acc; overwrite: out = the sums (the step's first write of a gradient);
    done: NULL, or a device counter at 0 (left at 0): one launch instead of two */
-int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
+GPUDL__KFN int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
                         float *scratch, int overwrite, unsigned *done);
 
 /* >>loss ------------------------------------------------------------------ */
@@ -931,17 +953,17 @@ GPUDL_API gpudl_status gpudl_mse_backward(gpudl_ctx *ctx, gpudl_tensor *dpred, c
 /* scratch: gpudl_k_reduce_scratch() + N floats; report (2): a row with a
    label outside [0, K) and K are written there (nothing when all are fine),
    and 1 into *bad_input (device; may be NULL): the next update skips */
-int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void *logits, int dtype, const void *labels,
+GPUDL__KFN int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void *logits, int dtype, const void *labels,
                              int label_dtype, int64_t N, int64_t K, float *scratch, int32_t *report, int32_t *bad_input);
 /* forward, mean and gradient in one launch: loss, probs and dlogits as the two above; done: a
    counter on the device, 0 before and after; scratch: gpudl_k_reduce_scratch() floats */
-int gpudl_k_softmax_xent_fused(void *stream, float *loss, unsigned *done, float *probs, void *dlogits, const void *logits,
+GPUDL__KFN int gpudl_k_softmax_xent_fused(void *stream, float *loss, unsigned *done, float *probs, void *dlogits, const void *logits,
                                int dtype, const void *labels, int label_dtype, int64_t N, int64_t K, float scale,
                                const float *dscale, float *scratch, int32_t *report, int32_t *bad_input);
-int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float *probs, const void *labels, int label_dtype,
+GPUDL__KFN int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float *probs, const void *labels, int label_dtype,
                              int64_t N, int64_t K, float scale, const float *dscale);
-int gpudl_k_mse_fwd(void *stream, float *loss, const void *pred, int dtype, const float *target, int64_t n, float *scratch);
-int gpudl_k_mse_bwd(void *stream, void *dpred, const void *pred, int dtype, const float *target, int64_t n, float scale,
+GPUDL__KFN int gpudl_k_mse_fwd(void *stream, float *loss, const void *pred, int dtype, const float *target, int64_t n, float *scratch);
+GPUDL__KFN int gpudl_k_mse_bwd(void *stream, void *dpred, const void *pred, int dtype, const float *target, int64_t n, float scale,
                     const float *dscale);
 
 /* >>conv ------------------------------------------------------------------ */
@@ -961,7 +983,7 @@ GPUDL_API gpudl_status gpudl_conv2d_backward(gpudl_ctx *ctx, gpudl_tensor *dx, g
                                              const gpudl_conv2d_desc *desc);
 
 /* out[i] += src[i]: cuDNN's 16-bit weight gradient into the f32 one */
-int gpudl_k_acc_f32(void *stream, float *out, const void *src, int dtype, int64_t n);
+GPUDL__KFN int gpudl_k_acc_f32(void *stream, float *out, const void *src, int dtype, int64_t n);
 
 /* >>pool ------------------------------------------------------------------ */
 typedef enum gpudl_pool { GPUDL_POOL_MAX = 1, GPUDL_POOL_AVG = 2 } gpudl_pool;
@@ -1029,9 +1051,9 @@ GPUDL_HD static inline float gpudl__pool_backward_elem(int kind, const void *x, 
     return g;
 }
 
-int gpudl_k_pool_fwd(void *stream, int kind, void *y, const void *x, int dtype, int64_t NC, int64_t H, int64_t W, int64_t Ho,
+GPUDL__KFN int gpudl_k_pool_fwd(void *stream, int kind, void *y, const void *x, int dtype, int64_t NC, int64_t H, int64_t W, int64_t Ho,
                      int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
-int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
+GPUDL__KFN int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
                      int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
 
 /* >>batchnorm ------------------------------------------------------------- */
@@ -1064,11 +1086,11 @@ GPUDL_HD static inline float gpudl__bn_backward_elem(float dy, float x, float me
 }
 
 /* batch norm: scratch holds gpudl_k_bn_scratch(N, C, inner) floats; dx may be NULL */
-int64_t gpudl_k_bn_scratch(int64_t N, int64_t C, int64_t inner);
-int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, const void *x, int dtype, const float *gamma,
+GPUDL__KFN int64_t gpudl_k_bn_scratch(int64_t N, int64_t C, int64_t inner);
+GPUDL__KFN int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, const void *x, int dtype, const float *gamma,
                    const float *beta, float *running_mean, float *running_var, int64_t N, int64_t C, int64_t inner,
                    int training, float momentum, float eps, float *scratch);
-int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
+GPUDL__KFN int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
                    const float *gamma, const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner,
                    float *scratch);
 
@@ -1093,7 +1115,7 @@ GPUDL_HD static inline float gpudl__dropout_elem(float x, float p, uint64_t seed
     return gpudl__dropout_keep(seed, i, p) ? x / (1.0f - p) : x * 0.0f;   /* a dropped NaN stays NaN, as in PyTorch */
 }
 
-int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset);
+GPUDL__KFN int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset);
 
 /* >>transformer ----------------------------------------------------------- */
 /* The ops of a GPT block (nanoGPT / llm.c layout). Shape letters: B batch,
@@ -1203,35 +1225,35 @@ GPUDL_HD static inline int64_t gpudl__id_at(const void *ids, int dt, int64_t i) 
 }
 
 /* report, bad_input: as gpudl_k_softmax_xent_fwd's (a position with an id outside [0, V), and V) */
-int gpudl_k_embedding_fwd(void *stream, void *y, const void *ids, int ids_dtype, const void *wte, const void *wpe, int dtype,
+GPUDL__KFN int gpudl_k_embedding_fwd(void *stream, void *y, const void *ids, int ids_dtype, const void *wte, const void *wpe, int dtype,
                           int64_t N, int64_t T, int64_t V, int64_t C, int32_t *report, int32_t *bad_input);
-int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy, int dtype, const void *ids, int ids_dtype,
+GPUDL__KFN int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy, int dtype, const void *ids, int ids_dtype,
                           int64_t B, int64_t T, int64_t V, int64_t C, int overwrite);
 /* res, sum (or NULL): normalise x + res, written to sum (rounded to dtype) on the way */
-int gpudl_k_layernorm_fwd(void *stream, void *y, float *mean, float *rstd, const void *x, const void *res, void *sum, int dtype,
+GPUDL__KFN int gpudl_k_layernorm_fwd(void *stream, void *y, float *mean, float *rstd, const void *x, const void *res, void *sum, int dtype,
                           const float *gamma, const float *beta, int64_t R, int64_t C, float eps);
 /* scratch: gpudl_k_layernorm_scratch(R, C) floats; dx, dgamma, dbeta may be NULL; overwrite: dgamma, dbeta
    written (=), else added to (+=); the same for the embedding's dwte, dwpe (a model's first backward after zero_grad);
    dadd (or NULL): added to dx (a pre-norm residual's other path) */
-int64_t gpudl_k_layernorm_scratch(int64_t R, int64_t C);
-int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, const void *dadd,
+GPUDL__KFN int64_t gpudl_k_layernorm_scratch(int64_t R, int64_t C);
+GPUDL__KFN int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, const void *dadd,
                           int dtype, const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C,
                           float *scratch, int overwrite);
 /* (B,T,3,NH,HS) qkv <-> q, k, v (B,NH,T,HS) each; to_heads 0 is the reverse (dq, dk, dv into dqkv) */
-int gpudl_k_attn_split(void *stream, void *q, void *k, void *v, void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
+GPUDL__KFN int gpudl_k_attn_split(void *stream, void *q, void *k, void *v, void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
                        int64_t HS, int to_heads);
 /* (B,T,NH,HS) <-> (B,NH,T,HS): y (B,T,C) from the heads (to_heads 0), or dy into heads (to_heads 1) */
-int gpudl_k_attn_merge(void *stream, void *bt, void *heads, int dtype, int64_t B, int64_t T, int64_t NH, int64_t HS,
+GPUDL__KFN int gpudl_k_attn_merge(void *stream, void *bt, void *heads, int dtype, int64_t B, int64_t T, int64_t NH, int64_t HS,
                        int to_heads);
 /* att (L,T,T) = causal softmax of the F32 scores (L,T,T) (may be att itself when att is F32) */
-int gpudl_k_attn_softmax(void *stream, void *att, const float *scores, int dtype, int64_t L, int64_t T);
+GPUDL__KFN int gpudl_k_attn_softmax(void *stream, void *att, const float *scores, int dtype, int64_t L, int64_t T);
 /* ds (L,T,T) = p (dp - sum p dp) per row, 0 where masked (ds may be dp itself when ds is F32) */
-int gpudl_k_attn_softmax_bwd(void *stream, void *ds, const float *dp, const void *att, int dtype, int64_t L, int64_t T);
+GPUDL__KFN int gpudl_k_attn_softmax_bwd(void *stream, void *ds, const float *dp, const void *att, int dtype, int64_t L, int64_t T);
 /* fused attention (HS <= GPUDL__FUSED_MAX_HS); scratch: B NH T floats */
 #define GPUDL__FUSED_MAX_HS 256
-int gpudl_k_attn_fused_fwd(void *stream, void *y, float *lse, const void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
+GPUDL__KFN int gpudl_k_attn_fused_fwd(void *stream, void *y, float *lse, const void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
                            int64_t HS);
-int gpudl_k_attn_fused_bwd(void *stream, void *dqkv, const void *dy, const void *qkv, const void *y, const float *lse, int dtype,
+GPUDL__KFN int gpudl_k_attn_fused_bwd(void *stream, void *dqkv, const void *dy, const void *qkv, const void *y, const float *lse, int dtype,
                            int64_t B, int64_t T, int64_t NH, int64_t HS, float *scratch);
 
 /* >>model ----------------------------------------------------------------- */
@@ -1483,10 +1505,10 @@ GPUDL_API gpudl_status gpudl_model_memory(gpudl_model *m, int64_t batch, gpudl_m
 GPUDL_API gpudl_status gpudl_model_profile(gpudl_model *m, int on);
 GPUDL_API const char *gpudl_model_profile_report(const gpudl_model *m, char *buf, size_t size);
 
-int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n);
+GPUDL__KFN int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n);
 /* ReLU then pooling whose windows do not overlap (sh >= kh, sw >= kw), backward in one pass:
    dx = the pool's backward of dy, times ReLU's derivative at x (the ReLU's output, the pool's input) */
-int gpudl_k_pool_relu_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
+GPUDL__KFN int gpudl_k_pool_relu_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
                           int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
                           int64_t pw);
 
@@ -1587,7 +1609,7 @@ GPUDL_HD static inline void gpudl_optim_update(const gpudl_optim_hp *h, float *w
 
 /* skip: when not NULL and *skip != 0 the update is skipped (an overflowed step);
    w16: NULL or the f16/bf16 (dt16) copy of w, refreshed in the same pass */
-int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
+GPUDL__KFN int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
                   const int32_t *skip, void *w16, int dt16);
 
 /* >>amp ------------------------------------------------------------------- */
@@ -1675,14 +1697,14 @@ GPUDL_HD static inline float gpudl__unscale_grad(float g, float inv_scale, int f
     return g * inv_scale;
 }
 
-int gpudl_k_round16(void *stream, float *x, int64_t n, int bf16);
+GPUDL__KFN int gpudl_k_round16(void *stream, float *x, int64_t n, int bf16);
 /* g = g / scale (after rounding to FP16 if fp16), flagging non-finite values in st */
-int gpudl_k_unscale(void *stream, float *g, int64_t n, gpudl_scaler_state *st, int fp16);
+GPUDL__KFN int gpudl_k_unscale(void *stream, float *g, int64_t n, gpudl_scaler_state *st, int fp16);
 /* flags non-finite values of g (after rounding to FP16 if fp16) in st; reads g only */
-int gpudl_k_nonfinite(void *stream, const float *g, int64_t n, gpudl_scaler_state *st, int fp16);
+GPUDL__KFN int gpudl_k_nonfinite(void *stream, const float *g, int64_t n, gpudl_scaler_state *st, int fp16);
 /* st->found_inf = 0, first_bad = none (after a step that failed after its check) */
-int gpudl_k_scaler_clear(void *stream, gpudl_scaler_state *st);
-int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_desc d);
+GPUDL__KFN int gpudl_k_scaler_clear(void *stream, gpudl_scaler_state *st);
+GPUDL__KFN int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_desc d);
 /* (the optim section's kernel ABI, here for the scaler's types) */
 /* gpudl_model_step's update: as gpudl_k_optim, and with st (the scaler's state, or NULL) the
    update is skipped when st->found_inf, the gradients are unscaled as read (never in place),
@@ -1691,14 +1713,14 @@ int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_des
    since the last update) skips the update and leaves st's scale and counts alone; the last block clears it and
    adds 1 to *skipped (pinned, may be NULL); seen: NULL, or pinned host memory the last block writes st's new
    state into (the host's view, without a copy) */
-int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
+GPUDL__KFN int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
                        const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d, void *w16, int dt16,
                        int32_t *guard, int32_t *skipped, gpudl_scaler_state *seen);
 /* gpudl_k_optim_step's kernel (its first argument is the gpudl_optim_hp) */
-const void *gpudl_k_optim_step_fn(void);
+GPUDL__KFN const void *gpudl_k_optim_step_fn(void);
 /* scale[0] = sum of g^2; scale[1] = max_norm / (norm + 1e-6) if norm > max_norm else 1;
    st: NULL, or the scaler's state: of the unscaled gradients */
-int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch,
+GPUDL__KFN int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch,
                        const gpudl_scaler_state *st, int fp16);
 
 /* >>data ------------------------------------------------------------------ */
@@ -1769,7 +1791,7 @@ GPUDL_API gpudl_status gpudl_dataset_batch(gpudl_ctx *ctx, gpudl_dataset *ds, in
      GPUDL_ERR_OOM, GPUDL_ERR_CUDA   the new buffer could not be allocated (the old one is kept) */
 GPUDL_API gpudl_status gpudl_dataset_set_dtype(gpudl_ctx *ctx, gpudl_dataset *ds, gpudl_dtype dtype);
 
-int gpudl_k_gather(void *stream, void *xb, int xb_dtype, int32_t *yb, const float *images, const int32_t *labels,
+GPUDL__KFN int gpudl_k_gather(void *stream, void *xb, int xb_dtype, int32_t *yb, const float *images, const int32_t *labels,
                    const int32_t *perm, int64_t start, int64_t count, int64_t sample);
 
 /* >>io -------------------------------------------------------------------- */
@@ -13681,6 +13703,11 @@ GPUDL__DEF gpudl_status gpudl_dataset_shard(gpudl_ctx *ctx, gpudl_dataset *ds, i
     return GPUDL_OK;
 }
 
+/* GPUDL_STATIC under nvcc: the kernels are private to this file too (see
+   GPUDL__KFN at the top) */
+#ifdef GPUDL__KERNELS_PRIVATE
+#  include "gpudl_kernels.cu"
+#endif
 #endif /* GPUDL__IMPLEMENTED */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(GPUDL_NO_MACRO_GUARD)
   _Pragma("pop_macro(\"A\")") _Pragma("pop_macro(\"B\")") _Pragma("pop_macro(\"C\")") _Pragma("pop_macro(\"D\")") _Pragma("pop_macro(\"E\")") _Pragma("pop_macro(\"F\")") _Pragma("pop_macro(\"G\")") _Pragma("pop_macro(\"H\")") _Pragma("pop_macro(\"I\")")

@@ -2,6 +2,8 @@
 
    Compile together with the translation unit that defines GPUDL_IMPLEMENTATION:
        nvcc -O2 -o app app.c gpudl_kernels.cu -lcublas -lcublasLt -lcudnn
+   (with GPUDL_STATIC in a .cu file, gpudl.h includes this file itself and
+   nothing here is exported: nvcc -O2 -DGPUDL_STATIC -o app app.cu -l...)
    For a specific GPU add its architecture, e.g. -arch=sm_90 (H100/H200) or
    -arch=sm_80 (A100); gpudl refuses to start on a GPU it has no code for
    and says which architectures it was built for.
@@ -19,6 +21,14 @@
 
 #if !defined(CUDART_VERSION) || CUDART_VERSION < 11000
 #  error "gpudl_kernels.cu needs CUDA >= 11.0"
+#endif
+
+/* Kernels are static when gpudl.h's implementation includes this file
+   (GPUDL_STATIC under nvcc, see GPUDL__KFN there), extern otherwise. */
+#ifdef GPUDL__KERNELS_PRIVATE
+#  define GPUDL__KSTATIC static
+#else
+#  define GPUDL__KSTATIC
 #endif
 
 #define GPUDL__THREADS 256
@@ -203,27 +213,27 @@ static unsigned gpudl__map_blocks(int64_t n, size_t narrowest) {
 /* The SM count for the grids above: the largest any context has reported
    (a grid size is a matter of speed, never of results, so one value
    serves every device). */
-extern "C" void gpudl_k_set_sm_count(int device, int sms) {
+GPUDL__KFN_C void gpudl_k_set_sm_count(int device, int sms) {
     (void)device;
     if (sms > gpudl__sm_count) gpudl__sm_count = sms;
 }
 
 /* >>context --------------------------------------------------------------- */
 
-__global__ void gpudl_probe_kernel(void) {}
+GPUDL__KSTATIC __global__ void gpudl_probe_kernel(void) {}
 
 #define GPUDL__STR2(...) #__VA_ARGS__
 #define GPUDL__STR(...) GPUDL__STR2(__VA_ARGS__)
 
 extern "C" {
 
-int gpudl_k_probe(void *stream) {
+GPUDL__KFN int gpudl_k_probe(void *stream) {
     gpudl_probe_kernel<<<1, 1, 0, (cudaStream_t)stream>>>();
     return (int)cudaGetLastError();
 }
 
 /* "sm_80 sm_90" from nvcc's __CUDA_ARCH_LIST__ ("800,900"). */
-const char *gpudl_k_archs(void) {
+GPUDL__KFN const char *gpudl_k_archs(void) {
 #ifdef __CUDA_ARCH_LIST__
     static char s[128];
     if (!s[0]) {
@@ -254,13 +264,13 @@ struct gpudl__const_op {
 };
 
 template <typename T>
-__global__ void gpudl_fill_kernel(T *x, int64_t n, float value) {
+GPUDL__KSTATIC __global__ void gpudl_fill_kernel(T *x, int64_t n, float value) {
     gpudl__const_op f = {gpudl__to_f32(gpudl__from_f32<T>(value))};   /* rounded once: the stores then repeat its bits */
     gpudl__map<0>(f, x, (const T *)0, (const T *)0, (const T *)0, n);
 }
 
 /* The fill of I32 / U8 tensors (a byte pattern repeated to 32 bits). */
-__global__ void gpudl_fill_u32_kernel(uint32_t *x, int64_t n, uint32_t bits) {
+GPUDL__KSTATIC __global__ void gpudl_fill_u32_kernel(uint32_t *x, int64_t n, uint32_t bits) {
     int64_t start = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (int64_t)gridDim.x * blockDim.x, i = start;
     if (gpudl__aligned16(x)) {
         uint4 v = make_uint4(bits, bits, bits, bits);
@@ -275,25 +285,25 @@ struct gpudl__copy_op {
 };
 
 template <typename D, typename S>
-__global__ void gpudl_cast_kernel(D *dst, const S *src, int64_t n) {
+GPUDL__KSTATIC __global__ void gpudl_cast_kernel(D *dst, const S *src, int64_t n) {
     gpudl__copy_op f;
     gpudl__map<1>(f, dst, src, (const S *)0, (const S *)0, n);
 }
 
 extern "C" {
 
-int gpudl_k_fill(void *stream, void *x, int dtype, int64_t n, float value) {
+GPUDL__KFN int gpudl_k_fill(void *stream, void *x, int dtype, int64_t n, float value) {
     GPUDL__DISPATCH(dtype, T, (gpudl_fill_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         (T *)x, n, value)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_fill_u32(void *stream, uint32_t *x, int64_t n, uint32_t bits) {
+GPUDL__KFN int gpudl_k_fill_u32(void *stream, uint32_t *x, int64_t n, uint32_t bits) {
     gpudl_fill_u32_kernel<<<gpudl__map_blocks(n, 4), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(x, n, bits);
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_cast(void *stream, void *dst, int dst_dtype, const void *src, int src_dtype, int64_t n) {
+GPUDL__KFN int gpudl_k_cast(void *stream, void *dst, int dst_dtype, const void *src, int src_dtype, int64_t n) {
     GPUDL__DISPATCH(dst_dtype, D, GPUDL__DISPATCH(src_dtype, S, (gpudl_cast_kernel<D, S><<<gpudl__map_blocks(n,
         sizeof(D) < sizeof(S) ? sizeof(D) : sizeof(S)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>((D *)dst, (const S *)src, n))));
     return (int)cudaGetLastError();
@@ -312,14 +322,14 @@ struct gpudl__random_op {
 };
 
 template <typename T>
-__global__ void gpudl_random_kernel(T *x, int64_t n, uint64_t seed, uint64_t offset, int normal, float a, float b) {
+GPUDL__KSTATIC __global__ void gpudl_random_kernel(T *x, int64_t n, uint64_t seed, uint64_t offset, int normal, float a, float b) {
     gpudl__random_op f = {seed, offset, normal, a, b};
     gpudl__map<0>(f, x, (const T *)0, (const T *)0, (const T *)0, n);
 }
 
 extern "C" {
 
-int gpudl_k_random(void *stream, void *x, int dtype, int64_t n, uint64_t seed, uint64_t offset, int normal, float a, float b) {
+GPUDL__KFN int gpudl_k_random(void *stream, void *x, int dtype, int64_t n, uint64_t seed, uint64_t offset, int normal, float a, float b) {
     GPUDL__DISPATCH(dtype, T, (gpudl_random_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         (T *)x, n, seed, offset, normal, a, b)));
     return (int)cudaGetLastError();
@@ -338,7 +348,7 @@ struct gpudl__binary_op {
 };
 
 template <typename T>
-__global__ void gpudl_binary_kernel(int op, T *out, const T *a, const T *b, int64_t n) {
+GPUDL__KSTATIC __global__ void gpudl_binary_kernel(int op, T *out, const T *a, const T *b, int64_t n) {
     gpudl__binary_op f = {op};
     gpudl__map<2>(f, out, a, b, (const T *)0, n);
 }
@@ -353,7 +363,7 @@ struct gpudl__axpby_op {
 };
 
 template <typename T>
-__global__ void gpudl_axpby_kernel(T *y, float alpha, const T *x, float beta, int64_t n) {
+GPUDL__KSTATIC __global__ void gpudl_axpby_kernel(T *y, float alpha, const T *x, float beta, int64_t n) {
     gpudl__axpby_op f = {alpha, beta};
     if (beta != 0.0f) gpudl__map<2>(f, y, x, (const T *)y, (const T *)0, n);
     else gpudl__map<1>(f, y, x, (const T *)0, (const T *)0, n);
@@ -366,7 +376,7 @@ __global__ void gpudl_axpby_kernel(T *y, float alpha, const T *x, float beta, in
 __device__ __forceinline__ float gpudl__red(int op, float a, float b) { return op == GPUDL_K_SUM ? a + b : gpudl__nanmax(a, b); }
 
 /* Reduces v over the block; the result is valid in thread 0. */
-__device__ float gpudl__block_reduce(int op, float v) {
+static __device__ float gpudl__block_reduce(int op, float v) {
     __shared__ float warp_part[32];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
     for (int o = 16; o > 0; o >>= 1) v = gpudl__red(op, v, __shfl_down_sync(0xffffffffu, v, o));
@@ -401,7 +411,7 @@ __device__ __forceinline__ float gpudl__reduce_share(int op, const T *x, I n) {
 }
 
 template <typename T>
-__global__ void gpudl_reduce_partial_kernel(int op, const T *x, int64_t n, float *partial) {
+GPUDL__KSTATIC __global__ void gpudl_reduce_partial_kernel(int op, const T *x, int64_t n, float *partial) {
     float acc = n <= INT32_MAX ? gpudl__reduce_share<uint32_t>(op, x, (uint32_t)n) : gpudl__reduce_share<int64_t>(op, x, n);
     acc = gpudl__block_reduce(op, acc);
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
@@ -413,7 +423,7 @@ __global__ void gpudl_reduce_partial_kernel(int op, const T *x, int64_t n, float
    order and puts done back to 0. Which block comes last varies; the order
    of the final sum does not, so the bits are the same every run. */
 template <typename T>
-__global__ void gpudl_reduce_once_kernel(int op, float *out, const T *x, int64_t n, float *partial, unsigned *done) {
+GPUDL__KSTATIC __global__ void gpudl_reduce_once_kernel(int op, float *out, const T *x, int64_t n, float *partial, unsigned *done) {
     __shared__ bool last;
     float acc = n <= INT32_MAX ? gpudl__reduce_share<uint32_t>(op, x, (uint32_t)n) : gpudl__reduce_share<int64_t>(op, x, n);
     acc = gpudl__block_reduce(op, acc);
@@ -435,7 +445,7 @@ __global__ void gpudl_reduce_once_kernel(int op, float *out, const T *x, int64_t
 }
 
 /* Pass 2: one block reduces the partials (a fixed order: deterministic). */
-__global__ void gpudl_reduce_final_kernel(int op, const float *partial, int nparts, float *out) {
+GPUDL__KSTATIC __global__ void gpudl_reduce_final_kernel(int op, const float *partial, int nparts, float *out) {
     float acc = op == GPUDL_K_SUM ? 0.0f : -INFINITY;
     for (int i = threadIdx.x; i < nparts; i += blockDim.x) acc = gpudl__red(op, acc, partial[i]);
     acc = gpudl__block_reduce(op, acc);
@@ -452,7 +462,7 @@ __device__ __forceinline__ void gpudl__argmax_merge(float &v, int64_t &i, float 
 
 /* One warp per row. */
 template <typename T>
-__global__ void gpudl_argmax_rows_kernel(int32_t *out, const T *x, int64_t rows, int64_t cols) {
+GPUDL__KSTATIC __global__ void gpudl_argmax_rows_kernel(int32_t *out, const T *x, int64_t rows, int64_t cols) {
     int64_t row = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (row >= rows) return;
@@ -470,23 +480,23 @@ __global__ void gpudl_argmax_rows_kernel(int32_t *out, const T *x, int64_t rows,
 
 extern "C" {
 
-int gpudl_k_binary(void *stream, int op, void *out, const void *a, const void *b, int dtype, int64_t n) {
+GPUDL__KFN int gpudl_k_binary(void *stream, int op, void *out, const void *a, const void *b, int dtype, int64_t n) {
     GPUDL__DISPATCH(dtype, T, (gpudl_binary_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         op, (T *)out, (const T *)a, (const T *)b, n)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_axpby(void *stream, void *y, float alpha, const void *x, float beta, int dtype, int64_t n) {
+GPUDL__KFN int gpudl_k_axpby(void *stream, void *y, float alpha, const void *x, float beta, int dtype, int64_t n) {
     GPUDL__DISPATCH(dtype, T, (gpudl_axpby_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         (T *)y, alpha, (const T *)x, beta, n)));
     return (int)cudaGetLastError();
 }
 
-int64_t gpudl_k_reduce_scratch(void) { return GPUDL__REDUCE_BLOCKS; }
+GPUDL__KFN int64_t gpudl_k_reduce_scratch(void) { return GPUDL__REDUCE_BLOCKS; }
 
 /* The block count depends on n alone (not on the SM count), so a sum has
    the same bits on every GPU. */
-int gpudl_k_reduce(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch) {
+GPUDL__KFN int gpudl_k_reduce(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch) {
     unsigned nb = gpudl__blocks((n + 3) / 4);
     if (nb > GPUDL__REDUCE_BLOCKS) nb = GPUDL__REDUCE_BLOCKS;
     GPUDL__DISPATCH(dtype, T, (gpudl_reduce_partial_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
@@ -497,7 +507,7 @@ int gpudl_k_reduce(void *stream, int op, float *out, const void *x, int dtype, i
 
 /* gpudl_k_reduce in one launch (no one-block second pass): done is a
    device counter that is 0 before and after (the caller zeroes it once). */
-int gpudl_k_reduce_once(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch, unsigned *done) {
+GPUDL__KFN int gpudl_k_reduce_once(void *stream, int op, float *out, const void *x, int dtype, int64_t n, float *scratch, unsigned *done) {
     unsigned nb = gpudl__blocks((n + 3) / 4);
     if (nb > GPUDL__REDUCE_BLOCKS) nb = GPUDL__REDUCE_BLOCKS;
     GPUDL__DISPATCH(dtype, T, (gpudl_reduce_once_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
@@ -505,7 +515,7 @@ int gpudl_k_reduce_once(void *stream, int op, float *out, const void *x, int dty
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_argmax_rows(void *stream, int32_t *out, const void *x, int dtype, int64_t rows, int64_t cols) {
+GPUDL__KFN int gpudl_k_argmax_rows(void *stream, int32_t *out, const void *x, int dtype, int64_t rows, int64_t cols) {
     const int64_t rows_per_block = GPUDL__THREADS / 32;
     unsigned nb = (unsigned)((rows + rows_per_block - 1) / rows_per_block);
     GPUDL__DISPATCH(dtype, T, (gpudl_argmax_rows_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
@@ -539,26 +549,26 @@ struct gpudl__act_bwd_op {
 };
 
 template <typename T>
-__global__ void gpudl_act_fwd_kernel(int act, float alpha, T *y, const T *x, int64_t n) {
+GPUDL__KSTATIC __global__ void gpudl_act_fwd_kernel(int act, float alpha, T *y, const T *x, int64_t n) {
     gpudl__act_fwd_op f = {act, alpha};
     gpudl__map<1>(f, y, x, (const T *)0, (const T *)0, n);
 }
 
 template <typename T>
-__global__ void gpudl_act_bwd_kernel(int act, float alpha, T *dx, const T *dy, const T *x, const T *y, int64_t n) {
+GPUDL__KSTATIC __global__ void gpudl_act_bwd_kernel(int act, float alpha, T *dx, const T *dy, const T *x, const T *y, int64_t n) {
     gpudl__act_bwd_op f = {act, alpha};
     gpudl__map<3>(f, dx, dy, x, y, n);
 }
 
 extern "C" {
 
-int gpudl_k_act_fwd(void *stream, int act, float alpha, void *y, const void *x, int dtype, int64_t n) {
+GPUDL__KFN int gpudl_k_act_fwd(void *stream, int act, float alpha, void *y, const void *x, int dtype, int64_t n) {
     GPUDL__DISPATCH(dtype, T, (gpudl_act_fwd_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         act, alpha, (T *)y, (const T *)x, n)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy, const void *x, const void *y, int dtype,
+GPUDL__KFN int gpudl_k_act_bwd(void *stream, int act, float alpha, void *dx, const void *dy, const void *x, const void *y, int dtype,
                     int64_t n) {
     GPUDL__DISPATCH(dtype, T, (gpudl_act_bwd_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         act, alpha, (T *)dx, (const T *)dy, (const T *)x, (const T *)y, n)));
@@ -577,7 +587,7 @@ __device__ __forceinline__ T gpudl__bias_elem(T y, const T *b, int64_t i, int64_
 }
 
 template <typename T>
-__global__ void gpudl_bias_add_kernel(T *y, const T *b, int64_t n, int64_t C, int64_t inner) {
+GPUDL__KSTATIC __global__ void gpudl_bias_add_kernel(T *y, const T *b, int64_t n, int64_t C, int64_t inner) {
     GPUDL__GRID_STRIDE(i, n) y[i] = gpudl__bias_elem(y[i], b, i, C, inner);
 }
 
@@ -585,7 +595,7 @@ __global__ void gpudl_bias_add_kernel(T *y, const T *b, int64_t n, int64_t C, in
    rounded value): the bias add and the activation after a GEMM or a
    convolution in one pass, with the same bits as the two kernels apart. */
 template <typename T>
-__global__ void gpudl_bias_act_kernel(int act, float alpha, T *pre, T *post, const T *b, int64_t n, int64_t C, int64_t inner) {
+GPUDL__KSTATIC __global__ void gpudl_bias_act_kernel(int act, float alpha, T *pre, T *post, const T *b, int64_t n, int64_t C, int64_t inner) {
     GPUDL__GRID_STRIDE(i, n) {
         T v = gpudl__bias_elem(pre[i], b, i, C, inner);
         pre[i] = v;
@@ -600,7 +610,7 @@ __global__ void gpudl_bias_act_kernel(int act, float alpha, T *pre, T *post, con
    batch 1024). The partials meet in shared memory and are added in a fixed
    order: the same bits every run. */
 template <typename T>
-__global__ void gpudl_col_sum_acc_kernel(float *out, const T *x, int64_t N, int64_t C, int overwrite) {
+GPUDL__KSTATIC __global__ void gpudl_col_sum_acc_kernel(float *out, const T *x, int64_t N, int64_t C, int overwrite) {
     __shared__ float part[32][33];
     int tx = threadIdx.x, ty = threadIdx.y;
     int64_t c = (int64_t)blockIdx.x * 32 + tx;
@@ -621,7 +631,7 @@ __global__ void gpudl_col_sum_acc_kernel(float *out, const T *x, int64_t N, int6
    (or, with one chunk, adds straight into out); then each channel's
    partials are added in order. */
 template <typename T>
-__global__ void gpudl_channel_sum_partial_kernel(float *dst, int accumulate, const T *x, int64_t N, int64_t C, int64_t inner,
+GPUDL__KSTATIC __global__ void gpudl_channel_sum_partial_kernel(float *dst, int accumulate, const T *x, int64_t N, int64_t C, int64_t inner,
                                                  int64_t per) {
     int64_t c = blockIdx.x, n0 = (int64_t)blockIdx.y * per, n1 = n0 + per < N ? n0 + per : N, M = (n1 - n0) * inner;
     const T *base = x + (n0 * C + c) * inner;
@@ -642,7 +652,7 @@ __global__ void gpudl_channel_sum_partial_kernel(float *dst, int accumulate, con
    last) adds each channel's partials in chunk order (the same bits as the
    two kernels) and puts done back to 0. */
 template <typename T>
-__global__ void gpudl_channel_sum_once_kernel(float *out, int overwrite, float *partial, const T *x, int64_t N, int64_t C,
+GPUDL__KSTATIC __global__ void gpudl_channel_sum_once_kernel(float *out, int overwrite, float *partial, const T *x, int64_t N, int64_t C,
                                               int64_t inner, int64_t per, unsigned *done) {
     __shared__ int last;
     int64_t c = blockIdx.x, n0 = (int64_t)blockIdx.y * per, n1 = n0 + per < N ? n0 + per : N, M = (n1 - n0) * inner;
@@ -669,7 +679,7 @@ __global__ void gpudl_channel_sum_once_kernel(float *out, int overwrite, float *
     if (threadIdx.x == 0) *done = 0;
 }
 
-__global__ void gpudl_channel_sum_final_kernel(float *out, const float *partial, int64_t C, int G, int overwrite) {
+GPUDL__KSTATIC __global__ void gpudl_channel_sum_final_kernel(float *out, const float *partial, int64_t C, int G, int overwrite) {
     int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     float s = 0.0f;
@@ -679,12 +689,12 @@ __global__ void gpudl_channel_sum_final_kernel(float *out, const float *partial,
 
 extern "C" {
 
-int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n, int64_t C, int64_t inner) {
+GPUDL__KFN int gpudl_k_bias_add(void *stream, void *y, const void *b, int dtype, int64_t n, int64_t C, int64_t inner) {
     GPUDL__DISPATCH(dtype, T, (gpudl_bias_add_kernel<T><<<GPUDL__GRID(n)>>>((T *)y, (const T *)b, n, C, inner)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_bias_act(void *stream, int act, float alpha, void *pre, void *post, const void *b, int dtype, int64_t n, int64_t C,
+GPUDL__KFN int gpudl_k_bias_act(void *stream, int act, float alpha, void *pre, void *post, const void *b, int dtype, int64_t n, int64_t C,
                      int64_t inner) {
     GPUDL__DISPATCH(dtype, T, (gpudl_bias_act_kernel<T><<<GPUDL__GRID(n)>>>(act, alpha, (T *)pre, (T *)post, (const T *)b, n, C,
                                                                           inner)));
@@ -703,7 +713,7 @@ static int64_t gpudl__chunks(int64_t N, int64_t inner, int64_t cap, int64_t *per
     return (N + *per - 1) / *per;
 }
 
-int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
+GPUDL__KFN int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
                         float *scratch, int overwrite, unsigned *done) {
     overwrite = overwrite != 0;
     if (inner == 1) {
@@ -726,7 +736,7 @@ int gpudl_k_channel_sum(void *stream, float *out, const void *x, int dtype, int6
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
+GPUDL__KFN int gpudl_k_channel_sum_acc(void *stream, float *out, const void *x, int dtype, int64_t N, int64_t C, int64_t inner,
                             float *scratch) {
     return gpudl_k_channel_sum(stream, out, x, dtype, N, C, inner, scratch, 0, NULL);
 }
@@ -745,7 +755,7 @@ __device__ __forceinline__ int64_t gpudl__label_at(const void *labels, int dt, i
    memory, read by the host after its next wait; any one bad row will do),
    and *bad = 1 (device memory: the next model update reads it and skips). */
 template <typename T>
-__global__ void gpudl_softmax_xent_rows_kernel(float *probs, float *rowloss, const T *logits, const void *labels, int ldt,
+GPUDL__KSTATIC __global__ void gpudl_softmax_xent_rows_kernel(float *probs, float *rowloss, const T *logits, const void *labels, int ldt,
                                                int64_t N, int64_t K, int32_t *report, int32_t *bad_input) {
     int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
@@ -770,7 +780,7 @@ __global__ void gpudl_softmax_xent_rows_kernel(float *probs, float *rowloss, con
 }
 
 /* out = scale * sum of v[0..n) in a fixed order (one block). */
-__global__ void gpudl_sum_scaled_kernel(float *out, const float *v, int64_t n, float scale) {
+GPUDL__KSTATIC __global__ void gpudl_sum_scaled_kernel(float *out, const float *v, int64_t n, float scale) {
     float s = 0.0f;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += v[i];
     s = gpudl__block_reduce(GPUDL_K_SUM, s);
@@ -780,7 +790,7 @@ __global__ void gpudl_sum_scaled_kernel(float *out, const float *v, int64_t n, f
 /* The gradient is scaled in float before its one rounding, so a loss scale
    lifts small FP16 gradients out of the subnormals instead of scaling zeros. */
 template <typename T>
-__global__ void gpudl_softmax_xent_bwd_kernel(T *dl, const float *probs, const void *labels, int ldt, int64_t N, int64_t K,
+GPUDL__KSTATIC __global__ void gpudl_softmax_xent_bwd_kernel(T *dl, const float *probs, const void *labels, int ldt, int64_t N, int64_t K,
                                               float scale, const float *dscale) {
     if (dscale) scale *= *dscale;
     GPUDL__GRID_STRIDE(i, N * K) {
@@ -796,7 +806,7 @@ __global__ void gpudl_softmax_xent_bwd_kernel(T *dl, const float *probs, const v
    and the last block to finish (counted in *done, 0 between launches) sums
    the partials in block order into loss (deterministic) and resets *done. */
 template <typename T>
-__global__ void gpudl_softmax_xent_fused_kernel(float *loss, float *probs, T *dl, const T *logits, const void *labels, int ldt,
+GPUDL__KSTATIC __global__ void gpudl_softmax_xent_fused_kernel(float *loss, float *probs, T *dl, const T *logits, const void *labels, int ldt,
                                                 int64_t N, int64_t K, float scale, const float *dscale, int32_t *report,
                                                 int32_t *bad_input, float *partial, unsigned *done) {
     __shared__ float rows[32];
@@ -849,7 +859,7 @@ __global__ void gpudl_softmax_xent_fused_kernel(float *loss, float *probs, T *dl
 }
 
 template <typename T>
-__global__ void gpudl_sq_diff_partial_kernel(const T *p, const float *t, int64_t n, float *partial) {
+GPUDL__KSTATIC __global__ void gpudl_sq_diff_partial_kernel(const T *p, const float *t, int64_t n, float *partial) {
     float acc = 0.0f;
     GPUDL__GRID_STRIDE(i, n) { float d = gpudl__to_f32(p[i]) - t[i]; acc += d * d; }
     acc = gpudl__block_reduce(GPUDL_K_SUM, acc);
@@ -857,14 +867,14 @@ __global__ void gpudl_sq_diff_partial_kernel(const T *p, const float *t, int64_t
 }
 
 template <typename T>
-__global__ void gpudl_mse_bwd_kernel(T *dp, const T *p, const float *t, int64_t n, float scale, const float *dscale) {
+GPUDL__KSTATIC __global__ void gpudl_mse_bwd_kernel(T *dp, const T *p, const float *t, int64_t n, float scale, const float *dscale) {
     if (dscale) scale *= *dscale;
     GPUDL__GRID_STRIDE(i, n) dp[i] = gpudl__from_f32<T>(scale * 2.0f * (gpudl__to_f32(p[i]) - t[i]) / (float)n);
 }
 
 extern "C" {
 
-int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void *logits, int dtype, const void *labels,
+GPUDL__KFN int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void *logits, int dtype, const void *labels,
                              int label_dtype, int64_t N, int64_t K, float *scratch, int32_t *report, int32_t *bad_input) {
     float *rowloss = scratch + GPUDL__REDUCE_BLOCKS;
     unsigned nb = (unsigned)((N + (GPUDL__THREADS / 32) - 1) / (GPUDL__THREADS / 32));
@@ -874,14 +884,14 @@ int gpudl_k_softmax_xent_fwd(void *stream, float *loss, float *probs, const void
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float *probs, const void *labels, int label_dtype,
+GPUDL__KFN int gpudl_k_softmax_xent_bwd(void *stream, void *dlogits, int dtype, const float *probs, const void *labels, int label_dtype,
                              int64_t N, int64_t K, float scale, const float *dscale) {
     GPUDL__DISPATCH(dtype, T, (gpudl_softmax_xent_bwd_kernel<T><<<GPUDL__GRID(N * K)>>>((T *)dlogits, probs, labels,
                                                                                         label_dtype, N, K, scale, dscale)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_softmax_xent_fused(void *stream, float *loss, unsigned *done, float *probs, void *dlogits, const void *logits,
+GPUDL__KFN int gpudl_k_softmax_xent_fused(void *stream, float *loss, unsigned *done, float *probs, void *dlogits, const void *logits,
                                int dtype, const void *labels, int label_dtype, int64_t N, int64_t K, float scale,
                                const float *dscale, float *scratch, int32_t *report, int32_t *bad_input) {
     int64_t want = (N + (GPUDL__THREADS / 32) - 1) / (GPUDL__THREADS / 32);
@@ -891,7 +901,7 @@ int gpudl_k_softmax_xent_fused(void *stream, float *loss, unsigned *done, float 
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_mse_fwd(void *stream, float *loss, const void *pred, int dtype, const float *target, int64_t n, float *scratch) {
+GPUDL__KFN int gpudl_k_mse_fwd(void *stream, float *loss, const void *pred, int dtype, const float *target, int64_t n, float *scratch) {
     unsigned nb = gpudl__blocks(n);
     if (nb > GPUDL__REDUCE_BLOCKS) nb = GPUDL__REDUCE_BLOCKS;
     GPUDL__DISPATCH(dtype, T, (gpudl_sq_diff_partial_kernel<T><<<nb, GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
@@ -900,7 +910,7 @@ int gpudl_k_mse_fwd(void *stream, float *loss, const void *pred, int dtype, cons
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_mse_bwd(void *stream, void *dpred, const void *pred, int dtype, const float *target, int64_t n, float scale,
+GPUDL__KFN int gpudl_k_mse_bwd(void *stream, void *dpred, const void *pred, int dtype, const float *target, int64_t n, float scale,
                     const float *dscale) {
     GPUDL__DISPATCH(dtype, T, (gpudl_mse_bwd_kernel<T><<<GPUDL__GRID(n)>>>((T *)dpred, (const T *)pred, target, n, scale,
                                                                           dscale)));
@@ -917,7 +927,7 @@ int gpudl_k_mse_bwd(void *stream, void *dpred, const void *pred, int dtype, cons
    is spelled out: 16 bytes of src per step (8 halves against two float4 of
    out). Bytes per element: 8 + sizeof(T). */
 template <typename T>
-__global__ void gpudl_acc_f32_kernel(float *out, const T *src, int64_t n) {
+GPUDL__KSTATIC __global__ void gpudl_acc_f32_kernel(float *out, const T *src, int64_t n) {
     const int V = 16 / sizeof(T);
     int64_t start = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (int64_t)gridDim.x * blockDim.x, i = start;
     if (gpudl__aligned16(out) && gpudl__aligned16(src)) {
@@ -934,7 +944,7 @@ __global__ void gpudl_acc_f32_kernel(float *out, const T *src, int64_t n) {
     for (; i < n; i += stride) out[i] += gpudl__to_f32(src[i]);
 }
 
-extern "C" int gpudl_k_acc_f32(void *stream, float *out, const void *src, int dtype, int64_t n) {
+GPUDL__KFN_C int gpudl_k_acc_f32(void *stream, float *out, const void *src, int dtype, int64_t n) {
     GPUDL__DISPATCH(dtype, T, (gpudl_acc_f32_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         out, (const T *)src, n)));
     return (int)cudaGetLastError();
@@ -943,7 +953,7 @@ extern "C" int gpudl_k_acc_f32(void *stream, float *out, const void *src, int dt
 /* >>pool ------------------------------------------------------------------ */
 
 template <typename T>
-__global__ void gpudl_pool_fwd_kernel(int kind, T *y, const void *x, int dt, int64_t NC, int64_t H, int64_t W, int64_t Ho,
+GPUDL__KSTATIC __global__ void gpudl_pool_fwd_kernel(int kind, T *y, const void *x, int dt, int64_t NC, int64_t H, int64_t W, int64_t Ho,
                                       int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
     GPUDL__GRID_STRIDE(i, NC * Ho * Wo) {
         int64_t p = i / (Ho * Wo), oh = (i / Wo) % Ho, ow = i % Wo, arg;
@@ -952,7 +962,7 @@ __global__ void gpudl_pool_fwd_kernel(int kind, T *y, const void *x, int dt, int
 }
 
 template <typename T>
-__global__ void gpudl_pool_bwd_kernel(int kind, T *dx, const void *dy, const void *x, int dt, int64_t NC, int64_t H, int64_t W,
+GPUDL__KSTATIC __global__ void gpudl_pool_bwd_kernel(int kind, T *dx, const void *dy, const void *x, int dt, int64_t NC, int64_t H, int64_t W,
                                       int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
     GPUDL__GRID_STRIDE(i, NC * H * W) {
         int64_t p = i / (H * W);
@@ -972,7 +982,7 @@ __global__ void gpudl_pool_bwd_kernel(int kind, T *dx, const void *dy, const voi
    here each x is read once: bytes per input element x + dx + dy / (sh sw).
    The same bits as gpudl__pool_backward_elem: 0 + the one term. */
 template <typename T>
-__global__ void gpudl_pool_bwd_cells_kernel(int kind, T *dx, const void *dy, const void *x, int dt, int64_t NC, int64_t H,
+GPUDL__KSTATIC __global__ void gpudl_pool_bwd_cells_kernel(int kind, T *dx, const void *dy, const void *x, int dt, int64_t NC, int64_t H,
                                             int64_t W, int64_t Ho, int64_t Wo, int64_t Hc, int64_t Wc, int64_t kh, int64_t kw,
                                             int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
     GPUDL__GRID_STRIDE(i, NC * Hc * Wc) {
@@ -999,14 +1009,14 @@ __global__ void gpudl_pool_bwd_cells_kernel(int kind, T *dx, const void *dy, con
 
 extern "C" {
 
-int gpudl_k_pool_fwd(void *stream, int kind, void *y, const void *x, int dtype, int64_t NC, int64_t H, int64_t W, int64_t Ho,
+GPUDL__KFN int gpudl_k_pool_fwd(void *stream, int kind, void *y, const void *x, int dtype, int64_t NC, int64_t H, int64_t W, int64_t Ho,
                      int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
     GPUDL__DISPATCH(dtype, T, (gpudl_pool_fwd_kernel<T><<<GPUDL__GRID(NC * Ho * Wo)>>>(kind, (T *)y, x, dtype, NC, H, W, Ho, Wo,
                                                                                        kh, kw, sh, sw, ph, pw)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
+GPUDL__KFN int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
                      int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
     if (sh >= kh && sw >= kw) {
         int64_t Hc = (H - 1 + ph) / sh + 1, Wc = (W - 1 + pw) / sw + 1;   /* the cells that cover the plane */
@@ -1038,7 +1048,7 @@ int gpudl_k_pool_bwd(void *stream, int kind, void *dx, const void *dy, const voi
 /* Training statistics, pass 1: each chunk's count, mean and sum of squared
    deviations (two passes over the chunk; the second finds it in cache). */
 template <typename T>
-__global__ void gpudl_bn_stats_partial_kernel(float *part, const T *x, int64_t N, int64_t C, int64_t inner, int64_t per) {
+GPUDL__KSTATIC __global__ void gpudl_bn_stats_partial_kernel(float *part, const T *x, int64_t N, int64_t C, int64_t inner, int64_t per) {
     __shared__ float mean_s;
     GPUDL__BN_CHUNK(x);
     float s = 0.0f, ss = 0.0f, mean;
@@ -1057,7 +1067,7 @@ __global__ void gpudl_bn_stats_partial_kernel(float *part, const T *x, int64_t N
 
 /* Pass 2: the chunks combined (Chan et al.'s pairwise update, in double),
    the saved statistics and the running ones. */
-__global__ void gpudl_bn_stats_final_kernel(float *save_mean, float *save_invstd, float *rmean, float *rvar, const float *part,
+GPUDL__KSTATIC __global__ void gpudl_bn_stats_final_kernel(float *save_mean, float *save_invstd, float *rmean, float *rvar, const float *part,
                                             int64_t C, int G, int64_t Mtot, float momentum, float eps) {
     int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     double n = 0, mean = 0, m2 = 0, var;
@@ -1091,7 +1101,7 @@ struct gpudl__bn_apply_op {
 };
 
 template <typename T>
-__global__ void gpudl_bn_apply_kernel(T *y, const T *x, const float *mean, const float *v, int from_var, float eps,
+GPUDL__KSTATIC __global__ void gpudl_bn_apply_kernel(T *y, const T *x, const float *mean, const float *v, int from_var, float eps,
                                       const float *gamma, const float *beta, int64_t n, int64_t C, int64_t inner) {
     gpudl__bn_apply_op f = {mean, v, gamma, beta, from_var, eps, C, inner};
     gpudl__map<1>(f, y, x, (const T *)0, (const T *)0, n);
@@ -1099,7 +1109,7 @@ __global__ void gpudl_bn_apply_kernel(T *y, const T *x, const float *mean, const
 
 /* Backward, pass 1: each chunk's sums of dy and dy * xhat. */
 template <typename T>
-__global__ void gpudl_bn_bwd_partial_kernel(float *part, const T *dy, const T *x, const float *save_mean,
+GPUDL__KSTATIC __global__ void gpudl_bn_bwd_partial_kernel(float *part, const T *dy, const T *x, const float *save_mean,
                                             const float *save_invstd, int64_t N, int64_t C, int64_t inner, int64_t per) {
     GPUDL__BN_CHUNK(x);
     float mean = save_mean[c], invstd = save_invstd[c], sdy = 0.0f, sdyx = 0.0f;
@@ -1120,7 +1130,7 @@ __global__ void gpudl_bn_bwd_partial_kernel(float *part, const T *dy, const T *x
 
 /* Pass 2: the chunk sums in order; dgamma, dbeta accumulate; the means
    that dx needs go to means[2c], means[2c + 1]. */
-__global__ void gpudl_bn_bwd_final_kernel(float *means, float *dgamma, float *dbeta, const float *part, int64_t C, int G,
+GPUDL__KSTATIC __global__ void gpudl_bn_bwd_final_kernel(float *means, float *dgamma, float *dbeta, const float *part, int64_t C, int G,
                                           int64_t Mtot) {
     int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     double sdy = 0, sdyx = 0;
@@ -1144,7 +1154,7 @@ struct gpudl__bn_bwd_apply_op {
 };
 
 template <typename T>
-__global__ void gpudl_bn_bwd_apply_kernel(T *dx, const T *dy, const T *x, const float *gamma, const float *save_mean,
+GPUDL__KSTATIC __global__ void gpudl_bn_bwd_apply_kernel(T *dx, const T *dy, const T *x, const float *gamma, const float *save_mean,
                                           const float *save_invstd, const float *means, int64_t n, int64_t C, int64_t inner) {
     gpudl__bn_bwd_apply_op f = {gamma, save_mean, save_invstd, means, C, inner};
     gpudl__map<2>(f, dx, dy, x, (const T *)0, n);
@@ -1154,12 +1164,12 @@ __global__ void gpudl_bn_bwd_apply_kernel(T *dx, const T *dy, const T *x, const 
 
 extern "C" {
 
-int64_t gpudl_k_bn_scratch(int64_t N, int64_t C, int64_t inner) {
+GPUDL__KFN int64_t gpudl_k_bn_scratch(int64_t N, int64_t C, int64_t inner) {
     int64_t per, G = gpudl__chunks(N, inner, 256, &per);
     return 3 * G * C + 2 * C;
 }
 
-int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, const void *x, int dtype, const float *gamma,
+GPUDL__KFN int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, const void *x, int dtype, const float *gamma,
                    const float *beta, float *running_mean, float *running_var, int64_t N, int64_t C, int64_t inner,
                    int training, float momentum, float eps, float *scratch) {
     int64_t per, G = gpudl__chunks(N, inner, 256, &per), n = N * C * inner;
@@ -1175,7 +1185,7 @@ int gpudl_k_bn_fwd(void *stream, void *y, float *save_mean, float *save_invstd, 
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
+GPUDL__KFN int gpudl_k_bn_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, int dtype,
                    const float *gamma, const float *save_mean, const float *save_invstd, int64_t N, int64_t C, int64_t inner,
                    float *scratch) {
     int64_t per, G = gpudl__chunks(N, inner, 256, &per), n = N * C * inner;
@@ -1203,14 +1213,14 @@ struct gpudl__dropout_op {
 };
 
 template <typename T>
-__global__ void gpudl_dropout_kernel(T *y, const T *x, int64_t n, float p, uint64_t seed, uint64_t offset) {
+GPUDL__KSTATIC __global__ void gpudl_dropout_kernel(T *y, const T *x, int64_t n, float p, uint64_t seed, uint64_t offset) {
     gpudl__dropout_op f = {p, seed, offset};
     gpudl__map<1>(f, y, x, (const T *)0, (const T *)0, n);
 }
 
 extern "C" {
 
-int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset) {
+GPUDL__KFN int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, float p, uint64_t seed, uint64_t offset) {
     GPUDL__DISPATCH(dtype, T, (gpudl_dropout_kernel<T><<<gpudl__map_blocks(n, sizeof(T)), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(
         (T *)y, (const T *)x, n, p, seed, offset)));
     return (int)cudaGetLastError();
@@ -1225,7 +1235,7 @@ int gpudl_k_dropout(void *stream, void *y, const void *x, int dtype, int64_t n, 
    host at its next wait, as the loss does for a bad label) and *bad = 1
    (the next model update skips). */
 template <typename T>
-__global__ void gpudl_embedding_fwd_kernel(T *y, const void *ids, int idt, const T *wte, const T *wpe, int64_t N, int64_t Tn,
+GPUDL__KSTATIC __global__ void gpudl_embedding_fwd_kernel(T *y, const void *ids, int idt, const T *wte, const T *wpe, int64_t N, int64_t Tn,
                                            int64_t V, int64_t C, int32_t *report, int32_t *bad_input) {
     GPUDL__GRID_STRIDE(i, N * C) {
         int64_t n = i / C, c = i % C, id = gpudl__id_at(ids, idt, n);
@@ -1244,7 +1254,7 @@ __global__ void gpudl_embedding_fwd_kernel(T *y, const void *ids, int idt, const
    two threads (no atomics) and the sum is the same every run. The threads
    of a warp share v and read the same id at each step (one broadcast load). */
 template <typename T>
-__global__ void gpudl_embedding_bwd_kernel(float *dwte, float *dwpe, const T *dy, const void *ids, int idt, int64_t B, int64_t Tn,
+GPUDL__KSTATIC __global__ void gpudl_embedding_bwd_kernel(float *dwte, float *dwpe, const T *dy, const void *ids, int idt, int64_t B, int64_t Tn,
                                            int64_t V, int64_t C, int overwrite) {
     int64_t nte = dwte ? V * C : 0, npe = dwpe ? Tn * C : 0;
     GPUDL__GRID_STRIDE(i, nte + npe) {
@@ -1273,7 +1283,7 @@ __global__ void gpudl_embedding_bwd_kernel(float *dwte, float *dwpe, const T *dy
    transformer's residual, then its next layer norm): the row is x + res,
    rounded to T and written to sum (the residual stream) as it is read. */
 template <typename T>
-__global__ void gpudl_layernorm_fwd_kernel(T *y, float *mean, float *rstd, const T *x, const T *res, T *sum, const float *gamma,
+GPUDL__KSTATIC __global__ void gpudl_layernorm_fwd_kernel(T *y, float *mean, float *rstd, const T *x, const T *res, T *sum, const float *gamma,
                                            const float *beta, int64_t R, int64_t C, float eps, int cached) {
     extern __shared__ float gpudl__rows[];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -1307,7 +1317,7 @@ __global__ void gpudl_layernorm_fwd_kernel(T *y, float *mean, float *rstd, const
 
 /* dx of a row: one warp per row, the two row means as warp sums. */
 template <typename T>
-__global__ void gpudl_layernorm_bwd_dx_kernel(T *dx, const T *dy, const T *x, const T *dadd, const float *gamma, const float *mean,
+GPUDL__KSTATIC __global__ void gpudl_layernorm_bwd_dx_kernel(T *dx, const T *dy, const T *x, const T *dadd, const float *gamma, const float *mean,
                                               const float *rstd, int64_t R, int64_t C) {
     int lane = threadIdx.x & 31;
     int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -1333,7 +1343,7 @@ __global__ void gpudl_layernorm_bwd_dx_kernel(T *dx, const T *dy, const T *x, co
    chunk); the 8 lanes' sums are added in a fixed order. G == 1: straight
    into dgamma/dbeta (+=); else partials (G, C) each into scratch. */
 template <typename T>
-__global__ void gpudl_layernorm_bwd_params_kernel(float *dgamma, float *dbeta, float *scratch, const T *dy, const T *x,
+GPUDL__KSTATIC __global__ void gpudl_layernorm_bwd_params_kernel(float *dgamma, float *dbeta, float *scratch, const T *dy, const T *x,
                                                   const float *mean, const float *rstd, int64_t R, int64_t C, int64_t per,
                                                   int overwrite) {
     __shared__ float sg[8][33], sb[8][33];
@@ -1360,7 +1370,7 @@ __global__ void gpudl_layernorm_bwd_params_kernel(float *dgamma, float *dbeta, f
     }
 }
 
-__global__ void gpudl_layernorm_bwd_final_kernel(float *dgamma, float *dbeta, const float *scratch, int64_t C, int G, int overwrite) {
+GPUDL__KSTATIC __global__ void gpudl_layernorm_bwd_final_kernel(float *dgamma, float *dbeta, const float *scratch, int64_t C, int G, int overwrite) {
     GPUDL__GRID_STRIDE(c, C) {
         float ag = 0.0f, ab = 0.0f;
         for (int g = 0; g < G; g++) { ag += scratch[(int64_t)g * C + c]; ab += scratch[((int64_t)G + g) * C + c]; }
@@ -1381,7 +1391,7 @@ static int64_t gpudl__ln_chunks(int64_t R, int64_t *per) {
 
 /* qkv (B,T,3,NH,HS) <-> q, k, v (B,NH,T,HS): one thread per element of qkv (coalesced there). */
 template <typename T>
-__global__ void gpudl_attn_split_kernel(T *q, T *k, T *v, T *qkv, int64_t B, int64_t Tn, int64_t NH, int64_t HS, int to_heads) {
+GPUDL__KSTATIC __global__ void gpudl_attn_split_kernel(T *q, T *k, T *v, T *qkv, int64_t B, int64_t Tn, int64_t NH, int64_t HS, int to_heads) {
     int64_t C = NH * HS;
     GPUDL__GRID_STRIDE(i, B * Tn * 3 * C) {
         int64_t c3 = i % (3 * C), n = i / (3 * C), b = n / Tn, t = n % Tn, which = c3 / C, c = c3 % C;
@@ -1394,7 +1404,7 @@ __global__ void gpudl_attn_split_kernel(T *q, T *k, T *v, T *qkv, int64_t B, int
 
 /* (B,T,NH,HS) <-> (B,NH,T,HS): one thread per element of the (B,T,C) side. */
 template <typename T>
-__global__ void gpudl_attn_merge_kernel(T *bt, T *heads, int64_t B, int64_t Tn, int64_t NH, int64_t HS, int to_heads) {
+GPUDL__KSTATIC __global__ void gpudl_attn_merge_kernel(T *bt, T *heads, int64_t B, int64_t Tn, int64_t NH, int64_t HS, int to_heads) {
     int64_t C = NH * HS;
     GPUDL__GRID_STRIDE(i, B * Tn * C) {
         int64_t n = i / C, c = i % C, b = n / Tn, t = n % Tn;
@@ -1409,7 +1419,7 @@ __global__ void gpudl_attn_merge_kernel(T *bt, T *heads, int64_t B, int64_t Tn, 
    are warp reductions in FP32, masked entries are written as exact zeros.
    att may be scores itself (F32): each lane rewrites only what it read. */
 template <typename T>
-__global__ void gpudl_attn_softmax_kernel(T *att, const float *scores, int64_t L, int64_t Tn, int cached) {
+GPUDL__KSTATIC __global__ void gpudl_attn_softmax_kernel(T *att, const float *scores, int64_t L, int64_t Tn, int cached) {
     extern __shared__ float gpudl__rows[];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + warp;
@@ -1432,7 +1442,7 @@ __global__ void gpudl_attn_softmax_kernel(T *att, const float *scores, int64_t L
 /* Softmax backward per row: ds_j = p_j (dp_j - sum_k p_k dp_k) for j <= t,
    0 beyond; one warp per row. ds may be dp itself (F32). */
 template <typename T>
-__global__ void gpudl_attn_softmax_bwd_kernel(T *ds, const float *dp, const T *att, int64_t L, int64_t Tn) {
+GPUDL__KSTATIC __global__ void gpudl_attn_softmax_bwd_kernel(T *ds, const float *dp, const T *att, int64_t L, int64_t Tn) {
     int lane = threadIdx.x & 31;
     int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (r >= L * Tn) return;
@@ -1450,14 +1460,14 @@ static unsigned gpudl__warp_rows_blocks(int64_t R) { return (unsigned)((R + 7) /
 
 extern "C" {
 
-int gpudl_k_embedding_fwd(void *stream, void *y, const void *ids, int ids_dtype, const void *wte, const void *wpe, int dtype,
+GPUDL__KFN int gpudl_k_embedding_fwd(void *stream, void *y, const void *ids, int ids_dtype, const void *wte, const void *wpe, int dtype,
                           int64_t N, int64_t T, int64_t V, int64_t C, int32_t *report, int32_t *bad_input) {
     GPUDL__DISPATCH(dtype, E, (gpudl_embedding_fwd_kernel<E><<<GPUDL__GRID(N * C)>>>((E *)y, ids, ids_dtype, (const E *)wte,
         (const E *)wpe, N, T, V, C, report, bad_input)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy, int dtype, const void *ids, int ids_dtype,
+GPUDL__KFN int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy, int dtype, const void *ids, int ids_dtype,
                           int64_t B, int64_t T, int64_t V, int64_t C, int overwrite) {
     int64_t n = (dwte ? V * C : 0) + (dwpe ? T * C : 0);
     if (n > 0)
@@ -1466,7 +1476,7 @@ int gpudl_k_embedding_bwd(void *stream, float *dwte, float *dwpe, const void *dy
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_layernorm_fwd(void *stream, void *y, float *mean, float *rstd, const void *x, const void *res, void *sum, int dtype,
+GPUDL__KFN int gpudl_k_layernorm_fwd(void *stream, void *y, float *mean, float *rstd, const void *x, const void *res, void *sum, int dtype,
                           const float *gamma, const float *beta, int64_t R, int64_t C, float eps) {
     int cached = C <= GPUDL__ROW_CACHE;
     size_t sh = cached ? 8 * (size_t)C * sizeof(float) : 0;
@@ -1476,12 +1486,12 @@ int gpudl_k_layernorm_fwd(void *stream, void *y, float *mean, float *rstd, const
     return (int)cudaGetLastError();
 }
 
-int64_t gpudl_k_layernorm_scratch(int64_t R, int64_t C) {
+GPUDL__KFN int64_t gpudl_k_layernorm_scratch(int64_t R, int64_t C) {
     int64_t per, G = gpudl__ln_chunks(R, &per);
     return 2 * G * C + 1;
 }
 
-int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, const void *dadd,
+GPUDL__KFN int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, const void *dy, const void *x, const void *dadd,
                           int dtype, const float *gamma, const float *mean, const float *rstd, int64_t R, int64_t C,
                           float *scratch, int overwrite) {
     int64_t per, G = gpudl__ln_chunks(R, &per);
@@ -1498,21 +1508,21 @@ int gpudl_k_layernorm_bwd(void *stream, void *dx, float *dgamma, float *dbeta, c
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_attn_split(void *stream, void *q, void *k, void *v, void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
+GPUDL__KFN int gpudl_k_attn_split(void *stream, void *q, void *k, void *v, void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
                        int64_t HS, int to_heads) {
     GPUDL__DISPATCH(dtype, E, (gpudl_attn_split_kernel<E><<<GPUDL__GRID(B * T * 3 * NH * HS)>>>((E *)q, (E *)k, (E *)v, (E *)qkv,
         B, T, NH, HS, to_heads)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_attn_merge(void *stream, void *bt, void *heads, int dtype, int64_t B, int64_t T, int64_t NH, int64_t HS,
+GPUDL__KFN int gpudl_k_attn_merge(void *stream, void *bt, void *heads, int dtype, int64_t B, int64_t T, int64_t NH, int64_t HS,
                        int to_heads) {
     GPUDL__DISPATCH(dtype, E, (gpudl_attn_merge_kernel<E><<<GPUDL__GRID(B * T * NH * HS)>>>((E *)bt, (E *)heads, B, T, NH, HS,
         to_heads)));
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_attn_softmax(void *stream, void *att, const float *scores, int dtype, int64_t L, int64_t T) {
+GPUDL__KFN int gpudl_k_attn_softmax(void *stream, void *att, const float *scores, int dtype, int64_t L, int64_t T) {
     int cached = T <= GPUDL__ROW_CACHE;
     size_t sh = cached ? 8 * (size_t)T * sizeof(float) : 0;
     if (L * T == 0) return (int)cudaGetLastError();
@@ -1521,7 +1531,7 @@ int gpudl_k_attn_softmax(void *stream, void *att, const float *scores, int dtype
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_attn_softmax_bwd(void *stream, void *ds, const float *dp, const void *att, int dtype, int64_t L, int64_t T) {
+GPUDL__KFN int gpudl_k_attn_softmax_bwd(void *stream, void *ds, const float *dp, const void *att, int dtype, int64_t L, int64_t T) {
     if (L * T == 0) return (int)cudaGetLastError();
     GPUDL__DISPATCH(dtype, E, (gpudl_attn_softmax_bwd_kernel<E><<<gpudl__warp_rows_blocks(L * T), 256, 0, (cudaStream_t)stream>>>(
         (E *)ds, dp, (const E *)att, L, T)));
@@ -1565,7 +1575,7 @@ __device__ __forceinline__ float gpudl__head_dot(const float *r, const T *row, i
    keys j <= t (running max m, denominator l, rescaled accumulator): q, k
    and v are read straight from qkv, nothing of size T x T is written. */
 template <typename T>
-__global__ void gpudl_attn_fused_fwd_kernel(T *y, float *lse, const T *qkv, int64_t B, int64_t Tn, int64_t NH, int64_t HS,
+GPUDL__KSTATIC __global__ void gpudl_attn_fused_fwd_kernel(T *y, float *lse, const T *qkv, int64_t B, int64_t Tn, int64_t NH, int64_t HS,
                                             float scale) {
     int lane = threadIdx.x & 31;
     int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -1598,7 +1608,7 @@ __global__ void gpudl_attn_fused_fwd_kernel(T *y, float *lse, const T *qkv, int6
 
 /* Backward, 1 of 3: D[r] = dy_t . y_t per (b, h, t), the softmax backward's row sum. */
 template <typename T>
-__global__ void gpudl_attn_fused_d_kernel(float *D, const T *dy, const T *y, int64_t B, int64_t Tn, int64_t NH, int64_t HS) {
+GPUDL__KSTATIC __global__ void gpudl_attn_fused_d_kernel(float *D, const T *dy, const T *y, int64_t B, int64_t Tn, int64_t NH, int64_t HS) {
     int lane = threadIdx.x & 31;
     int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (r >= B * NH * Tn) return;
@@ -1615,7 +1625,7 @@ __global__ void gpudl_attn_fused_d_kernel(float *D, const T *dy, const T *y, int
    ds_tj = p_tj (dy_t . v_j - D_t): each output row is one warp's, so no
    atomics and a fixed order. */
 template <typename T>
-__global__ void gpudl_attn_fused_bwd_kernel(T *dqkv, const T *dy, const T *qkv, const float *lse, const float *D, int64_t B,
+GPUDL__KSTATIC __global__ void gpudl_attn_fused_bwd_kernel(T *dqkv, const T *dy, const T *qkv, const float *lse, const float *D, int64_t B,
                                             int64_t Tn, int64_t NH, int64_t HS, float scale, int keys) {
     int lane = threadIdx.x & 31;
     int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -1659,7 +1669,7 @@ __global__ void gpudl_attn_fused_bwd_kernel(T *dqkv, const T *dy, const T *qkv, 
 
 extern "C" {
 
-int gpudl_k_attn_fused_fwd(void *stream, void *y, float *lse, const void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
+GPUDL__KFN int gpudl_k_attn_fused_fwd(void *stream, void *y, float *lse, const void *qkv, int dtype, int64_t B, int64_t T, int64_t NH,
                            int64_t HS) {
     if (HS > GPUDL__FUSED_MAX_HS) return (int)cudaErrorInvalidValue;
     if (B * NH * T == 0) return (int)cudaGetLastError();
@@ -1668,7 +1678,7 @@ int gpudl_k_attn_fused_fwd(void *stream, void *y, float *lse, const void *qkv, i
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_attn_fused_bwd(void *stream, void *dqkv, const void *dy, const void *qkv, const void *y, const float *lse, int dtype,
+GPUDL__KFN int gpudl_k_attn_fused_bwd(void *stream, void *dqkv, const void *dy, const void *qkv, const void *y, const float *lse, int dtype,
                            int64_t B, int64_t T, int64_t NH, int64_t HS, float *scratch) {
     unsigned nb = gpudl__warp_rows_blocks(B * NH * T);
     float scale = 1.0f / sqrtf((float)HS);
@@ -1688,7 +1698,7 @@ int gpudl_k_attn_fused_bwd(void *stream, void *dqkv, const void *dy, const void 
 /* >>model ----------------------------------------------------------------- */
 /* From the arith section: gpudl__block_reduce; from the loss section: gpudl__label_at. */
 
-__global__ void gpudl_count_correct_kernel(float *count, const int32_t *pred, const void *labels, int ldt, int64_t n) {
+GPUDL__KSTATIC __global__ void gpudl_count_correct_kernel(float *count, const int32_t *pred, const void *labels, int ldt, int64_t n) {
     float c = 0.0f;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) c += pred[i] == gpudl__label_at(labels, ldt, i) ? 1.0f : 0.0f;
     c = gpudl__block_reduce(GPUDL_K_SUM, c);
@@ -1702,7 +1712,7 @@ __global__ void gpudl_count_correct_kernel(float *count, const int32_t *pred, co
    (the pool's input), as the ReLU's backward would: one kernel, the pool's
    dx never stored. dx is the ReLU's input gradient. */
 template <typename T>
-__global__ void gpudl_pool_relu_bwd_kernel(int kind, T *dx, const void *dy, const void *x, int dt, int64_t NC, int64_t H,
+GPUDL__KSTATIC __global__ void gpudl_pool_relu_bwd_kernel(int kind, T *dx, const void *dy, const void *x, int dt, int64_t NC, int64_t H,
                                            int64_t W, int64_t Ho, int64_t Wo, int64_t Hc, int64_t Wc, int64_t kh, int64_t kw,
                                            int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
     GPUDL__GRID_STRIDE(i, NC * Hc * Wc) {
@@ -1730,7 +1740,7 @@ __global__ void gpudl_pool_relu_bwd_kernel(int kind, T *dx, const void *dy, cons
 
 extern "C" {
 
-int gpudl_k_pool_relu_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
+GPUDL__KFN int gpudl_k_pool_relu_bwd(void *stream, int kind, void *dx, const void *dy, const void *x, int dtype, int64_t NC, int64_t H,
                           int64_t W, int64_t Ho, int64_t Wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
                           int64_t pw) {
     int64_t Hc = (H - 1 + ph) / sh + 1, Wc = (W - 1 + pw) / sw + 1;   /* the cells that cover the plane */
@@ -1741,7 +1751,7 @@ int gpudl_k_pool_relu_bwd(void *stream, int kind, void *dx, const void *dy, cons
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n) {
+GPUDL__KFN int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const void *labels, int label_dtype, int64_t n) {
     gpudl_count_correct_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(count, pred, labels, label_dtype, n);
     return (int)cudaGetLastError();
 }
@@ -1753,7 +1763,7 @@ int gpudl_k_count_correct(void *stream, float *count, const int32_t *pred, const
 
 /* w16: NULL, or the 16-bit copy of the weights (dtype dt16), written in
    the same pass (mixed precision: no separate cast kernel per step). */
-__global__ void gpudl_optim_kernel(gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
+GPUDL__KSTATIC __global__ void gpudl_optim_kernel(gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
                                    const int32_t *skip, uint16_t *w16, int dt16) {
     float sc = gscale ? *gscale : 1.0f;
     if (skip && *skip) return;   /* an overflowed step: weights, moments and the copy stay bit-identical */
@@ -1785,7 +1795,7 @@ __global__ void gpudl_optim_kernel(gpudl_optim_hp hp, float *w, const float *g, 
    model's count at its next wait). seen: NULL, or pinned host memory the
    last block also writes st's new state into (the host's view of the
    scaler, without a copy launched after the update). */
-__global__ void gpudl_optim_step_kernel(gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
+GPUDL__KSTATIC __global__ void gpudl_optim_step_kernel(gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
                                         const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d,
                                         uint16_t *w16, int dt16, int32_t *guard, int32_t *skipped, gpudl_scaler_state *seen) {
     float sc = gscale ? *gscale : 1.0f, inv = st ? 1.0f / st->scale : 1.0f;
@@ -1825,7 +1835,7 @@ __global__ void gpudl_optim_step_kernel(gpudl_optim_hp hp, float *w, const float
 }
 
 /* st: NULL, or the scaler's state: the sum of the unscaled gradients' squares (see gpudl_optim_step_kernel) */
-__global__ void gpudl_sumsq_partial_kernel(const float *g, int64_t n, float *partial, const gpudl_scaler_state *st, int fp16) {
+GPUDL__KSTATIC __global__ void gpudl_sumsq_partial_kernel(const float *g, int64_t n, float *partial, const gpudl_scaler_state *st, int fp16) {
     float acc = 0.0f, inv = st ? 1.0f / st->scale : 1.0f;
     GPUDL__GRID_STRIDE(i, n) {
         float gi = g[i];
@@ -1836,7 +1846,7 @@ __global__ void gpudl_sumsq_partial_kernel(const float *g, int64_t n, float *par
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
-__global__ void gpudl_clip_final_kernel(float *scale, const float *partial, int nparts, float max_norm) {
+GPUDL__KSTATIC __global__ void gpudl_clip_final_kernel(float *scale, const float *partial, int nparts, float max_norm) {
     float s = 0.0f;
     for (int i = threadIdx.x; i < nparts; i += blockDim.x) s += partial[i];
     s = gpudl__block_reduce(GPUDL_K_SUM, s);
@@ -1849,14 +1859,14 @@ __global__ void gpudl_clip_final_kernel(float *scale, const float *partial, int 
 
 extern "C" {
 
-int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
+GPUDL__KFN int gpudl_k_optim(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n, const float *gscale,
                   const int32_t *skip, void *w16, int dt16) {
     gpudl_optim_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(hp, w, g, m, v, n, gscale, skip,
                                                                                     (uint16_t *)w16, dt16);
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
+GPUDL__KFN int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g, float *m, float *v, int64_t n,
                        const float *gscale, gpudl_scaler_state *st, int fp16, gpudl_scaler_desc d, void *w16, int dt16,
                        int32_t *guard, int32_t *skipped, gpudl_scaler_state *seen) {
     gpudl_optim_step_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(hp, w, g, m, v, n, gscale, st, fp16, d,
@@ -1866,9 +1876,9 @@ int gpudl_k_optim_step(void *stream, gpudl_optim_hp hp, float *w, const float *g
 }
 
 /* The update's kernel, for the graph node that gpudl_model_train_step gives each replay's hyper-parameters. */
-const void *gpudl_k_optim_step_fn(void) { return (const void *)gpudl_optim_step_kernel; }
+GPUDL__KFN const void *gpudl_k_optim_step_fn(void) { return (const void *)gpudl_optim_step_kernel; }
 
-int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch,
+GPUDL__KFN int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, float max_norm, float *scratch,
                        const gpudl_scaler_state *st, int fp16) {
     unsigned nb = gpudl__blocks(n);
     if (nb > GPUDL__REDUCE_BLOCKS) nb = GPUDL__REDUCE_BLOCKS;
@@ -1881,13 +1891,13 @@ int gpudl_k_clip_scale(void *stream, float *scale, const float *g, int64_t n, fl
 
 /* >>amp ------------------------------------------------------------------- */
 
-__global__ void gpudl_round16_kernel(float *x, int64_t n, int bf16) {
+GPUDL__KSTATIC __global__ void gpudl_round16_kernel(float *x, int64_t n, int bf16) {
     GPUDL__GRID_STRIDE(i, n) x[i] = bf16 ? gpudl_bf16_to_f32(gpudl_f32_to_bf16(x[i])) : gpudl_f16_to_f32(gpudl_f32_to_f16(x[i]));
 }
 
 /* One pass over the flat gradients: unscale, and flag the first non-finite
    value (atomicMin keeps the lowest index whatever the block order). */
-__global__ void gpudl_unscale_kernel(float *g, int64_t n, gpudl_scaler_state *st, int fp16) {
+GPUDL__KSTATIC __global__ void gpudl_unscale_kernel(float *g, int64_t n, gpudl_scaler_state *st, int fp16) {
     float inv = 1.0f / st->scale;
     int bad = 0x7fffffff;
     GPUDL__GRID_STRIDE(i, n) {
@@ -1903,7 +1913,7 @@ __global__ void gpudl_unscale_kernel(float *g, int64_t n, gpudl_scaler_state *st
 
 /* The non-finite check of a step: reads the gradients, flags the first
    non-finite one (FP16: after rounding to FP16); changes nothing else. */
-__global__ void gpudl_nonfinite_kernel(const float *g, int64_t n, gpudl_scaler_state *st, int fp16) {
+GPUDL__KSTATIC __global__ void gpudl_nonfinite_kernel(const float *g, int64_t n, gpudl_scaler_state *st, int fp16) {
     int bad = 0x7fffffff;
     GPUDL__GRID_STRIDE(i, n) {
         int finite;
@@ -1917,13 +1927,13 @@ __global__ void gpudl_nonfinite_kernel(const float *g, int64_t n, gpudl_scaler_s
 }
 
 /* A failed step's check is forgotten: no flag, no first index. */
-__global__ void gpudl_scaler_clear_kernel(gpudl_scaler_state *st) {
+GPUDL__KSTATIC __global__ void gpudl_scaler_clear_kernel(gpudl_scaler_state *st) {
     st->found_inf = 0;
     st->first_bad = 0x7fffffff;
     st->pad_ = 0;
 }
 
-__global__ void gpudl_scaler_update_kernel(gpudl_scaler_state *st, gpudl_scaler_desc d) {
+GPUDL__KSTATIC __global__ void gpudl_scaler_update_kernel(gpudl_scaler_state *st, gpudl_scaler_desc d) {
     gpudl_scaler_state s = *st;
     gpudl_scaler_update(&s, &d);
     *st = s;
@@ -1931,27 +1941,27 @@ __global__ void gpudl_scaler_update_kernel(gpudl_scaler_state *st, gpudl_scaler_
 
 extern "C" {
 
-int gpudl_k_round16(void *stream, float *x, int64_t n, int bf16) {
+GPUDL__KFN int gpudl_k_round16(void *stream, float *x, int64_t n, int bf16) {
     gpudl_round16_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(x, n, bf16);
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_unscale(void *stream, float *g, int64_t n, gpudl_scaler_state *st, int fp16) {
+GPUDL__KFN int gpudl_k_unscale(void *stream, float *g, int64_t n, gpudl_scaler_state *st, int fp16) {
     gpudl_unscale_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(g, n, st, fp16);
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_nonfinite(void *stream, const float *g, int64_t n, gpudl_scaler_state *st, int fp16) {
+GPUDL__KFN int gpudl_k_nonfinite(void *stream, const float *g, int64_t n, gpudl_scaler_state *st, int fp16) {
     gpudl_nonfinite_kernel<<<gpudl__blocks(n), GPUDL__THREADS, 0, (cudaStream_t)stream>>>(g, n, st, fp16);
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_scaler_clear(void *stream, gpudl_scaler_state *st) {
+GPUDL__KFN int gpudl_k_scaler_clear(void *stream, gpudl_scaler_state *st) {
     gpudl_scaler_clear_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(st);
     return (int)cudaGetLastError();
 }
 
-int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_desc d) {
+GPUDL__KFN int gpudl_k_scaler_update(void *stream, gpudl_scaler_state *st, gpudl_scaler_desc d) {
     gpudl_scaler_update_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(st, d);
     return (int)cudaGetLastError();
 }
@@ -1990,7 +2000,7 @@ __device__ __forceinline__ void gpudl__gather_rows(T *xb, int32_t *yb, const flo
 }
 
 template <typename T>
-__global__ void gpudl_gather_kernel(T *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
+GPUDL__KSTATIC __global__ void gpudl_gather_kernel(T *xb, int32_t *yb, const float *images, const int32_t *labels, const int32_t *perm,
                                     int64_t start, int64_t count, int64_t sample) {
     const int V = sizeof(T) == 4 ? 4 : 8;   /* 16 bytes stored */
     bool vec = sample % V == 0 && gpudl__aligned16(xb) && gpudl__aligned16(images);
@@ -2005,7 +2015,7 @@ __global__ void gpudl_gather_kernel(T *xb, int32_t *yb, const float *images, con
 
 extern "C" {
 
-int gpudl_k_gather(void *stream, void *xb, int xb_dtype, int32_t *yb, const float *images, const int32_t *labels,
+GPUDL__KFN int gpudl_k_gather(void *stream, void *xb, int xb_dtype, int32_t *yb, const float *images, const int32_t *labels,
                    const int32_t *perm, int64_t start, int64_t count, int64_t sample) {
     GPUDL__DISPATCH(xb_dtype, T, {
         const int64_t V = sizeof(T) == 4 ? 4 : 8;

@@ -91,6 +91,13 @@ if [ $FULL = 1 ]; then
         printf '#define GPUDL_IMPLEMENTATION\n#include "../../../gpudl.h"\nint main(void) { gpudl_ctx *c = 0; return gpudl_ctx_create(0, &c) == GPUDL_OK ? 0 : 1; }\n' > $B/user_impl.cu
         one nvcc_kernels_wall_werror "$NVCC" -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings -c gpudl_kernels.cu -o $B/k.o
         one nvcc_user_cu_holds_impl "$NVCC" -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings -c $B/user_impl.cu -o $B/user_impl.o
+        # GPUDL_STATIC in two .cu files (two libraries in one program): links without gpudl_kernels.cu, exports nothing of gpudl
+        if "$NVCC" -O1 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings -o $B/static_libs \
+                $T/static_lib_a.cu $T/static_lib_b.cu -lcublas -lcublasLt -lcudnn >$B/static_libs.log 2>&1; then
+            g=$(nm $B/static_libs | grep -c '^[0-9a-f]* [A-Z] .*gpudl')
+            if [ "$g" = 0 ]; then printf 'ok      %-34s %s\n' embed_nvcc_static_two_copies "nothing of gpudl global"; passed=$((passed + 1))
+            else printf 'FAIL    %-34s %s\n' embed_nvcc_static_two_copies "$g global gpudl symbols"; nm $B/static_libs | grep '^[0-9a-f]* [A-Z] .*gpudl' | head -5; failed=$((failed + 1)); fi
+        else printf 'FAIL    %-34s\n' embed_nvcc_static_two_copies; grep -E 'error|multiple' $B/static_libs.log | head -8; failed=$((failed + 1)); fi
         if command -v clang++ >/dev/null; then   # clang as nvcc's host compiler: gpudl's own lines warning-free (CUDA's headers are not)
             "$NVCC" -O2 -gencode arch=compute_80,code=sm_80 -ccbin clang++ -Xcompiler -Wall,-Wextra -c $B/user_impl.cu -o $B/user_impl_clang.o >$B/nvcc_clang.log 2>&1
             if [ $? = 0 ] && ! grep -q 'gpudl[^ ]*: warning' $B/nvcc_clang.log; then printf 'ok      %-34s\n' embed_nvcc_clang_host_impl; passed=$((passed + 1))

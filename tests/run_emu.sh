@@ -95,6 +95,14 @@ if [ $QUICK = 0 ]; then
 fi
 
 if [ $QUICK = 0 ]; then
+    # GPUDL_STATIC under nvcc: two libraries in one program, each with its own
+    # static gpudl and kernels (no gpudl_kernels.cu on the line): both run
+    # kernels on the device (make test-embed --full: nothing is exported).
+    if "$NVCC_EMU" -O1 -arch=sm_90 -o $B/static_libs tests/compile/static_lib_a.cu tests/compile/static_lib_b.cu "${LIBS[@]}" \
+            >$B/static_libs.log 2>&1 && GPUDL_EMU_DEVICE=9.0:80G $B/static_libs >>$B/static_libs.log 2>&1; then
+        ok gpudl_static_two_copies "$(tail -1 $B/static_libs.log)"
+    else bad gpudl_static_two_copies; tail -8 $B/static_libs.log | sed 's/^/        /'; fi
+
     # The emulator's compute-sanitizer (issue 24): the runs make test-gpu-sanitize
     # makes on a GPU, with the same skips. The control kernel must be flagged.
     echo "== compute-sanitizer on the emulated device: memcheck (leak check), racecheck, initcheck, synccheck"
