@@ -1758,10 +1758,11 @@ GPUDL_API gpudl_status gpudl_fashion_mnist_load(gpudl_ctx *ctx, const char *dir,
 typedef struct gpudl_dataset {
     gpudl_tensor images, labels;   /* (N,C,H,W) f32, (N) i32 on the device */
     gpudl_tensor perm;             /* (N) i32 on the device: this epoch's order */
-    gpudl_tensor xb, yb;           /* (batch,C,H,W) f32 (or gpudl_dataset_set_dtype's), (batch) i32 batch buffers */
+    gpudl_tensor xb, yb;           /* (batch,C,H,W) batch (see gpudl_dataset_set_dtype), (batch) i32 labels */
     int64_t n, batch;
     uint64_t seed;
     int shard_rank, shard_size;    /* gpudl_dataset_shard; 0, 0: the whole batch */
+    int dtype_set;                 /* 1: gpudl_dataset_set_dtype chose xb's dtype */
 } gpudl_dataset;
 
 /* images: a host tensor (N,H,W) or (N,C,H,W): U8 pixels, normalised as
@@ -1779,13 +1780,18 @@ GPUDL_API gpudl_status gpudl_dataset_shuffle(gpudl_ctx *ctx, gpudl_dataset *ds, 
      GPUDL_ERR_CUDA, GPUDL_ERR_CUDA_FATAL   the gather kernel failed to launch */
 GPUDL_API int64_t gpudl_dataset_num_batches(const gpudl_dataset *ds);
 GPUDL_API gpudl_status gpudl_dataset_batch(gpudl_ctx *ctx, gpudl_dataset *ds, int64_t b, gpudl_tensor *x, gpudl_tensor *y);
-/* The dtype of the batches gpudl_dataset_batch gives: GPUDL_F32 (the
-   default), or GPUDL_F16 / GPUDL_BF16, the normalised F32 values rounded
-   once as gpudl_tensor_cast rounds them (the same bits), in the gather
-   itself. A model whose activations are that dtype (GPUDL_PRECISION_FP16
-   or BF16) then takes the batch without casting it: one kernel fewer per
-   step, and half the batch's bytes. The batch buffer is replaced: views
-   of the old one are stale.
+/* The dtype of the batches gpudl_dataset_batch gives: GPUDL_F32, or
+   GPUDL_F16 / GPUDL_BF16, the normalised F32 values rounded once as
+   gpudl_tensor_cast rounds them (the same bits), in the gather itself. A
+   model whose activations are that dtype (GPUDL_PRECISION_FP16 or BF16)
+   then takes the batch without casting it: one kernel fewer per step, and
+   half the batch's bytes. Until this is called, the dtype follows the
+   context's models at each gpudl_dataset_batch: F16 (BF16) while every
+   model of the context has FP16 (BF16) activations, F32 otherwise (no
+   model, FP32 or mixed precisions); so a 16-bit model is fed 16-bit
+   batches, the bits its own cast would make, without this call. When the
+   dtype changes the batch buffer is replaced: views of the old one are
+   stale.
    Returns GPUDL_OK, or
      GPUDL_ERR_INVALID_ARG  ds is NULL or not created, or dtype is not a float dtype
      GPUDL_ERR_OOM, GPUDL_ERR_CUDA   the new buffer could not be allocated (the old one is kept) */
@@ -10539,6 +10545,31 @@ GPUDL__DEF gpudl_status gpudl_dataset_shuffle(gpudl_ctx *ctx, gpudl_dataset *ds,
     return s;
 }
 
+/* The batches' dtype when gpudl_dataset_set_dtype was not called: the
+   activations' dtype if every model of the context has the same 16-bit
+   ones, else F32. */
+static gpudl_dtype gpudl__batch_dtype(gpudl_ctx *ctx) {
+    gpudl_model *m;
+    gpudl_dtype d = GPUDL_F32;
+    for (m = ctx->models; m; m = m->next) {
+        gpudl_dtype a = m->precision == GPUDL_PRECISION_FP16 ? GPUDL_F16 : m->precision == GPUDL_PRECISION_BF16 ? GPUDL_BF16
+                                                                                                                : GPUDL_F32;
+        if (a == GPUDL_F32 || (m != ctx->models && a != d)) return GPUDL_F32;
+        d = a;
+    }
+    return d;
+}
+
+/* A new batch buffer of dtype (allocated first: on failure the old one stays). */
+static gpudl_status gpudl__dataset_retype(gpudl_ctx *ctx, gpudl_dataset *ds, gpudl_dtype dtype) {
+    gpudl_tensor nb;
+    if (ds->xb.dtype == dtype) return GPUDL_OK;
+    GPUDL__TRY(gpudl_tensor_create(ctx, &nb, dtype, ds->xb.ndim, ds->xb.shape));
+    gpudl_tensor_free(ctx, &ds->xb);
+    ds->xb = nb;
+    return GPUDL_OK;
+}
+
 GPUDL__DEF int64_t gpudl_dataset_num_batches(const gpudl_dataset *ds) {
     if (ds && ds->batch && ds->shard_size > 1) return ds->n / ds->batch;   /* sharded: whole batches only, equal shares */
     return ds && ds->batch ? (ds->n + ds->batch - 1) / ds->batch : 0;
@@ -10558,6 +10589,10 @@ GPUDL__DEF gpudl_status gpudl_dataset_batch(gpudl_ctx *ctx, gpudl_dataset *ds, i
         start += (int64_t)ds->shard_rank * count;
     }
     sample = gpudl_tensor_numel(&ds->images) / ds->n;
+    if (!ds->dtype_set) {   /* the dtype the context's models take (gpudl_dataset_set_dtype) */
+        gpudl_dtype want = gpudl__batch_dtype(ctx);
+        if (want != ds->xb.dtype) GPUDL__TRY(gpudl__dataset_retype(ctx, ds, want));
+    }
 #ifndef GPUDL_NO_CUDA
     if (GPUDL__ON_GPU(&ds->images)) {
         GPUDL__LAUNCH(ctx, gpudl_k_gather(ctx->stream, ds->xb.data, (int)ds->xb.dtype, (int32_t *)ds->yb.data,
@@ -10583,16 +10618,13 @@ GPUDL__DEF gpudl_status gpudl_dataset_batch(gpudl_ctx *ctx, gpudl_dataset *ds, i
 }
 
 GPUDL__DEF gpudl_status gpudl_dataset_set_dtype(gpudl_ctx *ctx, gpudl_dataset *ds, gpudl_dtype dtype) {
-    gpudl_tensor nb;
     GPUDL__ENTER(ctx);
     if (!ds || !ds->xb.data) return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_set_dtype: NULL or uncreated dataset");
     if (dtype != GPUDL_F32 && dtype != GPUDL_F16 && dtype != GPUDL_BF16)
         return GPUDL__ERR(ctx, GPUDL_ERR_INVALID_ARG, "dataset_set_dtype: %s batches; need f32, f16 or bf16",
                           gpudl_dtype_name(dtype));
-    if (ds->xb.dtype == dtype) return GPUDL_OK;
-    GPUDL__TRY(gpudl_tensor_create(ctx, &nb, dtype, ds->xb.ndim, ds->xb.shape));   /* first: on failure the old one stays */
-    gpudl_tensor_free(ctx, &ds->xb);
-    ds->xb = nb;
+    GPUDL__TRY(gpudl__dataset_retype(ctx, ds, dtype));
+    ds->dtype_set = 1;
     return GPUDL_OK;
 }
 

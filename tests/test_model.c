@@ -332,21 +332,22 @@ static void test_gpu_emu_counters_training_step(void) {
            twice and a bias add after the GEMMs; the loss (forward, mean and gradient in one); a
            bias-gradient sum per linear layer (written, not added: zero_grad issues no memset)
            and ReLU's backward twice; the non-finite check (a pass that reads the gradients) and
-           the optimizer, which also updates the check's state in its last block. FP16 adds the
-           input's cast (13); BF16 the cast and the gradients' rounding (14). */
+           the optimizer, which also updates the check's state in its last block. FP16 the same
+           12: the batches follow the 16-bit model (gathered as F16, no cast in the forward;
+           issue 36, 13 before); BF16 adds the gradients' rounding (13). */
         {"MLP FP32", 0, GPUDL_PRECISION_FP32, 12, 8},
-        {"MLP FP16", 0, GPUDL_PRECISION_FP16, 13, 8},
-        {"MLP BF16", 0, GPUDL_PRECISION_BF16, 14, 8},
+        {"MLP FP16", 0, GPUDL_PRECISION_FP16, 12, 8},
+        {"MLP BF16", 0, GPUDL_PRECISION_BF16, 13, 8},
         /* the test CNN: conv-bn-relu-pool-flatten-dropout-linear, Adam with clipping. Library:
            conv forward, linear GEMM, its dx and dW, conv's filter gradient (no dx: first layer).
            21 launches: gather, conv bias, batch norm (statistics in 2 passes, apply), ReLU, pool,
            dropout, linear bias, loss (1); backward: bias-gradient sum, dropout, pool and ReLU (one
            kernel), batch norm (3), conv bias gradient (1); gradient clipping (2), the non-finite
-           check, the optimizer. FP16 adds the input's cast and conv's 16-bit filter gradient
-           added into the f32 one (23), BF16 also the gradients' rounding (24). */
+           check, the optimizer. FP16 adds conv's 16-bit filter gradient added into the f32
+           one (22; the batch gathered as F16, no cast), BF16 also the gradients' rounding (23). */
         {"CNN FP32", 1, GPUDL_PRECISION_FP32, 21, 5},
-        {"CNN FP16", 1, GPUDL_PRECISION_FP16, 23, 5},
-        {"CNN BF16", 1, GPUDL_PRECISION_BF16, 24, 5},
+        {"CNN FP16", 1, GPUDL_PRECISION_FP16, 22, 5},
+        {"CNN BF16", 1, GPUDL_PRECISION_BF16, 23, 5},
     };
     gpudl_ctx *c = cpu_ctx();
     int64_t xs[4] = {96, 1, 28, 28}, ys[1] = {96};
@@ -876,13 +877,15 @@ static void test_gpu_emu_step_floor(void) {
        epilogue), the loss (1 kernel), 5 backward GEMMs (DRELU in dx, BGRADB in dW), the
        non-finite check and the update; FP16 the same 12, its batch gathered as F16
        (gpudl_dataset_set_dtype: the gather rounds, the forward casts nothing; with F32
-       batches the forward's cast makes 13). LeNet-5 FP32 24: gather, 2 cuDNN conv+bias+ReLU,
+       batches the forward's cast makes 13; without gpudl_dataset_set_dtype the batches follow the
+       FP16 model: 12). LeNet-5 FP32 24: gather, 2 cuDNN conv+bias+ReLU,
        2 pools, 3 GEMMs, loss; backward 3 linear layers as the MLP's (6 GEMMs), pool+ReLU
        backward in one kernel twice, each conv's bias gradient in one kernel and its filter
        gradient (conv 2 also its data gradient); check, update. FP16 (F16 batches, no cast): each
        conv's 16-bit filter gradient widened into the f32 one (26). */
-    static const struct { const char *name; int lenet; gpudl_precision prec; int lt; uint64_t target; int met, graph; } cases[] = {
+    static const struct { const char *name; int lenet; gpudl_precision prec; int lt; uint64_t target; int met, graph, f32set; } cases[] = {
         {"MLP FP32", 0, GPUDL_PRECISION_FP32, 1, 12, 1}, {"MLP FP16", 0, GPUDL_PRECISION_FP16, 1, 12, 1},
+        {"MLP FP16 auto", 0, GPUDL_PRECISION_FP16, 1, 12, 1, 0, 2}, {"MLP FP16 F32 in", 0, GPUDL_PRECISION_FP16, 1, 13, 1, 0, 1},
         {"LeNet FP32", 1, GPUDL_PRECISION_FP32, 1, 28, 1}, {"LeNet FP16", 1, GPUDL_PRECISION_FP16, 1, 28, 1},
         {"MLP FP32 plain", 0, GPUDL_PRECISION_FP32, 0, 0, 0}, {"MLP FP16 plain", 0, GPUDL_PRECISION_FP16, 0, 0, 0},
         {"LeNet FP32 plain", 1, GPUDL_PRECISION_FP32, 0, 0, 0}, {"LeNet FP16 plain", 1, GPUDL_PRECISION_FP16, 0, 0, 0},
@@ -911,7 +914,9 @@ static void test_gpu_emu_step_floor(void) {
         g->use_lt = cases[k].lt;
         m = floor_model(g, cases[k].lenet, cases[k].prec);
         CHECK_OK(gpudl_dataset_create(g, &ds, &images, &labels, 128, 0.5f, 0.25f));
-        if (cases[k].prec == GPUDL_PRECISION_FP16) CHECK_OK(gpudl_dataset_set_dtype(g, &ds, GPUDL_F16));   /* no cast in the forward */
+        /* no cast in the forward: F16 batches chosen, or (auto) following the FP16 model; F32 in: the forward casts */
+        if (cases[k].f32set == 1) CHECK_OK(gpudl_dataset_set_dtype(g, &ds, GPUDL_F32));
+        else if (cases[k].prec == GPUDL_PRECISION_FP16 && !cases[k].f32set) CHECK_OK(gpudl_dataset_set_dtype(g, &ds, GPUDL_F16));
         if (cases[k].graph) {   /* 4 steps (the second key is captured at the third), the fifth counted */
             for (step = 0; step < 5; step++) {
                 if (step == 4) { CHECK_OK(gpudl_ctx_sync(g)); cuemu_counters_reset(); }
@@ -1198,6 +1203,7 @@ static void input16_case(gpudl_ctx *ctx) {
         float la = 0, lb = 0;
         CHECK_OK(gpudl_dataset_create(ctx, &da, &images, &labels, 24, 0.2860f, 0.3530f));
         CHECK_OK(gpudl_dataset_create(ctx, &db, &images, &labels, 24, 0.2860f, 0.3530f));
+        CHECK_OK(gpudl_dataset_set_dtype(ctx, &da, GPUDL_F32));   /* F32 though every model is 16-bit: the forward casts */
         CHECK_OK(gpudl_dataset_set_dtype(ctx, &db, dts[p]));
         CHECK_OK(gpudl_dataset_shuffle(ctx, &da, 1, 1));
         CHECK_OK(gpudl_dataset_shuffle(ctx, &db, 1, 1));
@@ -1268,6 +1274,37 @@ static void input16_case(gpudl_ctx *ctx) {
         CHECK_ST(gpudl_model_forward(m, &x, NULL), GPUDL_ERR_INVALID_ARG);
         CHECKF(strstr(gpudl_ctx_last_error(ctx), "takes f32") != NULL, "%s", gpudl_ctx_last_error(ctx));
         gpudl_model_destroy(m);
+        gpudl_dataset_free(ctx, &d);
+    }
+    {   /* without gpudl_dataset_set_dtype the batches follow the context's models (issue 36) */
+        gpudl_model *m16, *m32, *mb;
+        gpudl_dataset d;
+        gpudl_tensor x, y;
+        memset(&x, 0, sizeof x); memset(&y, 0, sizeof y);
+        CHECK_OK(gpudl_dataset_create(ctx, &d, &images, &labels, 24, 0.2860f, 0.3530f));
+        CHECK_OK(gpudl_dataset_batch(ctx, &d, 0, &x, &y));
+        CHECKF(x.dtype == GPUDL_F32, "no model: %s batches", gpudl_dtype_name(x.dtype));
+        m16 = input16_model(ctx, GPUDL_PRECISION_FP16);
+        CHECK_OK(gpudl_dataset_batch(ctx, &d, 1, &x, &y));
+        CHECKF(x.dtype == GPUDL_F16, "an FP16 model: %s batches", gpudl_dtype_name(x.dtype));
+        CHECK_OK(gpudl_model_forward(m16, &x, NULL));
+        m32 = input16_model(ctx, GPUDL_PRECISION_FP32);
+        CHECK_OK(gpudl_dataset_batch(ctx, &d, 1, &x, &y));
+        CHECKF(x.dtype == GPUDL_F32, "FP16 and FP32 models: %s batches", gpudl_dtype_name(x.dtype));
+        CHECK_OK(gpudl_model_forward(m32, &x, NULL));
+        CHECK_OK(gpudl_model_forward(m16, &x, NULL));   /* cast in the forward */
+        gpudl_model_destroy(m32);
+        mb = input16_model(ctx, GPUDL_PRECISION_BF16);
+        CHECK_OK(gpudl_dataset_batch(ctx, &d, 0, &x, &y));
+        CHECKF(x.dtype == GPUDL_F32, "FP16 and BF16 models: %s batches", gpudl_dtype_name(x.dtype));
+        gpudl_model_destroy(m16);
+        CHECK_OK(gpudl_dataset_batch(ctx, &d, 0, &x, &y));
+        CHECKF(x.dtype == GPUDL_BF16, "a BF16 model: %s batches", gpudl_dtype_name(x.dtype));
+        CHECK_OK(gpudl_model_forward(mb, &x, NULL));
+        CHECK_OK(gpudl_dataset_set_dtype(ctx, &d, GPUDL_F32));   /* chosen: it stays */
+        CHECK_OK(gpudl_dataset_batch(ctx, &d, 0, &x, &y));
+        CHECKF(x.dtype == GPUDL_F32, "set_dtype(F32), a BF16 model: %s batches", gpudl_dtype_name(x.dtype));
+        gpudl_model_destroy(mb);
         gpudl_dataset_free(ctx, &d);
     }
     gpudl_tensor_free(c, &images);
