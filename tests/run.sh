@@ -247,6 +247,17 @@ if $CC -std=c99 -O2 -Wall -Wextra -DGPUDL_NO_CUDA -fopenmp -o $B/suite_train tes
 else
     echo "FAIL    build tests/suite_train.c (cc)"; cat $B/suite_train.log; failed=$((failed + 1))
 fi
+section "the CPU's baseline paths (issue 38): the same binaries with GPUDL_CPU_ISA=baseline, and under QEMU as a CPU without AVX"
+if [ -x $B/suite_train ]; then
+    GPUDL_CPU_ISA=baseline run_suite $B/suite_train activations
+    GPUDL_CPU_ISA=baseline run_suite $B/suite_train transformer
+    GPUDL_CPU_ISA=baseline run_suite $B/suite_core matmul
+    if command -v qemu-x86_64 >/dev/null && [ "$(uname -m)" = x86_64 ]; then
+        run_suite qemu-x86_64 -cpu Nehalem $B/suite_train activations
+    else
+        skip baseline_cpu_under_qemu "qemu-x86_64 not installed (Debian: qemu-user)"
+    fi
+fi
 section "build switches: zlib, a CBLAS; the checkpoint read by safetensors; the plots"
 if printf '#include <zlib.h>\nint main(void){return 0;}\n' | $CC -x c - -o $B/zlib_probe -lz >/dev/null 2>&1; then
     check build_with_zlib     $CC -std=c99 -O2 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_ZLIB -o $B/suite_train_zlib tests/suite_train.c -lm -lz
