@@ -169,6 +169,16 @@ check('constexpr_left_plain', ' constexpr int K = 4;' in out and 'DevVar<int, fa
 check('aligned_variable', 'alignas(16) ::cuemu::DevVar<float[4], false> al("al");' in out, out)
 check('member_of_device_struct', 'pt->a + q.pt.a + counter' in out, out)
 
+# issue 37: sizes written with parentheses (a macro's (2 * R + 1)) or nested brackets are still device symbols
+out = image('__cuemu_constant__ float c_Kernel[(2 * 8 + 1)];\n__cuemu_device__ int d2[((3))][(8 / 2)];\n'
+            '__cuemu_device__ float sz[sizeof(float[2]) / sizeof(float)];\nalignas(16) __cuemu_device__ float al2[(4)];\n'
+            '__cuemu_device__ int notvar(int (*f)(int));\n')
+check('constant_array_parenthesised_size', '::cuemu::DevVar<float[(2*8+1)], true> c_Kernel("c_Kernel");' in out, out)
+check('device_array_parenthesised_2d', '::cuemu::DevVar<int[((3))][(8/2)], false> d2("d2");' in out, out)
+check('device_array_nested_brackets', '::cuemu::DevVar<float[sizeof(float[2])/sizeof(float)], false> sz("sz");' in out, out)
+check('device_array_alignas_parenthesised', 'alignas(16) ::cuemu::DevVar<float[(4)], false> al2("al2");' in out, out)
+check('device_function_declaration_not_a_variable', 'DevVar<int' not in out.split('al2')[-1], out)
+
 out = image('__cuemu_device__ int n;\n__cuemu_managed__ __cuemu_device__ int mg;\n__cuemu_device__ float a[3];\n'
             'void f() { printf("%d %d %f %p", n, mg, a[1], &n); }\n')
 check('managed_variable_stays_shared', '\n' + ' ' * 35 + 'int mg;' in out and 'DevVar<int, false> mg' not in out, out)

@@ -1,0 +1,34 @@
+# part_compiler.sh - sourced by run.sh: nvcc-emu's own rules as a compiler
+# driver (issue 37): device symbols whatever their size's spelling, the
+# libraries and headers the emulator does not claim refused by name (and a
+# real CUDA install's headers never read), inline PTX and dynamic
+# parallelism refused at compile time, __CUDA_ARCH__ as nvcc's two passes
+# define it. Sources in compiler/; each refusal has a control that builds.
+echo "== nvcc-emu as a compiler driver"
+COMPILER="$HERE/compiler"
+cc_run() {   # cc_run NAME SRC NVCC-ARGS...: builds, runs, wants exit 0 and PASSED
+    local name=$1 src=$2 out rc; shift 2
+    if ! "$NVCC_EMU" "$@" -o "$OUT/cc_$name" "$COMPILER/$src" >"$OUT/cc_$name.build.log" 2>&1; then
+        bad "$name" "(build failed: nvcc $* $src)"; grep -E 'error|fatal' "$OUT/cc_$name.build.log" | head -8 | sed 's/^/        /'
+        return
+    fi
+    out=$("$OUT/cc_$name" 2>&1); rc=$?
+    if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q PASSED; then ok "$name"
+    else bad "$name" "(exit $rc)"; printf '%s\n' "$out" | tail -5 | sed 's/^/        /'; fi
+}
+cc_refused() {   # cc_refused NAME WANT NVCC-ARGS...: nvcc-emu fails and says WANT (a fixed string)
+    local name=$1 want=$2; shift 2
+    if "$NVCC_EMU" "$@" >"$OUT/cc_$name.log" 2>&1; then bad "$name" "(accepted: nvcc $*)"
+    elif grep -qF -- "$want" "$OUT/cc_$name.log"; then ok "$name"
+    else bad "$name" "(no \"$want\" in the output)"; tail -5 "$OUT/cc_$name.log" | sed 's/^/        /'; fi
+}
+cc_accepted() {   # cc_accepted NAME NVCC-ARGS...: the control: nvcc-emu succeeds
+    local name=$1; shift
+    if "$NVCC_EMU" "$@" >"$OUT/cc_$name.log" 2>&1; then ok "$name"
+    else bad "$name" "(refused: nvcc $*)"; grep -E 'error|fatal' "$OUT/cc_$name.log" | head -5 | sed 's/^/        /'; fi
+}
+
+# (a) __constant__ / __device__ arrays sized by macros, '[(2 * 8 + 1)]':
+# device symbols (the rewrite's unit tests have the quick form; this is the
+# program, about 2 s of a core)
+cc_run symbol_arrays_sized_by_macros symbol_arrays.cu
