@@ -32,3 +32,13 @@ cc_accepted() {   # cc_accepted NAME NVCC-ARGS...: the control: nvcc-emu succeed
 # device symbols (the rewrite's unit tests have the quick form; this is the
 # program, about 2 s of a core)
 cc_run symbol_arrays_sized_by_macros symbol_arrays.cu
+
+# (b) toolkit libraries the emulator does not provide are refused at link
+# time by name (-lcufft used to reach the host linker: rstrip('_static')
+# strips characters, not the suffix); -c links nothing and refuses nothing;
+# the control links the claimed ones, _static forms included
+cc_refused lib_cufft_refused "-lcufft: cuFFT is not emulated" -o "$OUT/cc_lib" "$COMPILER/symbol_arrays.cu" -lcufft
+cc_refused lib_curand_static_refused "-lcurand_static: cuRAND is not emulated" -o "$OUT/cc_lib" "$COMPILER/symbol_arrays.cu" -lcurand_static
+cc_refused lib_npp_refused "-lnppial: NPP is not emulated" -o "$OUT/cc_lib" "$COMPILER/symbol_arrays.cu" -lcublas -l nppial -lnppc
+cc_accepted lib_not_linked_with_c -c -Xcompiler -fsyntax-only -o "$OUT/cc_lib.o" "$COMPILER/symbol_arrays.cu" -lcufft
+cc_run lib_claimed_ones_link symbol_arrays.cu -lcudart_static -lcublas_static -lcublasLt -lcudnn -lnccl_static -lcuda
