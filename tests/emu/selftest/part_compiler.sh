@@ -42,3 +42,28 @@ cc_refused lib_curand_static_refused "-lcurand_static: cuRAND is not emulated" -
 cc_refused lib_npp_refused "-lnppial: NPP is not emulated" -o "$OUT/cc_lib" "$COMPILER/symbol_arrays.cu" -lcublas -l nppial -lnppc
 cc_accepted lib_not_linked_with_c -c -Xcompiler -fsyntax-only -o "$OUT/cc_lib.o" "$COMPILER/symbol_arrays.cu" -lcufft
 cc_run lib_claimed_ones_link symbol_arrays.cu -lcudart_static -lcublas_static -lcublasLt -lcudnn -lnccl_static -lcuda
+
+# (c) headers: a toolkit header the emulator cannot provide is refused by
+# name ("not emulated: <name>"), with or without a -I into a CUDA install
+# (dropped); a toolkit header reached some other way (a system folder of
+# links into a toolkit, an absolute path) is refused after preprocessing;
+# the control: the headers it ships build, and their preprocessed text
+# names no file of a CUDA install even with -I/usr/local/cuda/include
+SYN=(-c -Xcompiler -fsyntax-only -o "$OUT/cc_hdr.o" "$COMPILER/include_one.cu")
+cc_refused hdr_cufft_refused "not emulated: <cufft.h>" "${SYN[@]}" "-DHEADER=<cufft.h>"
+cc_refused hdr_curand_kernel_refused "not emulated: <curand_kernel.h>" "${SYN[@]}" "-DHEADER=<curand_kernel.h>"
+cc_refused hdr_cublasXt_refused_with_toolkit_I "not emulated: <cublasXt.h>" "${SYN[@]}" "-DHEADER=<cublasXt.h>" -I/usr/local/cuda/include
+cc_refused hdr_driver_api_refused "not emulated: <cuda.h>" "${SYN[@]}" "-DHEADER=<cuda.h>" -isystem /usr/local/cuda/include
+cc_refused hdr_internal_header_refused "crt/math_functions.h" "${SYN[@]}" "-DHEADER=<crt/math_functions.h>"
+if [ -f /usr/local/cuda/include/cuComplex.h ]; then
+    cc_refused hdr_absolute_toolkit_path_refused "not emulated: <cuComplex.h>" "${SYN[@]}" '-DHEADER="/usr/local/cuda/include/cuComplex.h"'
+else skip hdr_absolute_toolkit_path_refused "(no CUDA install at /usr/local/cuda)"; fi
+for h in cuda_runtime.h device_launch_parameters.h device_functions.h cublas_v2.h mma.h cuda_fp16.h; do
+    cc_accepted "hdr_${h%.h}_provided" "${SYN[@]}" "-DHEADER=<$h>" -I/usr/local/cuda/include
+done
+if "$NVCC_EMU" -E -I/usr/local/cuda/include -isystem /usr/local/cuda/include "-DHEADER=<mma.h>" "$COMPILER/include_one.cu" \
+        -o "$OUT/cc_hdr.ii" >"$OUT/cc_hdr_E.log" 2>&1; then
+    read_from=$(grep -o '^# [0-9]* "[^"]*"' "$OUT/cc_hdr.ii" | sed 's/.*"\(.*\)"/\1/' | sort -u | while read -r f; do
+        [ -f "$f" ] && case $(readlink -f "$f") in */cuda*/include/*) echo "$f";; esac; done | head -3)
+    if [ -z "$read_from" ]; then ok hdr_no_toolkit_header_read; else bad hdr_no_toolkit_header_read "(read: $read_from)"; fi
+else bad hdr_no_toolkit_header_read "(nvcc -E failed)"; tail -3 "$OUT/cc_hdr_E.log"; fi
