@@ -67,3 +67,16 @@ if "$NVCC_EMU" -E -I/usr/local/cuda/include -isystem /usr/local/cuda/include "-D
         [ -f "$f" ] && case $(readlink -f "$f") in */cuda*/include/*) echo "$f";; esac; done | head -3)
     if [ -z "$read_from" ]; then ok hdr_no_toolkit_header_read; else bad hdr_no_toolkit_header_read "(read: $read_from)"; fi
 else bad hdr_no_toolkit_header_read "(nvcc -E failed)"; tail -3 "$OUT/cc_hdr_E.log"; fi
+
+# inline PTX in device code and dynamic parallelism are refused at compile
+# time, naming the instruction or the launch and the line (never the host
+# assembler, never a launch dropped); the control builds and runs, with an
+# asm statement in its host code
+DR=(-c -Xcompiler -fsyntax-only -o "$OUT/cc_dr.o" "$COMPILER/device_refusals.cu")
+cc_refused ptx_in_kernel_refused 'device_refusals.cu:38: nvcc-emu: error: inline PTX is not emulated: "trap;"' "${DR[@]}" -DCASE=1
+cc_refused ptx_asm_volatile_refused 'inline PTX is not emulated: "mov.u32 %0, %%laneid;"' "${DR[@]}" -DCASE=2
+cc_refused ptx_in_member_function_refused 'inline PTX is not emulated: "add.s32 %0, %1, %1;"' "${DR[@]}" -DCASE=3
+cc_refused ptx_in_device_lambda_refused 'inline PTX is not emulated: "membar.gl;"' "${DR[@]}" -DCASE=6
+cc_refused device_launch_refused 'dynamic parallelism is not emulated: a kernel launch in device code (child<<<...>>>' "${DR[@]}" -DCASE=4
+cc_refused device_synchronize_refused 'dynamic parallelism is not emulated: cudaDeviceSynchronize in device code' "${DR[@]}" -DCASE=5
+cc_run device_refusals_control device_refusals.cu
