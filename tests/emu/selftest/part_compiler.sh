@@ -30,8 +30,8 @@ cc_accepted() {   # cc_accepted NAME NVCC-ARGS...: the control: nvcc-emu succeed
 
 # (a) __constant__ / __device__ arrays sized by macros, '[(2 * 8 + 1)]':
 # device symbols (the rewrite's unit tests have the quick form; this is the
-# program, about 2 s of a core)
-cc_run symbol_arrays_sized_by_macros symbol_arrays.cu
+# program, a build of some seconds: full tier)
+[ $QUICK = 0 ] && cc_run symbol_arrays_sized_by_macros symbol_arrays.cu
 
 # (b) toolkit libraries the emulator does not provide are refused at link
 # time by name (-lcufft used to reach the host linker: rstrip('_static')
@@ -41,7 +41,7 @@ cc_refused lib_cufft_refused "-lcufft: cuFFT is not emulated" -o "$OUT/cc_lib" "
 cc_refused lib_curand_static_refused "-lcurand_static: cuRAND is not emulated" -o "$OUT/cc_lib" "$COMPILER/symbol_arrays.cu" -lcurand_static
 cc_refused lib_npp_refused "-lnppial: NPP is not emulated" -o "$OUT/cc_lib" "$COMPILER/symbol_arrays.cu" -lcublas -l nppial -lnppc
 cc_accepted lib_not_linked_with_c -c -Xcompiler -fsyntax-only -o "$OUT/cc_lib.o" "$COMPILER/symbol_arrays.cu" -lcufft
-cc_run lib_claimed_ones_link symbol_arrays.cu -lcudart_static -lcublas_static -lcublasLt -lcudnn -lnccl_static -lcuda
+[ $QUICK = 0 ] && cc_run lib_claimed_ones_link symbol_arrays.cu -lcudart_static -lcublas_static -lcublasLt -lcudnn -lnccl_static -lcuda
 
 # (c) headers: a toolkit header the emulator cannot provide is refused by
 # name ("not emulated: <name>"), with or without a -I into a CUDA install
@@ -79,4 +79,24 @@ cc_refused ptx_in_member_function_refused 'inline PTX is not emulated: "add.s32 
 cc_refused ptx_in_device_lambda_refused 'inline PTX is not emulated: "membar.gl;"' "${DR[@]}" -DCASE=6
 cc_refused device_launch_refused 'dynamic parallelism is not emulated: a kernel launch in device code (child<<<...>>>' "${DR[@]}" -DCASE=4
 cc_refused device_synchronize_refused 'dynamic parallelism is not emulated: cudaDeviceSynchronize in device code' "${DR[@]}" -DCASE=5
-cc_run device_refusals_control device_refusals.cu
+cc_accepted device_refusals_control_compiles "${DR[@]}"
+[ $QUICK = 0 ] && cc_run device_refusals_control_runs device_refusals.cu
+
+# __CUDA_ARCH__: the target's value in device code (kernels, __device__
+# functions, the device side of __host__ __device__ ones), undefined in
+# host code; several targets whose device code is the same build; device
+# code that differs between the targets, or a declaration only the device
+# pass has, is refused by name (never a kernel from the host pass's text)
+cc_run cuda_arch_sm80 cuda_arch.cu -arch=sm_80 -DWANT=800
+if [ $QUICK = 0 ]; then
+    cc_run cuda_arch_default_750 cuda_arch.cu -DWANT=750
+    cc_run cuda_arch_sm90 cuda_arch.cu -arch=sm_90 -DWANT=900
+    cc_run cuda_arch_targets_same_code cuda_arch.cu -DSAME_ON_TARGETS -gencode arch=compute_80,code=sm_80 \
+        -gencode "arch=compute_90,code=[sm_90,compute_90]"
+fi
+CA=(-c -Xcompiler -fsyntax-only -o "$OUT/cc_ca.o" "$COMPILER/cuda_arch.cu")
+cc_refused cuda_arch_targets_differ_refused "device code differs between __CUDA_ARCH__ 800 and 900" "${CA[@]}" -DWANT=800 \
+    -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+cc_refused cuda_arch_device_only_declaration_refused \
+    "cuda_arch.cu:15: nvcc-emu: error: __CUDA_ARCH__ changes this declaration" "${CA[@]}" -DWANT=750 -DCASE=1
+cc_accepted cuda_arch_control_compiles "${CA[@]}" -DWANT=750
