@@ -17,7 +17,7 @@
    "Function Execution Space Specifiers", "Variable Memory Space Specifiers",
    "Launch Bounds"). */
 #  define __device__ __cuemu_device__
-#  define __host__ __cuemu_host__   /* __host__ __device__: both passes' bodies (__CUDA_ARCH__) */
+#  define __host__ __cuemu_host__   /* __host__ __device__: nvcc-emu merges both passes (the device one by the target macro) */
 #  define __global__ __cuemu_global__
 #  define __constant__ __cuemu_constant__
 #  define __launch_bounds__(...) __cuemu_launch_bounds__(__VA_ARGS__)
