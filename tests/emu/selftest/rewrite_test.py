@@ -208,5 +208,34 @@ check('device_math_qualified', 'std::cuemu_exp(2.0)' in out and '::cuemu_powf(y,
 check('device_math_host_function_untouched', 'float h(C *c, float x) { c->log(2); return logf(x); }' in out, out)
 check('device_math_line_count_kept', out.count('\n') == ('# 1 "t.cu"\n' + src).count('\n'), out)
 
+# >>issue 37: device code refused by name (inline PTX, dynamic parallelism), checked on the image scan
+def refusals(src):
+    img = emu.scan_image('# 1 "t.cu"\n' + src, emu.mask('# 1 "t.cu"\n' + src))
+    return sorted(img.errors.values())
+
+
+errs = refusals('__cuemu_device__ unsigned f() { unsigned r; asm volatile("mov.u32 %0, " "%%laneid;" : "=r"(r)); return r; }\n'
+                'struct S { __cuemu_device__ void g() { __asm__("trap;"); } };\n'
+                '__cuemu_global__ void k(int *p) { child<<<1, 1>>>(p); cudaDeviceSynchronize(); obj.cudaDeviceSynchronize(); }\n'
+                'void host(int *p) { asm volatile("" ::: "memory"); child<<<1, 1>>>(p); cudaDeviceSynchronize(); }\n')
+check('ptx_named_with_adjacent_literals', 'inline PTX is not emulated: "mov.u32 %0, %%laneid;"' in errs, errs)
+check('ptx_in_member_function', 'inline PTX is not emulated: "trap;"' in errs, errs)
+check('device_launch_named', any('child<<<...>>>' in e for e in errs), errs)
+check('device_runtime_call_named', sum('cudaDeviceSynchronize in device code' in e for e in errs) == 1, errs)
+check('host_code_left_alone', len(errs) == 4, errs)
+
+# >>__CUDA_ARCH__: the device pass's bodies merged into the host pass's text
+h = ('# 1 "t.cu"\nint host_only() { return 1; }\n__cuemu_device__ int d() {\n return 0;\n}\n'
+     '__cuemu_host__ __cuemu_device__ int hd() { return 0; }\n__cuemu_global__ void k(int *o) { }\n')
+dv = ('# 1 "t.cu"\n\n__cuemu_device__ int d() {\n return 800;\n}\n'
+      '__cuemu_host__ __cuemu_device__ int hd() { return 800; }\n__cuemu_global__ void k(int *o) { o[0] = 800; }\n')
+out = emu.merge_device_pass(h, [(800, dv)])
+check('arch_device_body_from_device_pass', 'return 800;' in out.split('int d()')[1].split('__cuemu_host__')[0], out)
+check('arch_host_device_gets_both', 'if (::cuemu::t_code_device >= 0)' in out and '{ return 800; } else /*cuemu-host-body*/' in out
+      and '{ return 0; } }' in out, out)
+check('arch_kernel_from_device_pass', 'o[0] = 800;' in out, out)
+check('arch_host_function_from_host_pass', 'int host_only() { return 1; }' in out, out)
+check('arch_same_text_unchanged', emu.merge_device_pass(h, [(800, h)]) == h)
+
 print('%d passed, %d failed' % (passed, failed))
 sys.exit(1 if failed else 0)
