@@ -58,10 +58,9 @@ cc_refused hdr_internal_header_refused "crt/math_functions.h" "${SYN[@]}" "-DHEA
 if [ -f /usr/local/cuda/include/cuComplex.h ]; then
     cc_refused hdr_absolute_toolkit_path_refused "not emulated: <cuComplex.h>" "${SYN[@]}" '-DHEADER="/usr/local/cuda/include/cuComplex.h"'
 else skip hdr_absolute_toolkit_path_refused "(no CUDA install at /usr/local/cuda)"; fi
-for h in cuda_runtime.h device_launch_parameters.h device_functions.h cublas_v2.h mma.h cuda_fp16.h; do
-    cc_accepted "hdr_${h%.h}_provided" "${SYN[@]}" "-DHEADER=<$h>" -I/usr/local/cuda/include
-done
-if "$NVCC_EMU" -E -I/usr/local/cuda/include -isystem /usr/local/cuda/include "-DHEADER=<mma.h>" "$COMPILER/include_one.cu" \
+cc_accepted hdr_provided_ones_build -c -Xcompiler -fsyntax-only -o "$OUT/cc_hdr.o" "$COMPILER/headers_provided.cu" \
+    -I/usr/local/cuda/include
+if "$NVCC_EMU" -E -I/usr/local/cuda/include -isystem /usr/local/cuda/include "$COMPILER/headers_provided.cu" \
         -o "$OUT/cc_hdr.ii" >"$OUT/cc_hdr_E.log" 2>&1; then
     read_from=$(grep -o '^# [0-9]* "[^"]*"' "$OUT/cc_hdr.ii" | sed 's/.*"\(.*\)"/\1/' | sort -u | while read -r f; do
         [ -f "$f" ] && case $(readlink -f "$f") in */cuda*/include/*) echo "$f";; esac; done | head -3)
