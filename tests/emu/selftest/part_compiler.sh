@@ -90,6 +90,7 @@ cc_run cuda_arch_sm80 cuda_arch.cu -arch=sm_80 -DWANT=800
 if [ $QUICK = 0 ]; then
     cc_run cuda_arch_default_750 cuda_arch.cu -DWANT=750
     cc_run cuda_arch_sm90 cuda_arch.cu -arch=sm_90 -DWANT=900
+    cc_run cuda_arch_sm90a_feature_macros cuda_arch.cu -DFEAT=1 -DWANT=900 -gencode arch=compute_90a,code=sm_90a
     cc_run cuda_arch_targets_same_code cuda_arch.cu -DSAME_ON_TARGETS -gencode arch=compute_80,code=sm_80 \
         -gencode "arch=compute_90,code=[sm_90,compute_90]"
 fi

@@ -4,6 +4,8 @@
 // undefined in host code. -DWANT=N: the value device code must see
 // (-DWANT=0 with -DSAME_ON_TARGETS: only tests that hold on every target).
 // -DCASE=1: a declaration only the device pass has (refused by nvcc-emu).
+// -DFEAT=1: built for sm_90a, whose device pass also has
+// __CUDA_ARCH_FEAT_SM90_ALL and __CUDA_ARCH_SPECIFIC__ (nvcc 13).
 // Prints PASSED when all hold.
 #include <cstdio>
 #include <cuda_runtime.h>
@@ -40,6 +42,12 @@ __device__ int generation(void) {
 }
 
 __global__ void probe(int *out) {
+#if defined(FEAT) && defined(__CUDA_ARCH__)
+#  if !defined(__CUDA_ARCH_FEAT_SM90_ALL) || __CUDA_ARCH_SPECIFIC__ != 900 || __CUDA_ARCH_FAMILY_SPECIFIC__ != 900
+    out[0] = -1;
+    return;
+#  endif
+#endif
 #if defined(SAME_ON_TARGETS)
 #  if __CUDA_ARCH__ >= 750
     out[0] = 1;
