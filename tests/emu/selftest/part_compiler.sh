@@ -98,5 +98,5 @@ CA=(-c -Xcompiler -fsyntax-only -o "$OUT/cc_ca.o" "$COMPILER/cuda_arch.cu")
 cc_refused cuda_arch_targets_differ_refused "device code differs between __CUDA_ARCH__ 800 and 900" "${CA[@]}" -DWANT=800 \
     -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
 cc_refused cuda_arch_device_only_declaration_refused \
-    "cuda_arch.cu:15: nvcc-emu: error: __CUDA_ARCH__ changes this declaration" "${CA[@]}" -DWANT=750 -DCASE=1
+    "cuda_arch.cu:17: nvcc-emu: error: __CUDA_ARCH__ changes this declaration" "${CA[@]}" -DWANT=750 -DCASE=1
 cc_accepted cuda_arch_control_compiles "${CA[@]}" -DWANT=750

@@ -237,5 +237,10 @@ check('arch_kernel_from_device_pass', 'o[0] = 800;' in out, out)
 check('arch_host_function_from_host_pass', 'int host_only() { return 1; }' in out, out)
 check('arch_same_text_unchanged', emu.merge_device_pass(h, [(800, h)]) == h)
 
+h = '# 1 "t.cu"\nstruct P { __cuemu_host__ __cuemu_device__ int a() const { return 0; } int host() { return 2; } };\n'
+dv = '# 1 "t.cu"\nstruct P { __cuemu_host__ __cuemu_device__ int a() const { return 900; } int host() { return 3; } };\n'
+out = emu.merge_device_pass(h, [(900, dv)])
+check('arch_member_function_gets_both', '{ return 900; } else /*cuemu-host-body*/' in out and 'int host() { return 2; }' in out, out)
+
 print('%d passed, %d failed' % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -41,7 +41,21 @@ __device__ int generation(void) {
 #endif
 }
 
+// member functions: the same rules
+struct Probe {
+    __host__ __device__ int arch() const {
+#if defined(__CUDA_ARCH__) && !defined(SAME_ON_TARGETS)
+        return __CUDA_ARCH__;
+#elif defined(__CUDA_ARCH__)
+        return 1;
+#else
+        return 0;
+#endif
+    }
+};
+
 __global__ void probe(int *out) {
+    out[3] = Probe().arch();
 #if defined(FEAT) && defined(__CUDA_ARCH__)
 #  if !defined(__CUDA_ARCH_FEAT_SM90_ALL) || __CUDA_ARCH_SPECIFIC__ != 900 || __CUDA_ARCH_FAMILY_SPECIFIC__ != 900
     out[0] = -1;
@@ -73,17 +87,18 @@ int main(void) {
 #if !defined(__CUDA_ARCH__)
     if (host_only_helper() != 5) bad++;   // (nvcc's device pass parses host code too)
 #endif
-    int *d, h[3] = {0, 0, 0};
+    int *d, h[4] = {0, 0, 0, 0};
     cudaMalloc(&d, sizeof(h));
     cudaMemset(d, 0, sizeof(h));
     probe<<<1, 1>>>(d);
     if (cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost) != cudaSuccess) { printf("launch failed\n"); return 1; }
 #if defined(SAME_ON_TARGETS)
-    int want[3] = {1, 1, 1};
+    int want[4] = {1, 1, 1, 1};
 #else
-    int want[3] = {WANT, WANT, WANT >= 900 ? 3 : WANT >= 800 ? 2 : 1};
+    int want[4] = {WANT, WANT, WANT >= 900 ? 3 : WANT >= 800 ? 2 : 1, WANT};
 #endif
-    for (int i = 0; i < 3; i++)
+    if (Probe().arch() != 0) { printf("host call of Probe::arch: %d, want 0\n", Probe().arch()); bad++; }
+    for (int i = 0; i < 4; i++)
         if (h[i] != want[i]) { printf("out[%d] = %d, want %d\n", i, h[i], want[i]); bad++; }
     printf(bad ? "FAILED\n" : "PASSED\n");
     return bad ? 1 : 0;
