@@ -82,21 +82,28 @@ cc_accepted device_refusals_control_compiles "${DR[@]}"
 [ $QUICK = 0 ] && cc_run device_refusals_control_runs device_refusals.cu
 
 # __CUDA_ARCH__: the target's value in device code (kernels, __device__
-# functions, the device side of __host__ __device__ ones), undefined in
-# host code; several targets whose device code is the same build; device
-# code that differs between the targets, or a declaration only the device
-# pass has, is refused by name (never a kernel from the host pass's text)
-cc_run cuda_arch_sm80 cuda_arch.cu -arch=sm_80 -DWANT=800
+# functions, the device side of __host__ __device__ ones, member functions),
+# undefined in host code; with several targets the device runs the code of
+# the image NVIDIA's rules pick (the best cubin, else the highest PTX not
+# above it); a declaration only the device pass has is refused by name
+# (never a kernel from the host pass's text)
+MULTI=(-gencode arch=compute_75,code=compute_75 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86
+       -gencode "arch=compute_90,code=[sm_90,compute_90]")
+if "$NVCC_EMU" "${MULTI[@]}" -DWANT=0 -o "$OUT/cc_cuda_arch_multi" "$COMPILER/cuda_arch.cu" >"$OUT/cc_cuda_arch_multi.log" 2>&1; then
+    for x in 7.5:750 8.0:800 8.9:860 9.0:900 10.0:900; do
+        if GPUDL_EMU_DEVICE=${x%:*} WANT_ARCH=${x#*:} "$OUT/cc_cuda_arch_multi" 2>&1 | grep -q PASSED; then
+            ok "cuda_arch_on_${x%:*}_runs_${x#*:}"
+        else bad "cuda_arch_on_${x%:*}_runs_${x#*:}"; GPUDL_EMU_DEVICE=${x%:*} WANT_ARCH=${x#*:} "$OUT/cc_cuda_arch_multi" 2>&1 | tail -4; fi
+    done
+else bad cuda_arch_multi_target_build; grep -E 'error|fatal' "$OUT/cc_cuda_arch_multi.log" | head -5; fi
 if [ $QUICK = 0 ]; then
+    cc_run cuda_arch_sm80 cuda_arch.cu -arch=sm_80 -DWANT=800
     cc_run cuda_arch_default_750 cuda_arch.cu -DWANT=750
-    cc_run cuda_arch_sm90 cuda_arch.cu -arch=sm_90 -DWANT=900
     cc_run cuda_arch_sm90a_feature_macros cuda_arch.cu -DFEAT=1 -DWANT=900 -gencode arch=compute_90a,code=sm_90a
     cc_run cuda_arch_targets_same_code cuda_arch.cu -DSAME_ON_TARGETS -gencode arch=compute_80,code=sm_80 \
         -gencode "arch=compute_90,code=[sm_90,compute_90]"
 fi
 CA=(-c -Xcompiler -fsyntax-only -o "$OUT/cc_ca.o" "$COMPILER/cuda_arch.cu")
-cc_refused cuda_arch_targets_differ_refused "device code differs between __CUDA_ARCH__ 800 and 900" "${CA[@]}" -DWANT=800 \
-    -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
 cc_refused cuda_arch_device_only_declaration_refused \
-    "cuda_arch.cu:17: nvcc-emu: error: __CUDA_ARCH__ changes this declaration" "${CA[@]}" -DWANT=750 -DCASE=1
+    "cuda_arch.cu:20: nvcc-emu: error: __CUDA_ARCH__ changes this declaration" "${CA[@]}" -DWANT=750 -DCASE=1
 cc_accepted cuda_arch_control_compiles "${CA[@]}" -DWANT=750

@@ -229,18 +229,25 @@ h = ('# 1 "t.cu"\nint host_only() { return 1; }\n__cuemu_device__ int d() {\n re
      '__cuemu_host__ __cuemu_device__ int hd() { return 0; }\n__cuemu_global__ void k(int *o) { }\n')
 dv = ('# 1 "t.cu"\n\n__cuemu_device__ int d() {\n return 800;\n}\n'
       '__cuemu_host__ __cuemu_device__ int hd() { return 800; }\n__cuemu_global__ void k(int *o) { o[0] = 800; }\n')
-out = emu.merge_device_pass(h, [(800, dv)])
+out = emu.merge_device_pass(h, [(800, [], ['sm_80'], dv)])
 check('arch_device_body_from_device_pass', 'return 800;' in out.split('int d()')[1].split('__cuemu_host__')[0], out)
 check('arch_host_device_gets_both', 'if (::cuemu::t_code_device >= 0)' in out and '{ return 800; } else /*cuemu-host-body*/' in out
       and '{ return 0; } }' in out, out)
 check('arch_kernel_from_device_pass', 'o[0] = 800;' in out, out)
 check('arch_host_function_from_host_pass', 'int host_only() { return 1; }' in out, out)
-check('arch_same_text_unchanged', emu.merge_device_pass(h, [(800, h)]) == h)
+check('arch_same_text_unchanged', emu.merge_device_pass(h, [(800, [], ['sm_80'], h)]) == h)
 
 h = '# 1 "t.cu"\nstruct P { __cuemu_host__ __cuemu_device__ int a() const { return 0; } int host() { return 2; } };\n'
 dv = '# 1 "t.cu"\nstruct P { __cuemu_host__ __cuemu_device__ int a() const { return 900; } int host() { return 3; } };\n'
-out = emu.merge_device_pass(h, [(900, dv)])
+out = emu.merge_device_pass(h, [(900, [], ['sm_90'], dv)])
 check('arch_member_function_gets_both', '{ return 900; } else /*cuemu-host-body*/' in out and 'int host() { return 2; }' in out, out)
+
+d8 = '# 1 "t.cu"\n__cuemu_global__ void k(int *o) { o[0] = 800; }\n'
+d9 = '# 1 "t.cu"\n__cuemu_global__ void k(int *o) { o[0] = 900; }\n'
+out = emu.merge_device_pass('# 1 "t.cu"\n__cuemu_global__ void k(int *o) { }\n',
+                            [(800, [], ['sm_80'], d8), (900, [], ['sm_90', 'compute_90'], d9)])
+check('arch_targets_each_version', 'if (cuemu_arch_pick() == 0)' in out and 'o[0] = 800;' in out and 'o[0] = 900;' in out
+      and "{80, 's', 0}, {90, 's', 1}, {90, 'p', 1}" in out, out)
 
 print('%d passed, %d failed' % (passed, failed))
 sys.exit(1 if failed else 0)
