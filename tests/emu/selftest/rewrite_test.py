@@ -169,6 +169,16 @@ check('constexpr_left_plain', ' constexpr int K = 4;' in out and 'DevVar<int, fa
 check('aligned_variable', 'alignas(16) ::cuemu::DevVar<float[4], false> al("al");' in out, out)
 check('member_of_device_struct', 'pt->a + q.pt.a + counter' in out, out)
 
+# issue 37: sizes written with parentheses (a macro's (2 * R + 1)) or nested brackets are still device symbols
+out = image('__cuemu_constant__ float c_Kernel[(2 * 8 + 1)];\n__cuemu_device__ int d2[((3))][(8 / 2)];\n'
+            '__cuemu_device__ float sz[sizeof(float[2]) / sizeof(float)];\nalignas(16) __cuemu_device__ float al2[(4)];\n'
+            '__cuemu_device__ int notvar(int (*f)(int));\n')
+check('constant_array_parenthesised_size', '::cuemu::DevVar<float[(2*8+1)], true> c_Kernel("c_Kernel");' in out, out)
+check('device_array_parenthesised_2d', '::cuemu::DevVar<int[((3))][(8/2)], false> d2("d2");' in out, out)
+check('device_array_nested_brackets', '::cuemu::DevVar<float[sizeof(float[2])/sizeof(float)], false> sz("sz");' in out, out)
+check('device_array_alignas_parenthesised', 'alignas(16) ::cuemu::DevVar<float[(4)], false> al2("al2");' in out, out)
+check('device_function_declaration_not_a_variable', 'DevVar<int' not in out.split('al2')[-1], out)
+
 out = image('__cuemu_device__ int n;\n__cuemu_managed__ __cuemu_device__ int mg;\n__cuemu_device__ float a[3];\n'
             'void f() { printf("%d %d %f %p", n, mg, a[1], &n); }\n')
 check('managed_variable_stays_shared', '\n' + ' ' * 35 + 'int mg;' in out and 'DevVar<int, false> mg' not in out, out)
@@ -197,6 +207,47 @@ check('device_math_parameter_not_redirected', 'redirect::exp;' not in out, out)
 check('device_math_qualified', 'std::cuemu_exp(2.0)' in out and '::cuemu_powf(y, 2)' in out and 'B<int>::expf(y)' in out, out)
 check('device_math_host_function_untouched', 'float h(C *c, float x) { c->log(2); return logf(x); }' in out, out)
 check('device_math_line_count_kept', out.count('\n') == ('# 1 "t.cu"\n' + src).count('\n'), out)
+
+# >>issue 37: device code refused by name (inline PTX, dynamic parallelism), checked on the image scan
+def refusals(src):
+    img = emu.scan_image('# 1 "t.cu"\n' + src, emu.mask('# 1 "t.cu"\n' + src))
+    return sorted(img.errors.values())
+
+
+errs = refusals('__cuemu_device__ unsigned f() { unsigned r; asm volatile("mov.u32 %0, " "%%laneid;" : "=r"(r)); return r; }\n'
+                'struct S { __cuemu_device__ void g() { __asm__("trap;"); } };\n'
+                '__cuemu_global__ void k(int *p) { child<<<1, 1>>>(p); cudaDeviceSynchronize(); obj.cudaDeviceSynchronize(); }\n'
+                'void host(int *p) { asm volatile("" ::: "memory"); child<<<1, 1>>>(p); cudaDeviceSynchronize(); }\n')
+check('ptx_named_with_adjacent_literals', 'inline PTX is not emulated: "mov.u32 %0, %%laneid;"' in errs, errs)
+check('ptx_in_member_function', 'inline PTX is not emulated: "trap;"' in errs, errs)
+check('device_launch_named', any('child<<<...>>>' in e for e in errs), errs)
+check('device_runtime_call_named', sum('cudaDeviceSynchronize in device code' in e for e in errs) == 1, errs)
+check('host_code_left_alone', len(errs) == 4, errs)
+
+# >>__CUDA_ARCH__: the device pass's bodies merged into the host pass's text
+h = ('# 1 "t.cu"\nint host_only() { return 1; }\n__cuemu_device__ int d() {\n return 0;\n}\n'
+     '__cuemu_host__ __cuemu_device__ int hd() { return 0; }\n__cuemu_global__ void k(int *o) { }\n')
+dv = ('# 1 "t.cu"\n\n__cuemu_device__ int d() {\n return 800;\n}\n'
+      '__cuemu_host__ __cuemu_device__ int hd() { return 800; }\n__cuemu_global__ void k(int *o) { o[0] = 800; }\n')
+out = emu.merge_device_pass(h, [(800, [], ['sm_80'], dv)])
+check('arch_device_body_from_device_pass', 'return 800;' in out.split('int d()')[1].split('__cuemu_host__')[0], out)
+check('arch_host_device_gets_both', 'if (::cuemu::t_code_device >= 0)' in out and '{ return 800; } else /*cuemu-host-body*/' in out
+      and '{ return 0; } }' in out, out)
+check('arch_kernel_from_device_pass', 'o[0] = 800;' in out, out)
+check('arch_host_function_from_host_pass', 'int host_only() { return 1; }' in out, out)
+check('arch_same_text_unchanged', emu.merge_device_pass(h, [(800, [], ['sm_80'], h)]) == h)
+
+h = '# 1 "t.cu"\nstruct P { __cuemu_host__ __cuemu_device__ int a() const { return 0; } int host() { return 2; } };\n'
+dv = '# 1 "t.cu"\nstruct P { __cuemu_host__ __cuemu_device__ int a() const { return 900; } int host() { return 3; } };\n'
+out = emu.merge_device_pass(h, [(900, [], ['sm_90'], dv)])
+check('arch_member_function_gets_both', '{ return 900; } else /*cuemu-host-body*/' in out and 'int host() { return 2; }' in out, out)
+
+d8 = '# 1 "t.cu"\n__cuemu_global__ void k(int *o) { o[0] = 800; }\n'
+d9 = '# 1 "t.cu"\n__cuemu_global__ void k(int *o) { o[0] = 900; }\n'
+out = emu.merge_device_pass('# 1 "t.cu"\n__cuemu_global__ void k(int *o) { }\n',
+                            [(800, [], ['sm_80'], d8), (900, [], ['sm_90', 'compute_90'], d9)])
+check('arch_targets_each_version', 'if (cuemu_arch_pick() == 0)' in out and 'o[0] = 800;' in out and 'o[0] = 900;' in out
+      and "{80, 's', 0}, {90, 's', 1}, {90, 'p', 1}" in out, out)
 
 print('%d passed, %d failed' % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -8,7 +8,6 @@
 
 #define __HOST_DEFINES_H__   /* the toolkit header's own include guard */
 
-#define __host__
 #if defined(__CUEMU_MARKERS__)
 /* A .cu file compiled by tests/emu/nvcc-emu: these keywords survive
    preprocessing as markers that nvcc-emu's rewrite consumes (every one of
@@ -18,6 +17,7 @@
    "Function Execution Space Specifiers", "Variable Memory Space Specifiers",
    "Launch Bounds"). */
 #  define __device__ __cuemu_device__
+#  define __host__ __cuemu_host__   /* __host__ __device__: nvcc-emu merges both passes (the device one by the target macro) */
 #  define __global__ __cuemu_global__
 #  define __constant__ __cuemu_constant__
 #  define __launch_bounds__(...) __cuemu_launch_bounds__(__VA_ARGS__)
@@ -25,6 +25,7 @@
    memory), so not a copy per device */
 #  define __managed__ __cuemu_managed__
 #else
+#  define __host__
 #  define __managed__
 #  define __device__
 #  define __global__

@@ -1,0 +1,9 @@
+/* math_functions.h (cuemu) - a toolkit header that programs include by name:
+   the device math functions (CUDA Math API).
+   In a .cu file nvcc-emu has them from cuda_runtime.h, which nvcc includes
+   implicitly (nvcc manual, "CUDA Compilation Trajectory"), so this header
+   only includes it. */
+#ifndef CUEMU_MATH_FUNCTIONS_H
+#define CUEMU_MATH_FUNCTIONS_H
+#include "cuda_runtime.h"
+#endif
