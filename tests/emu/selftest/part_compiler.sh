@@ -28,6 +28,10 @@ cc_accepted() {   # cc_accepted NAME NVCC-ARGS...: the control: nvcc-emu succeed
     else bad "$name" "(refused: nvcc $*)"; grep -E 'error|fatal' "$OUT/cc_$name.log" | head -5 | sed 's/^/        /'; fi
 }
 
+# #pragma unroll is nvcc's: no unknown-pragma warning under the user's
+# -Xcompiler -Wall,-Werror (the host compiler's front end is enough)
+cc_accepted pragma_unroll_under_werror -Xcompiler -Wall,-Werror,-fsyntax-only -c -o "$OUT/cc_pragma_unroll.o" "$COMPILER/pragma_unroll.cu"
+
 # (a) __constant__ / __device__ arrays sized by macros, '[(2 * 8 + 1)]':
 # device symbols (the rewrite's unit tests have the quick form; this is the
 # program, a build of some seconds: full tier)
