@@ -2426,7 +2426,9 @@ int fileno(FILE *stream);   /* POSIX's, hidden when <stdio.h> came first under -
            does not align the stack for the AVX spills of auto-vectorised code (gcc bug 54412) */
 #  define GPUDL__MULTI_ISA(name, params, args, ...) static void name params { __VA_ARGS__ }
 #endif
+#ifdef GPUDL__X86_SIMD
 static int gpudl__cpu_isa(void);
+#endif
 
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(__TINYC__)
 #  define GPUDL__MXCSR 1
@@ -3985,8 +3987,8 @@ static int gpudl__pick_kc(void) {
    environment lowers it (to test the paths a CPU without them takes, with
    the binary built once). Read once per process (process-wide, like the
    CPU itself). */
-static int gpudl__cpu_isa(void) {
 #ifdef GPUDL__X86_SIMD
+static int gpudl__cpu_isa(void) {
     static int isa = -1;
     int v = __atomic_load_n(&isa, __ATOMIC_RELAXED);
     if (v < 0) {
@@ -4000,10 +4002,8 @@ static int gpudl__cpu_isa(void) {
         __atomic_store_n(&isa, v, __ATOMIC_RELAXED);
     }
     return v;
-#else
-    return 0;
-#endif
 }
+#endif
 
 /* The best micro-kernel this CPU runs (as gpudl__cpu_isa allows), or the one
    desc.cpu_gemm asks for (for tests and comparisons) when the CPU has it. */
