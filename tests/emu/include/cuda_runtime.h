@@ -103,6 +103,7 @@ static inline cudaError_t cudaLaunchCooperativeKernel(void (*func)(P...), dim3 g
 template <class... ExpTypes, class... ActTypes>
 static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *config, void (*kernel)(ExpTypes...), ActTypes &&...args) {
     if (!config) return cudaErrorInvalidValue;
+    if (cudaError_t ce = cuemu::launch_attrs_check(config, (const void *)kernel)) return ce;
     int coop = 0;
     for (unsigned i = 0; i < config->numAttrs; i++)
         if (config->attrs[i].id == cudaLaunchAttributeCooperative) coop = config->attrs[i].val.cooperative;

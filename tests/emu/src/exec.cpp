@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -528,11 +529,24 @@ void wmma_complete(Thr **lanes, unsigned part, int op) {
 bool try_complete(Worker *w, unsigned warp, unsigned mask, int op) {
     unsigned base = warp * 32, part = 0;
     Thr *lanes[32] = {};
+    /* the lanes of mask waiting in this very operation */
+    unsigned here = 0;
+    for (unsigned i = 0; i < 32; i++) {
+        if (!((mask >> i) & 1) || base + i >= w->nthreads) continue;
+        Thr *t = &w->thr[base + i];
+        if (t->state == T_WARP && t->wop == op && t->wmask == mask) here |= 1u << i;
+    }
     for (unsigned i = 0; i < 32; i++) {
         if (!((mask >> i) & 1) || base + i >= w->nthreads) continue;
         Thr *t = &w->thr[base + i];
         if (t->state == T_DONE) continue;
         if (t->state != T_WARP || t->wop == W_ACTIVE) return false;   /* not here yet */
+        /* A lane of mask waiting in another operation whose mask names none
+           of the lanes waiting here: its own group may still complete, and
+           then it comes here (odd lanes in __ballot_sync(0xAAAAAAAA, ...) while
+           even lanes, done with theirs, reach __syncwarp(): valid). Only a
+           wait on one of these lanes is a mismatch that never resolves. */
+        if ((t->wop != op || t->wmask != mask) && !(t->wmask & here)) return false;
         if (t->wop != op || t->wmask != mask)
             sync_error(t_thr ? t_thr->wpc : nullptr,
                          "lane %u waits in %s with mask 0x%08x while lanes of mask 0x%08x call %s: every non-exited lane "
@@ -1281,7 +1295,31 @@ uint64_t wmma_layout_seed() { return schedule().shuffle ? schedule().seed * 0x9e
 
 } /* namespace cuemu */
 
-long long clock64() { return (long long)(cuemu::now_ns() * 2); }
+/* >>clocks: clock64() and clock() count the multiprocessor's cycles (CUDA
+   C++ Programming Guide, "Time Function": "a per-multiprocessor counter that
+   is incremented every clock cycle"), at the rate the device reports
+   (cudaDevAttrClockRate, kHz): host time scaled to it, so a kernel that
+   waits N cycles takes N / rate seconds, as on the GPU. clock() is the
+   32-bit counter (the PTX ISA's %clock) widened to clock_t: it wraps, and
+   a difference of two samples is right modulo 2^32. */
+namespace cuemu {
+static long long device_cycles() {
+    int dev = t_code_device >= 0 ? t_code_device : current_device();
+    long long khz = dev >= 0 && dev < device_count() ? profile(dev).clock_khz : 1000000;
+    return (long long)((__int128)now_ns() * khz / 1000000);
+}
+} /* namespace cuemu */
+long long clock64() { return cuemu::device_cycles(); }
+
+/* clock() in device code is the device's counter; in host code what the C
+   library's is (processor time in CLOCKS_PER_SEC units, as glibc computes
+   it). The runtime's definition takes the place of the C library's. */
+extern "C" clock_t clock(void) noexcept {
+    if (cuemu::t_fiber) return (clock_t)(int32_t)(uint32_t)cuemu::device_cycles();
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return (clock_t)-1;
+    return (clock_t)(ts.tv_sec * CLOCKS_PER_SEC + ts.tv_nsec / (1000000000 / CLOCKS_PER_SEC));
+}
 
 /* assert() in a kernel: the CUDA message, then the grid ends with
    cudaErrorAssert. On the host: what glibc does. */

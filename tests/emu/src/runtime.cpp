@@ -749,6 +749,31 @@ void run_device_grid(GridOp &op) {
     t_code_device = -1;   /* this host thread took part; it runs host code again */
 }
 
+/* >>residency: how many blocks of a kernel one multiprocessor holds at
+   once (CUDA C++ Programming Guide, "Hardware Multithreading": "the number
+   of blocks and warps that can reside and be processed together on the
+   multiprocessor ... depends on the amount of registers and shared memory
+   used by the kernel and the amount of registers and shared memory
+   available on the multiprocessor", and the maximum number of resident
+   blocks and threads per multiprocessor of the compute capability's table).
+   Threads count in whole warps; registers at 32 a thread (what
+   cudaFuncGetAttributes reports as numRegs); shared memory is the kernel's
+   static __shared__ bytes plus the launch's dynamic bytes plus the
+   reservedSharedMemPerBlock the device reports (1 KiB). */
+int blocks_per_sm(const Profile &p, const FuncAttr *fa, uint64_t threads, size_t dyn_smem) {
+    if (!threads || threads > (uint64_t)p.max_threads_per_block) return 0;
+    uint64_t warps = (threads + 31) / 32;
+    uint64_t n = (uint64_t)p.max_blocks_per_sm;
+    uint64_t by_threads = (uint64_t)p.max_threads_per_sm / (warps * 32);
+    uint64_t by_regs = (uint64_t)p.regs_per_sm / (warps * 32 * 32);
+    size_t per_block = (fa ? fa->static_smem() : 0) + dyn_smem + 1024;
+    uint64_t by_smem = p.smem_per_sm / per_block;
+    if (by_threads < n) n = by_threads;
+    if (by_regs < n) n = by_regs;
+    if (by_smem < n) n = by_smem;
+    return (int)n;
+}
+
 cudaError_t launch_checked(const LaunchSite &site, const void *func, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                            void (*run)(void *), void *args, void (*destroy)(void *), const PtrArg *ptrs, int nptrs,
                            int cooperative) {
@@ -804,10 +829,23 @@ cudaError_t launch_checked(const LaunchSite &site, const void *func, dim3 grid, 
                     site.kernel ? site.kernel : "?", list.c_str(), dev, p.major, p.minor);
         return drop(cudaErrorNoKernelImageForDevice);
     }
-    if (cooperative) {   /* every block must be resident at once */
-        uint64_t per_sm = (uint64_t)p.max_threads_per_sm / ((threads + 31) / 32 * 32);
-        if (per_sm > (uint64_t)p.max_blocks_per_sm) per_sm = p.max_blocks_per_sm;
-        if ((uint64_t)grid.x * grid.y * grid.z > (uint64_t)p.sms * per_sm) return drop(cudaErrorCooperativeLaunchTooLarge);
+    if (cooperative) {
+        /* Runtime API, cudaLaunchCooperativeKernel: "The total number of
+           blocks launched cannot exceed the maximum number of blocks per
+           multiprocessor as returned by
+           cudaOccupancyMaxActiveBlocksPerMultiprocessor (or
+           cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) times the
+           number of multiprocessors", else cudaErrorCooperativeLaunchTooLarge:
+           every block must be resident at once (static and dynamic shared
+           memory, threads and registers all count). */
+        int per_sm;
+        {
+            std::lock_guard<std::recursive_mutex> lk(S.mu);
+            auto it = S.funcs.find(func);
+            per_sm = blocks_per_sm(p, it != S.funcs.end() ? &it->second : nullptr, threads, smem);
+        }
+        if ((uint64_t)grid.x * grid.y * grid.z > (uint64_t)p.sms * (uint64_t)per_sm)
+            return drop(cudaErrorCooperativeLaunchTooLarge);
     }
     symbols_ready(dev);
     auto op = std::make_shared<GridOp>();
@@ -1506,9 +1544,15 @@ cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_
     if (e) return set_error(e);
     /* The host waits for copies into host memory (always, if synchronous;
        for pageable memory even when asynchronous), and for synchronous
-       copies from pinned memory or between host buffers. */
-    bool wait = (to_host && (!async || ds == SIDE_HOST)) || (!async && from_host && ss != SIDE_HOST) ||
-                (from_host && to_host);
+       copies from host memory, pinned or pageable, or between host
+       buffers. (Runtime API, "API synchronization behavior", Memcpy: for a
+       synchronous copy from pageable memory "a stream sync is performed
+       before the copy is initiated" and the call returns once the buffer is
+       staged; the DMA "may not have completed", but nothing can observe
+       that: programs that read the destination from another stream right
+       after the call, as NVIDIA's StreamPriorities sample does, see the data
+       on GPUs. So the copy is complete, for every stream, when it returns.) */
+    bool wait = (to_host && (!async || ds == SIDE_HOST)) || (!async && from_host) || (from_host && to_host);
     if (wait && seq) {
         S.counters.host_waits++;
         run_until(seq);
@@ -2018,8 +2062,46 @@ extern "C" cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 g, dim
     return launch_void(func, g, b, a, s, st, 1);
 }
 
+/* >>clusters: CUDA C++ Programming Guide, "Thread Block Clusters": "a
+   maximum of 8 thread blocks in a cluster is supported as a portable
+   cluster size" (more only where the kernel sets
+   cudaFuncAttributeNonPortableClusterSizeAllowed: 16 on compute capability
+   9.0 and 10.0, cudaOccupancyMaxPotentialClusterSize), and "the grid
+   dimension must be a multiple of cluster size" (its cudaLaunchKernelEx
+   example). A launch that breaks either is refused with
+   cudaErrorInvalidClusterSize ("a kernel launch error has occurred due to
+   cluster misconfiguration", driver_types.h); clusters exist from compute
+   capability 9.0 (cudaDevAttrClusterLaunch). */
+cudaError_t cuemu::launch_attrs_check(const cudaLaunchConfig_t *config, const void *func) {
+    if (!config) return set_error(cudaErrorInvalidValue);
+    if (config->numAttrs && !config->attrs) return set_error(cudaErrorInvalidValue);
+    for (unsigned i = 0; i < config->numAttrs; i++) {
+        const cudaLaunchAttribute &a = config->attrs[i];
+        if (a.id != cudaLaunchAttributeClusterDimension) continue;
+        unsigned cx = a.val.clusterDim.x, cy = a.val.clusterDim.y, cz = a.val.clusterDim.z;
+        if (!cx || !cy || !cz) return set_error(cudaErrorInvalidValue);
+        if (cx == 1 && cy == 1 && cz == 1) continue;
+        CUEMU_NEED_DEVICE();
+        const Profile &p = dev_of(t_device).prof;
+        if (p.major < 9) return set_error(cudaErrorInvalidClusterSize);
+        bool nonportable = false;
+        {
+            State &S = state();
+            std::lock_guard<std::recursive_mutex> lk(S.mu);
+            auto it = S.funcs.find(func);
+            nonportable = it != S.funcs.end() && it->second.nonportable_cluster;
+        }
+        uint64_t size = (uint64_t)cx * cy * cz;
+        if (size > (nonportable && (p.major == 9 || p.major == 10) ? 16u : 8u)) return set_error(cudaErrorInvalidClusterSize);
+        if (config->gridDim.x % cx || config->gridDim.y % cy || config->gridDim.z % cz)
+            return set_error(cudaErrorInvalidClusterSize);
+    }
+    return cudaSuccess;
+}
+
 extern "C" cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) { CUEMU_API_CALL();
     if (!config) return set_error(cudaErrorInvalidValue);
+    if (cudaError_t ce = launch_attrs_check(config, func)) return ce;
     int coop = 0;
     for (unsigned i = 0; i < config->numAttrs; i++)
         if (config->attrs && config->attrs[i].id == cudaLaunchAttributeCooperative) coop = config->attrs[i].val.cooperative;
@@ -2072,6 +2154,10 @@ extern "C" cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttri
         if (value < -1 || value > 100) return set_error(cudaErrorInvalidValue);
         S.funcs[func].carveout = value;
         return cudaSuccess;
+    case cudaFuncAttributeNonPortableClusterSizeAllowed:
+        if (value != 0 && value != 1) return set_error(cudaErrorInvalidValue);
+        S.funcs[func].nonportable_cluster = value != 0;
+        return cudaSuccess;
     default: return set_error(cudaErrorInvalidValue);
     }
 }
@@ -2091,15 +2177,14 @@ extern "C" cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(in
         *numBlocks = 0;
         return cudaSuccess;
     }
-    int warps = (blockSize + 31) / 32;
-    int by_threads = p.max_threads_per_sm / (warps * 32);
-    int by_regs = p.regs_per_sm / (warps * 32 * 32);   /* 32 registers a thread, the emulator's answer */
-    int by_smem = (int)(p.smem_per_sm / (smem + 1024));
-    int n = p.max_blocks_per_sm;
-    if (by_threads < n) n = by_threads;
-    if (by_regs < n) n = by_regs;
-    if (by_smem < n) n = by_smem;
-    *numBlocks = n;
+    /* the kernel's static __shared__ bytes count with the dynamic ones
+       (blocks_per_sm; Runtime API: dynamicSMemSize is the "per-block
+       dynamic shared memory usage intended, in bytes", on top of the
+       function's own) */
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    auto it = S.funcs.find(func);
+    *numBlocks = blocks_per_sm(p, it != S.funcs.end() ? &it->second : nullptr, (uint64_t)blockSize, smem);
     return cudaSuccess;
 }
 

@@ -100,6 +100,7 @@ struct FuncAttr {
     const char *name = nullptr;
     int max_threads = 0;          /* __launch_bounds__ (0: none) */
     size_t reg_smem = 0;          /* static __shared__ bytes from the source */
+    bool nonportable_cluster = false;   /* cudaFuncAttributeNonPortableClusterSizeAllowed */
     cudaError_t (*launcher)(const void *, dim3, dim3, void **, size_t, cudaStream_t, int) = nullptr;
     /* static shared memory: the source's count, or what runs showed where the rewrite could not size it */
     size_t static_smem() const { return reg_smem > seen_smem ? reg_smem : seen_smem; }

@@ -53,6 +53,11 @@ struct LaunchSite {
 cudaError_t launch(const LaunchSite &site, const void *func, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                    void (*run)(void *), void *args, void (*destroy)(void *), const PtrArg *ptrs, int nptrs, int cooperative);
 
+/* cudaLaunchKernelEx's attributes that the launch must satisfy before it
+   is queued (cluster dimensions, ...): cudaSuccess or the launch's error,
+   recorded as the last error. */
+cudaError_t launch_attrs_check(const cudaLaunchConfig_t *config, const void *func);
+
 template <class T> struct PtrInfo { static constexpr bool is_ptr = false; };
 template <class T> struct PtrInfo<T *> {
     static constexpr bool is_ptr = true;

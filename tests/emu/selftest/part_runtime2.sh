@@ -1,0 +1,13 @@
+# part_runtime2.sh - sourced by run.sh: runtime rules of issue 37, in
+# runtime2/ (one program per area, each checking many rules with controls):
+# launch_rules.cu (occupancy with static shared memory, cooperative launch
+# size, cluster dimensions, warp votes by disjoint lane groups, device clock
+# rate, synchronous copies from pageable memory), run plainly and under
+# shuffled schedules.
+echo "== runtime rules (issue 37): launches, clocks, copies"
+build_and_run runtime2_launch_rules "$HERE/runtime2/launch_rules.cu" -O2
+if [ -x "$OUT/runtime2_launch_rules" ]; then
+    for seed in 1 4 7; do
+        CUEMU_SCHEDULE=shuffle CUEMU_SEED=$seed program "runtime2_launch_rules_shuffle_$seed" "$OUT/runtime2_launch_rules"
+    done
+fi
