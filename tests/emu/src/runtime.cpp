@@ -1516,13 +1516,15 @@ cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_
     else if (!from_host && !to_host) S.counters.d2d_bytes += bytes;
     const char *srcp = (const char *)src;
     std::shared_ptr<std::vector<char>> staged;
+    bool waited = false;
     if (ss == SIDE_HOST && !to_host && !capturing) {
         /* From pageable memory: a synchronous copy first waits for the stream
            (the docs: "a stream sync is performed before the copy is
            initiated"); either form stages the data now, so the caller may
            reuse its buffer when the call returns. */
         if (!async) {
-            S.counters.host_waits++;
+            S.counters.host_waits++;   /* one wait: for the stream, then for the copy (below) */
+            waited = true;
             run_until(st->last_seq);
             if ((e = sticky_error(dev))) return set_error(e);
         }
@@ -1554,7 +1556,7 @@ cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_
        on GPUs. So the copy is complete, for every stream, when it returns.) */
     bool wait = (to_host && (!async || ds == SIDE_HOST)) || (!async && from_host) || (from_host && to_host);
     if (wait && seq) {
-        S.counters.host_waits++;
+        if (!waited) S.counters.host_waits++;
         run_until(seq);
         if ((e = sticky_error(dev))) return set_error(e);
     }
