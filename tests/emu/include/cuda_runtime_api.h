@@ -34,6 +34,14 @@
 #  define cudaMemPrefetchAsync cudaMemPrefetchAsync_ptsz
 #  define cudaMallocAsync cudaMallocAsync_ptsz
 #  define cudaFreeAsync cudaFreeAsync_ptsz
+#  define cudaMallocFromPoolAsync cudaMallocFromPoolAsync_ptsz
+#  define cudaMemcpy3D cudaMemcpy3D_ptds
+#  define cudaMemcpy3DAsync cudaMemcpy3DAsync_ptsz
+#  define cudaMemset3D cudaMemset3D_ptds
+#  define cudaMemset3DAsync cudaMemset3DAsync_ptsz
+#  define cudaStreamAttachMemAsync cudaStreamAttachMemAsync_ptsz
+#  define cudaStreamGetAttribute cudaStreamGetAttribute_ptsz
+#  define cudaStreamSetAttribute cudaStreamSetAttribute_ptsz
 #  define cudaStreamSynchronize cudaStreamSynchronize_ptsz
 #  define cudaStreamQuery cudaStreamQuery_ptsz
 #  define cudaStreamGetPriority cudaStreamGetPriority_ptsz
@@ -171,6 +179,21 @@ extern cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, struct
 extern cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr);
 extern cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream);
 extern cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream);
+extern cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device);
+extern cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device);
+extern cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool);
+extern cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep);
+extern cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value);
+extern cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value);
+extern cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
+extern cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr, size_t length __dv(0), unsigned int flags __dv(cudaMemAttachSingle));
+extern cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, cudaStreamAttrValue *value_out);
+extern cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, const cudaStreamAttrValue *value);
+extern cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent);
+extern cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p);
+extern cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream __dv(0));
+extern cudaError_t cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent);
+extern cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream __dv(0));
 
 /* >>stream capture and graphs (CUDA Runtime API "Stream Management", "Graph Management") */
 extern cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode);

@@ -461,6 +461,62 @@ typedef struct CUfunc_st *cudaFunction_t;
 typedef struct CUkern_st *cudaKernel_t;
 typedef struct CUmemPoolHandle_st *cudaMemPool_t;
 
+/* >>memory pools (Runtime API "Stream Ordered Memory Allocator") */
+enum cudaMemPoolAttr {
+    cudaMemPoolReuseFollowEventDependencies = 0x1,
+    cudaMemPoolReuseAllowOpportunistic = 0x2,
+    cudaMemPoolReuseAllowInternalDependencies = 0x3,
+    cudaMemPoolAttrReleaseThreshold = 0x4,
+    cudaMemPoolAttrReservedMemCurrent = 0x5,
+    cudaMemPoolAttrReservedMemHigh = 0x6,
+    cudaMemPoolAttrUsedMemCurrent = 0x7,
+    cudaMemPoolAttrUsedMemHigh = 0x8
+};
+
+/* >>L2 access policy (Runtime API "Data types": cudaAccessPolicyWindow) */
+enum cudaAccessProperty {
+    cudaAccessPropertyNormal = 0,
+    cudaAccessPropertyStreaming = 1,
+    cudaAccessPropertyPersisting = 2
+};
+struct cudaAccessPolicyWindow {
+    void *base_ptr;
+    size_t num_bytes;
+    float hitRatio;
+    enum cudaAccessProperty hitProp;
+    enum cudaAccessProperty missProp;
+};
+
+/* >>3-D memory (Runtime API "Data types") */
+typedef struct cudaArray *cudaArray_t;
+typedef const struct cudaArray *cudaArray_const_t;
+struct cudaPitchedPtr {
+    void *ptr;
+    size_t pitch;
+    size_t xsize;
+    size_t ysize;
+};
+struct cudaExtent {
+    size_t width;
+    size_t height;
+    size_t depth;
+};
+struct cudaPos {
+    size_t x;
+    size_t y;
+    size_t z;
+};
+struct cudaMemcpy3DParms {
+    cudaArray_t srcArray;
+    struct cudaPos srcPos;
+    struct cudaPitchedPtr srcPtr;
+    cudaArray_t dstArray;
+    struct cudaPos dstPos;
+    struct cudaPitchedPtr dstPtr;
+    struct cudaExtent extent;
+    enum cudaMemcpyKind kind;
+};
+
 struct CUuuid_st { char bytes[16]; };
 typedef struct CUuuid_st CUuuid;
 typedef struct CUuuid_st cudaUUID_t;
@@ -600,10 +656,17 @@ struct cudaFuncAttributes {
 typedef union cudaLaunchAttributeValue {
     char pad[64];
     struct { cudaEvent_t event; int flags; int triggerAtBlockStart; } programmaticEvent;   /* makes it 8-byte aligned */
+    struct cudaAccessPolicyWindow accessPolicyWindow;
     int cooperative;
     int priority;
     struct { unsigned int x; unsigned int y; unsigned int z; } clusterDim;
 } cudaLaunchAttributeValue;
+/* the stream attributes are the launch attributes' (driver_types.h of CUDA 12 and 13) */
+#define cudaStreamAttrID cudaLaunchAttributeID
+#define cudaStreamAttributeAccessPolicyWindow cudaLaunchAttributeAccessPolicyWindow
+#define cudaStreamAttributeSynchronizationPolicy cudaLaunchAttributeSynchronizationPolicy
+#define cudaStreamAttributePriority cudaLaunchAttributePriority
+#define cudaStreamAttrValue cudaLaunchAttributeValue
 
 typedef enum cudaLaunchAttributeID cudaLaunchAttributeID;
 

@@ -36,7 +36,7 @@ CXX = os.environ.get('CXX_ABI', 'g++')
 # path -> (real headers that hold the same declarations).
 EXTRA_PAIRS = {
     'cuemu/device_math.h': ['crt/math_functions.h', 'crt/device_functions.h', 'crt/device_double_functions.h',
-                            'sm_20_intrinsics.h', 'sm_30_intrinsics.h', 'sm_32_intrinsics.h'],
+                            'sm_20_intrinsics.h', 'sm_30_intrinsics.h', 'sm_32_intrinsics.h', 'sm_61_intrinsics.h'],
 }
 # Never checked: emulator-only headers.
 # cooperative_groups: device code only; the real headers need CCCL's tree to build at all.

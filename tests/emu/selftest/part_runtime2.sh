@@ -11,3 +11,6 @@ if [ -x "$OUT/runtime2_launch_rules" ]; then
         CUEMU_SCHEDULE=shuffle CUEMU_SEED=$seed program "runtime2_launch_rules_shuffle_$seed" "$OUT/runtime2_launch_rules"
     done
 fi
+# runtime_apis.cu: __dp4a/__dp2a, memory pools, cudaStreamAttachMemAsync,
+# stream attributes, 3-D copies (before issue 37 it did not compile)
+build_and_run runtime2_runtime_apis "$HERE/runtime2/runtime_apis.cu" -O2

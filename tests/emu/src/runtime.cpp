@@ -237,6 +237,7 @@ void ensure_init() {
         }
         for (size_t i = 0; i < S.devs.size(); i++) {
             S.devs[i].legacy.device = (int)i;
+            S.devs[i].pool.device = (int)i;
             S.devs[i].peer.assign(S.devs.size(), false);
         }
     }
@@ -1136,6 +1137,21 @@ extern "C" cudaError_t cudaGetDeviceFlags(unsigned int *flags) { CUEMU_API_CALL(
     return cudaSuccess;
 }
 
+namespace {
+/* Runtime API, cudaMemPoolAttrReleaseThreshold: "When more than the release
+   threshold bytes of memory are held by the memory pool, the allocator will
+   try to release memory back to the OS on the next call to stream, event or
+   context synchronize." */
+void pools_release() {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    for (Device &d : S.devs) {
+        MemPool &p = d.pool;
+        if (p.reserved > p.release_threshold) p.reserved = p.release_threshold > p.used ? p.release_threshold : p.used;
+    }
+}
+} /* namespace */
+
 extern "C" cudaError_t cudaDeviceSynchronize(void) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     cudaError_t e = capture_sync_check(nullptr, t_device);
@@ -1143,6 +1159,7 @@ extern "C" cudaError_t cudaDeviceSynchronize(void) { CUEMU_API_CALL();
     State &S = state();
     S.counters.host_waits++;
     run_until(~0ull);
+    pools_release();
     return set_error(sticky_error(t_device));
 }
 
@@ -1331,6 +1348,7 @@ extern "C" cudaError_t cudaFree(void *devPtr) { CUEMU_API_CALL();
     Alloc a = it->second;
     S.allocs.erase(it);
     if (a.kind == MEM_DEVICE) S.devs[a.device].used -= a.accounted;
+    if (a.pool) a.pool->used -= a.size;
     S.counters.frees++;
     san_free(a.base);
     bounds_remove(a.base, a.size);
@@ -1729,25 +1747,155 @@ cudaError_t async_stream(cudaStream_t hStream, Stream **st, int *dev) {
 }
 } /* namespace */
 
-extern "C" cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) { CUEMU_API_CALL();
+namespace {
+/* The pool a handle names (null: not a pool). */
+MemPool *pool_of(cudaMemPool_t h) {
+    State &S = state();
+    for (Device &d : S.devs)
+        if ((cudaMemPool_t)&d.pool == h) return &d.pool;
+    return nullptr;
+}
+/* cudaMallocAsync and cudaMallocFromPoolAsync: memory from pool (null: the
+   stream's device's current pool), usable in stream order. */
+cudaError_t malloc_async(void **devPtr, size_t size, MemPool *pool, cudaStream_t hStream) {
     CUEMU_NEED_DEVICE();
     int dev;
     Stream *st;
     if (!devPtr) return set_error(cudaErrorInvalidValue);
     cudaError_t e = async_stream(hStream, &st, &dev);
     if (e) return set_error(e);
-    state().counters.mallocs++;
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (!pool) pool = S.devs[dev].cur_pool ? S.devs[dev].cur_pool : &S.devs[dev].pool;
+    S.counters.mallocs++;
     if (size == 0) {
         *devPtr = nullptr;
         return cudaSuccess;
     }
-    e = alloc_device(dev, size, false, devPtr);
+    e = alloc_device(pool->device, size, false, devPtr);
     if (e) {
         *devPtr = nullptr;
         return set_error(e);
     }
-    san_alloc(*devPtr, size, dev);
+    auto it = S.allocs.find((uintptr_t)*devPtr);
+    if (it != S.allocs.end()) it->second.pool = pool;
+    pool->used += size;
+    if (pool->used > pool->used_high) pool->used_high = pool->used;
+    if (pool->used > pool->reserved) pool->reserved = pool->used;
+    if (pool->reserved > pool->reserved_high) pool->reserved_high = pool->reserved;
+    san_alloc(*devPtr, size, pool->device);
     bounds_add(*devPtr, size);
+    return cudaSuccess;
+}
+} /* namespace */
+
+extern "C" cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) { CUEMU_API_CALL();
+    return malloc_async(devPtr, size, nullptr, hStream);
+}
+
+/* Runtime API, cudaMallocFromPoolAsync: "Allocates memory from a specified
+   pool with stream ordered semantics". */
+extern "C" cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    MemPool *pool;
+    {
+        std::lock_guard<std::recursive_mutex> lk(state().mu);
+        pool = pool_of(memPool);
+    }
+    if (!pool) return set_error(cudaErrorInvalidValue);
+    return malloc_async(ptr, size, pool, stream);
+}
+
+/* >>memory pools: Runtime API "Stream Ordered Memory Allocator" and
+   cudaMemPoolSetAttribute / cudaMemPoolGetAttribute. What the pool holds is
+   counted in bytes asked for (a GPU reserves in larger granules); freed
+   memory stays reserved until cudaMemPoolTrimTo releases it. */
+extern "C" cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    if (!memPool) return set_error(cudaErrorInvalidValue);
+    if (device < 0 || device >= device_count()) return set_error(cudaErrorInvalidDevice);
+    *memPool = (cudaMemPool_t)&state().devs[device].pool;
+    return cudaSuccess;
+}
+extern "C" cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    if (!memPool) return set_error(cudaErrorInvalidValue);
+    if (device < 0 || device >= device_count()) return set_error(cudaErrorInvalidDevice);
+    Device &d = state().devs[device];
+    *memPool = (cudaMemPool_t)(d.cur_pool ? d.cur_pool : &d.pool);
+    return cudaSuccess;
+}
+/* "The pool must be local to the specified device" */
+extern "C" cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    if (device < 0 || device >= device_count()) return set_error(cudaErrorInvalidDevice);
+    MemPool *p = pool_of(memPool);
+    if (!p || p->device != device) return set_error(cudaErrorInvalidValue);
+    state().devs[device].cur_pool = p;
+    return cudaSuccess;
+}
+/* "Releases memory back to the OS until the pool contains fewer than
+   minBytesToKeep reserved bytes, or there is no more memory that the
+   allocator can safely release" (memory in use stays). */
+extern "C" cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    MemPool *p = pool_of(memPool);
+    if (!p) return set_error(cudaErrorInvalidValue);
+    if (p->reserved > minBytesToKeep) p->reserved = minBytesToKeep > p->used ? minBytesToKeep : p->used;
+    return cudaSuccess;
+}
+/* The attributes' types: the reuse flags are int, the rest cuuint64_t; the
+   current counts are read-only and the high-water marks may only be reset
+   to 0 ("It is illegal to set this attribute to a non-zero value"). */
+extern "C" cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    MemPool *p = pool_of(memPool);
+    if (!p || !value) return set_error(cudaErrorInvalidValue);
+    uint64_t v64 = 0;
+    int vi = 0;
+    if (attr >= cudaMemPoolAttrReleaseThreshold) memcpy(&v64, value, sizeof v64);
+    else memcpy(&vi, value, sizeof vi);
+    switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies: p->reuse_follow_events = vi != 0; return cudaSuccess;
+    case cudaMemPoolReuseAllowOpportunistic: p->reuse_opportunistic = vi != 0; return cudaSuccess;
+    case cudaMemPoolReuseAllowInternalDependencies: p->reuse_internal = vi != 0; return cudaSuccess;
+    case cudaMemPoolAttrReleaseThreshold: p->release_threshold = v64; return cudaSuccess;
+    case cudaMemPoolAttrReservedMemHigh:
+        if (v64) return set_error(cudaErrorInvalidValue);
+        p->reserved_high = p->reserved;
+        return cudaSuccess;
+    case cudaMemPoolAttrUsedMemHigh:
+        if (v64) return set_error(cudaErrorInvalidValue);
+        p->used_high = p->used;
+        return cudaSuccess;
+    default: return set_error(cudaErrorInvalidValue);
+    }
+}
+extern "C" cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    MemPool *p = pool_of(memPool);
+    if (!p || !value) return set_error(cudaErrorInvalidValue);
+    int vi = 0;
+    uint64_t v64 = 0;
+    switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies: vi = p->reuse_follow_events; break;
+    case cudaMemPoolReuseAllowOpportunistic: vi = p->reuse_opportunistic; break;
+    case cudaMemPoolReuseAllowInternalDependencies: vi = p->reuse_internal; break;
+    case cudaMemPoolAttrReleaseThreshold: v64 = p->release_threshold; break;
+    case cudaMemPoolAttrReservedMemCurrent: v64 = p->reserved; break;
+    case cudaMemPoolAttrReservedMemHigh: v64 = p->reserved_high; break;
+    case cudaMemPoolAttrUsedMemCurrent: v64 = p->used; break;
+    case cudaMemPoolAttrUsedMemHigh: v64 = p->used_high; break;
+    default: return set_error(cudaErrorInvalidValue);
+    }
+    if (attr >= cudaMemPoolAttrReleaseThreshold) memcpy(value, &v64, sizeof v64);
+    else memcpy(value, &vi, sizeof vi);
     return cudaSuccess;
 }
 
@@ -1773,6 +1921,7 @@ extern "C" cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) { CUEMU
         Alloc a = it2->second;
         S2.allocs.erase(it2);
         S2.devs[a.device].used -= a.accounted;
+        if (a.pool) a.pool->used -= a.size;   /* back in the pool: still reserved (cudaMemPoolTrimTo) */
         san_free(a.base);
         bounds_remove(a.base, a.size);
         quarantine(S2, a);
@@ -1805,6 +1954,153 @@ extern "C" cudaError_t cudaStreamDestroy(cudaStream_t stream) { CUEMU_API_CALL()
         return set_error(cudaErrorInvalidResourceHandle);
     S.streams.erase(s);
     S.stream_graveyard.push_back(s);   /* its queued work still completes */
+    return cudaSuccess;
+}
+
+/* >>3-D memory (Runtime API, cudaMalloc3D, cudaMemcpy3D, cudaMemset3D):
+   linear memory described by cudaPitchedPtr; CUDA arrays (srcArray /
+   dstArray) are not emulated and are refused with a message. "The extent
+   field defines the dimensions of the transferred area in elements ... If
+   no CUDA array is participating in the copy then the extents are defined
+   in elements of unsigned char"; positions likewise (x in bytes). Slice z
+   of a pitched pointer starts at z * pitch * ysize. */
+extern "C" cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    if (!pitchedDevPtr) return set_error(cudaErrorInvalidValue);
+    size_t pitch = 0;
+    void *p = nullptr;
+    cudaError_t e = cudaMallocPitch(&p, &pitch, extent.width, extent.height * extent.depth);
+    if (e) return e;
+    *pitchedDevPtr = cudaPitchedPtr{p, pitch, extent.width, extent.height};
+    return cudaSuccess;
+}
+
+namespace {
+cudaError_t copy3d(const cudaMemcpy3DParms *p, cudaStream_t stream, bool async) {
+    CUEMU_NEED_DEVICE();
+    if (!p) return set_error(cudaErrorInvalidValue);
+    if (p->srcArray || p->dstArray) {
+        static std::atomic<int> said{0};
+        if (said++ < 1) fprintf(stderr, "cuemu: cudaMemcpy3D with a CUDA array (srcArray/dstArray) is not emulated\n");
+        return set_error(cudaErrorNotSupported);
+    }
+    const cudaExtent &x = p->extent;
+    if (!p->srcPtr.ptr || !p->dstPtr.ptr) return set_error(cudaErrorInvalidValue);
+    if (x.width == 0 || x.height == 0 || x.depth == 0) return cudaSuccess;
+    /* a slice's rows must fit in the slice, or slices would overlap */
+    if (x.depth > 1 && (p->srcPos.y + x.height > p->srcPtr.ysize || p->dstPos.y + x.height > p->dstPtr.ysize))
+        return set_error(cudaErrorInvalidValue);
+    if (p->srcPos.x + x.width > p->srcPtr.pitch || p->dstPos.x + x.width > p->dstPtr.pitch)
+        return set_error(cudaErrorInvalidPitchValue);
+    size_t sslice = p->srcPtr.pitch * p->srcPtr.ysize, dslice = p->dstPtr.pitch * p->dstPtr.ysize;
+    for (size_t z = 0; z < x.depth; z++) {
+        const char *src = (const char *)p->srcPtr.ptr + (p->srcPos.z + z) * sslice + p->srcPos.y * p->srcPtr.pitch + p->srcPos.x;
+        char *dst = (char *)p->dstPtr.ptr + (p->dstPos.z + z) * dslice + p->dstPos.y * p->dstPtr.pitch + p->dstPos.x;
+        cudaError_t e = copy(dst, p->dstPtr.pitch, src, p->srcPtr.pitch, x.width, x.height, p->kind, stream, async);
+        if (e) return e;
+    }
+    return cudaSuccess;
+}
+cudaError_t fill3d(cudaPitchedPtr ptr, int value, cudaExtent x, cudaStream_t stream, bool async) {
+    CUEMU_NEED_DEVICE();
+    if (x.width == 0 || x.height == 0 || x.depth == 0) return cudaSuccess;
+    if (!ptr.ptr || x.width > ptr.pitch || (x.depth > 1 && x.height > ptr.ysize)) return set_error(cudaErrorInvalidValue);
+    for (size_t z = 0; z < x.depth; z++) {
+        cudaError_t e = fill((char *)ptr.ptr + z * ptr.pitch * ptr.ysize, ptr.pitch, value, x.width, x.height, stream, async);
+        if (e) return e;
+    }
+    return cudaSuccess;
+}
+} /* namespace */
+
+extern "C" cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    return copy3d(p, nullptr, false);
+}
+extern "C" cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) { CUEMU_API_CALL();
+    return copy3d(p, stream, true);
+}
+extern "C" cudaError_t cudaMemset3D(struct cudaPitchedPtr ptr, int value, struct cudaExtent extent) { CUEMU_API_CALL();
+    return fill3d(ptr, value, extent, nullptr, false);
+}
+extern "C" cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr ptr, int value, struct cudaExtent extent, cudaStream_t stream) { CUEMU_API_CALL();
+    return fill3d(ptr, value, extent, stream, true);
+}
+
+/* >>stream attributes (Runtime API, cudaStreamSetAttribute /
+   cudaStreamGetAttribute; the L2 access policy window: Programming Guide,
+   "L2 Access Management"). Accepted and checked; the emulated device has no
+   L2 to set aside, so results do not change: num_bytes at most
+   cudaDevAttrMaxAccessPolicyWindowSize, hitRatio in [0, 1], missProp
+   "must be either NORMAL or STREAMING". */
+extern "C" cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, const cudaStreamAttrValue *value) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    int dev;
+    cudaError_t e;
+    Stream *s = resolve_stream(hStream, &dev, &e);
+    if (!s) return set_error(e);
+    if (!value) return set_error(cudaErrorInvalidValue);
+    switch ((int)attr) {
+    case cudaLaunchAttributeAccessPolicyWindow: {
+        const cudaAccessPolicyWindow &w = value->accessPolicyWindow;
+        int maxw = 0;
+        cudaDeviceGetAttribute(&maxw, cudaDevAttrMaxAccessPolicyWindowSize, dev);
+        if (w.num_bytes > (size_t)maxw || !(w.hitRatio >= 0.0f && w.hitRatio <= 1.0f) ||
+            (unsigned)w.hitProp > cudaAccessPropertyPersisting || w.missProp == cudaAccessPropertyPersisting ||
+            (unsigned)w.missProp > cudaAccessPropertyPersisting)
+            return set_error(cudaErrorInvalidValue);
+        s->apw = w;
+        return cudaSuccess;
+    }
+    case cudaLaunchAttributeSynchronizationPolicy: {
+        int v;
+        memcpy(&v, value, sizeof v);
+        if (v < 1 || v > 4) return set_error(cudaErrorInvalidValue);   /* cudaSyncPolicyAuto .. BlockingSync */
+        s->sync_policy = v;
+        return cudaSuccess;
+    }
+    default: return set_error(cudaErrorInvalidValue);
+    }
+}
+extern "C" cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, cudaStreamAttrValue *value) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    int dev;
+    cudaError_t e;
+    Stream *s = resolve_stream(hStream, &dev, &e);
+    if (!s) return set_error(e);
+    if (!value) return set_error(cudaErrorInvalidValue);
+    memset(value, 0, sizeof *value);
+    switch ((int)attr) {
+    case cudaLaunchAttributeAccessPolicyWindow: value->accessPolicyWindow = s->apw; return cudaSuccess;
+    case cudaLaunchAttributeSynchronizationPolicy: {
+        int v = s->sync_policy ? s->sync_policy : 1;
+        memcpy(value, &v, sizeof v);
+        return cudaSuccess;
+    }
+    case cudaLaunchAttributePriority: value->priority = s->priority; return cudaSuccess;
+    default: return set_error(cudaErrorInvalidValue);
+    }
+}
+
+/* >>cudaStreamAttachMemAsync (Runtime API): devPtr is managed memory
+   (cudaMallocManaged, __managed__); length 0 (the whole allocation) or its
+   size; flags one of cudaMemAttachGlobal, cudaMemAttachHost,
+   cudaMemAttachSingle, and "It is illegal to attach singly to the NULL
+   stream". The emulated device's managed memory is always coherent, so the
+   attachment changes what the host may touch on a GPU, not the results
+   here. */
+extern "C" cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    int dev;
+    cudaError_t e;
+    Stream *s = resolve_stream(stream, &dev, &e);
+    if (!s) return set_error(e);
+    if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle)
+        return set_error(cudaErrorInvalidValue);
+    if (flags == cudaMemAttachSingle && (stream == nullptr || stream == cudaStreamLegacy))
+        return set_error(cudaErrorInvalidValue);
+    Region r;
+    if (!devPtr || classify(devPtr, &r) != MEM_MANAGED || r.base != (char *)devPtr || (length && length != r.size))
+        return set_error(cudaErrorInvalidValue);
     return cudaSuccess;
 }
 
@@ -1845,6 +2141,7 @@ extern "C" cudaError_t cudaStreamSynchronize(cudaStream_t stream) { CUEMU_API_CA
     if ((e = capture_sync_check(s, dev))) return set_error(e);
     state().counters.host_waits++;
     run_until(s->last_seq);
+    pools_release();
     return set_error(sticky_error(dev));
 }
 
@@ -2019,6 +2316,7 @@ extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t event) { CUEMU_API_CALL(
     if (ce) return set_error(ce);
     state().counters.host_waits++;
     if (ev->recorded) run_until(ev->rec_seq);
+    pools_release();
     return set_error(sticky_error(ev->device));
 }
 
@@ -2279,6 +2577,12 @@ CUEMU_PTSZ(cudaError_t, cudaMemPrefetchAsync, (const void *p, size_t n, struct c
            (p, n, l, f, ptsz(st)))
 CUEMU_PTSZ(cudaError_t, cudaMallocAsync, (void **p, size_t n, cudaStream_t st), (p, n, ptsz(st)))
 CUEMU_PTSZ(cudaError_t, cudaFreeAsync, (void *p, cudaStream_t st), (p, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMallocFromPoolAsync, (void **p, size_t n, cudaMemPool_t pool, cudaStream_t st), (p, n, pool, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMemcpy3DAsync, (const struct cudaMemcpy3DParms *p, cudaStream_t st), (p, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMemset3DAsync, (struct cudaPitchedPtr p, int v, struct cudaExtent x, cudaStream_t st), (p, v, x, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaStreamAttachMemAsync, (cudaStream_t st, void *p, size_t n, unsigned int f), (ptsz(st), p, n, f))
+CUEMU_PTSZ(cudaError_t, cudaStreamGetAttribute, (cudaStream_t st, cudaStreamAttrID a, cudaStreamAttrValue *v), (ptsz(st), a, v))
+CUEMU_PTSZ(cudaError_t, cudaStreamSetAttribute, (cudaStream_t st, cudaStreamAttrID a, const cudaStreamAttrValue *v), (ptsz(st), a, v))
 CUEMU_PTSZ(cudaError_t, cudaStreamSynchronize, (cudaStream_t st), (ptsz(st)))
 CUEMU_PTSZ(cudaError_t, cudaStreamQuery, (cudaStream_t st), (ptsz(st)))
 CUEMU_PTSZ(cudaError_t, cudaStreamGetPriority, (cudaStream_t st, int *p), (ptsz(st), p))
@@ -2325,6 +2629,12 @@ extern "C" cudaError_t cudaMemset_ptds(void *p, int value, size_t count) { CUEMU
 }
 extern "C" cudaError_t cudaMemset2D_ptds(void *p, size_t pitch, int value, size_t width, size_t height) { CUEMU_API_CALL();
     return fill(p, pitch, value, width, height, cudaStreamPerThread, false);
+}
+extern "C" cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    return copy3d(p, cudaStreamPerThread, false);
+}
+extern "C" cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr ptr, int value, struct cudaExtent extent) { CUEMU_API_CALL();
+    return fill3d(ptr, value, extent, cudaStreamPerThread, false);
 }
 extern "C" cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count, size_t offset,
                                               enum cudaMemcpyKind kind) { CUEMU_API_CALL();

@@ -30,6 +30,8 @@ struct Stream {
     uint64_t last_seq;     /* the last unit of work queued on it */
     Capture *cap = nullptr;          /* the stream capture it takes part in (graph.cpp) */
     std::vector<GNode *> cap_tail;   /* while capturing: what its next work depends on */
+    cudaAccessPolicyWindow apw{};    /* cudaStreamSetAttribute: accepted, no effect on results */
+    int sync_policy = 0;
 };
 
 struct Event {
@@ -70,6 +72,17 @@ struct Alloc {
     bool internal;       /* a library's own workspace */
     unsigned flags;      /* cudaHostAlloc / cudaHostRegister flags */
     bool free_queued;    /* cudaFreeAsync queued its release */
+    struct MemPool *pool = nullptr;   /* cudaMallocAsync / cudaMallocFromPoolAsync: the pool it came from */
+};
+
+/* A stream-ordered memory pool (Runtime API, "Stream Ordered Memory
+   Allocator"): its attributes and what it holds. Only each device's default
+   pool exists (cudaMemPoolCreate is not emulated). */
+struct MemPool {
+    int device;
+    uint64_t release_threshold = 0;
+    int reuse_follow_events = 1, reuse_opportunistic = 1, reuse_internal = 1;
+    uint64_t used = 0, used_high = 0, reserved = 0, reserved_high = 0;
 };
 
 struct Device {
@@ -80,6 +93,8 @@ struct Device {
     unsigned flags = 0;
     std::vector<bool> peer;       /* peer access enabled to device i */
     size_t limits[16] = {};
+    MemPool pool{};               /* the default memory pool (its device is set at start-up) */
+    MemPool *cur_pool = nullptr;  /* cudaDeviceSetMemPool (null: the default) */
 };
 
 struct Counters {
