@@ -9,6 +9,7 @@
 #include "cuda_runtime_api.h"
 #include "vector_functions.h"
 #include "driver_functions.h"
+#include "channel_descriptor.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -36,6 +36,9 @@
 #  define cudaFreeAsync cudaFreeAsync_ptsz
 #  define cudaMallocFromPoolAsync cudaMallocFromPoolAsync_ptsz
 #  define cudaMemcpy3D cudaMemcpy3D_ptds
+#  define cudaMemcpyToArray cudaMemcpyToArray_ptds
+#  define cudaMemcpy2DToArray cudaMemcpy2DToArray_ptds
+#  define cudaMemcpy2DFromArray cudaMemcpy2DFromArray_ptds
 #  define cudaMemcpy3DAsync cudaMemcpy3DAsync_ptsz
 #  define cudaMemset3D cudaMemset3D_ptds
 #  define cudaMemset3DAsync cudaMemset3DAsync_ptsz
@@ -189,6 +192,16 @@ extern cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_
 extern cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr, size_t length __dv(0), unsigned int flags __dv(cudaMemAttachSingle));
 extern cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, cudaStreamAttrValue *value_out);
 extern cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, const cudaStreamAttrValue *value);
+extern cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height __dv(0), unsigned int flags __dv(0));
+extern cudaError_t cudaFreeArray(cudaArray_t array);
+extern cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
+extern cudaError_t cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind);
+extern cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind);
+extern struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, enum cudaChannelFormatKind f);
+extern cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject, const struct cudaResourceDesc *pResDesc, const struct cudaTextureDesc *pTexDesc, const struct cudaResourceViewDesc *pResViewDesc);
+extern cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject);
+extern cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaTextureObject_t texObject);
+extern cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject);
 extern cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent);
 extern cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p);
 extern cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream __dv(0));

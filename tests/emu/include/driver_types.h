@@ -487,9 +487,62 @@ struct cudaAccessPolicyWindow {
     enum cudaAccessProperty missProp;
 };
 
-/* >>3-D memory (Runtime API "Data types") */
+/* >>3-D memory and CUDA arrays (Runtime API "Data types") */
 typedef struct cudaArray *cudaArray_t;
 typedef const struct cudaArray *cudaArray_const_t;
+typedef struct cudaMipmappedArray *cudaMipmappedArray_t;
+enum cudaChannelFormatKind {
+    cudaChannelFormatKindSigned = 0,
+    cudaChannelFormatKindUnsigned = 1,
+    cudaChannelFormatKindFloat = 2,
+    cudaChannelFormatKindNone = 3
+};
+struct cudaChannelFormatDesc {
+    int x;
+    int y;
+    int z;
+    int w;
+    enum cudaChannelFormatKind f;
+};
+enum cudaResourceType {
+    cudaResourceTypeArray = 0x00,
+    cudaResourceTypeMipmappedArray = 0x01,
+    cudaResourceTypeLinear = 0x02,
+    cudaResourceTypePitch2D = 0x03
+};
+struct cudaResourceDesc {
+    enum cudaResourceType resType;
+    union {
+        struct { cudaArray_t array; } array;
+        struct { cudaMipmappedArray_t mipmap; } mipmap;
+        struct {
+            void *devPtr;
+            struct cudaChannelFormatDesc desc;
+            size_t sizeInBytes;
+        } linear;
+        struct {
+            void *devPtr;
+            struct cudaChannelFormatDesc desc;
+            size_t width;
+            size_t height;
+            size_t pitchInBytes;
+        } pitch2D;
+        struct { int reserved[32]; } reserved;
+    } res;
+    unsigned int flags;
+};
+enum cudaResourceViewFormat { cudaResViewFormatNone = 0x00 };
+struct cudaResourceViewDesc {
+    enum cudaResourceViewFormat format;
+    size_t width;
+    size_t height;
+    size_t depth;
+    unsigned int firstMipmapLevel;
+    unsigned int lastMipmapLevel;
+    unsigned int firstLayer;
+    unsigned int lastLayer;
+    unsigned int reserved[16];
+};
 struct cudaPitchedPtr {
     void *ptr;
     size_t pitch;

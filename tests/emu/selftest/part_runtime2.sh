@@ -14,3 +14,6 @@ fi
 # runtime_apis.cu: __dp4a/__dp2a, memory pools, cudaStreamAttachMemAsync,
 # stream attributes, 3-D copies (before issue 37 it did not compile)
 build_and_run runtime2_runtime_apis "$HERE/runtime2/runtime_apis.cu" -O2
+# textures.cu: texture objects over linear, pitch-2D memory and CUDA arrays
+# (before issue 37 it did not compile)
+build_and_run runtime2_textures "$HERE/runtime2/textures.cu" -O2

@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <utility>
 #include "../cuda_runtime_api.h"
+#include "texture.h"
 
 namespace cuemu {
 
