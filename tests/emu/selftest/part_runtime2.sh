@@ -17,3 +17,13 @@ build_and_run runtime2_runtime_apis "$HERE/runtime2/runtime_apis.cu" -O2
 # textures.cu: texture objects over linear, pitch-2D memory and CUDA arrays
 # (before issue 37 it did not compile)
 build_and_run runtime2_textures "$HERE/runtime2/textures.cu" -O2
+# coop_groups.cu: the thread_group base, partitions, block_tile_memory,
+# grid_group::sync() in cooperative launches; and two failing cases, each in
+# its own run (each leaves a sticky error)
+build_and_run runtime2_coop_groups "$HERE/runtime2/coop_groups.cu" -O2
+if [ -x "$OUT/runtime2_coop_groups" ]; then
+    CUEMU_SCHEDULE=shuffle CUEMU_SEED=5 program runtime2_coop_groups_shuffle "$OUT/runtime2_coop_groups"
+    for c in not_cooperative exits_early; do
+        CUEMU_ST_CASE=$c program "runtime2_coop_groups_$c" "$OUT/runtime2_coop_groups"
+    done
+fi

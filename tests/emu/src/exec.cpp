@@ -28,6 +28,7 @@
 #include "sanitizer.h"
 #include "state.h"
 #include <errno.h>
+#include <condition_variable>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -183,6 +184,12 @@ struct GridRun {
     std::atomic<uint64_t> next{0};
     std::atomic<bool> abort{false};
     std::atomic<int> err{0};
+    /* a cooperative grid whose blocks all run at once (each on its own host
+       thread): grid_group::sync()'s barrier */
+    bool resident = false;
+    std::mutex gmu;
+    std::condition_variable gcv;
+    uint64_t garrived = 0, gfinished = 0, ggen = 0;
 };
 
 struct Worker {
@@ -1037,6 +1044,130 @@ void install_signal_handlers() {
 
 size_t fiber_stack_bytes() { return stack_bytes(); }
 
+/* >>cooperative grids: the blocks of a cooperative launch that may call
+   grid_group::sync() run at once, each on a host thread of its own (kept
+   for later grids), so that every block can wait for the others (CUDA C++
+   Programming Guide, "Grid Synchronization": all blocks of a cooperative
+   launch are resident together; the launch checked that they fit). A grid
+   of more threads than the host can hold on fibers at once (each waiting
+   thread has a stack: vm.max_map_count / 4) runs as other grids do, and its
+   grid_group::sync() is refused with a message. */
+namespace {
+struct CoopPool {
+    std::mutex mu;
+    std::condition_variable cv, done;
+    int threads = 0;
+    const std::function<void(int)> *job = nullptr;
+    uint64_t gen = 0;
+    int n = 0, next = 0, running = 0;
+};
+CoopPool &coop_pool() {
+    static CoopPool *p = new CoopPool();   /* lives as long as its threads */
+    return *p;
+}
+void coop_thread_main(uint64_t seen) {   /* seen: the last round it is not part of */
+    CoopPool &P = coop_pool();
+    std::unique_lock<std::mutex> lk(P.mu);
+    for (;;) {
+        P.cv.wait(lk, [&] { return P.gen != seen; });
+        seen = P.gen;
+        if (P.next >= P.n) continue;
+        int i = P.next++;
+        const std::function<void(int)> *job = P.job;
+        lk.unlock();
+        (*job)(i);
+        lk.lock();
+        if (--P.running == 0) P.done.notify_all();
+    }
+}
+/* Runs job(0..n-1) on n host threads at once. */
+void coop_run(int n, const std::function<void(int)> &job) {
+    CoopPool &P = coop_pool();
+    std::unique_lock<std::mutex> lk(P.mu);
+    while (P.threads < n) {
+        std::thread(coop_thread_main, P.gen).detach();
+        P.threads++;
+    }
+    P.job = &job;
+    P.n = n;
+    P.next = 0;
+    P.running = n;
+    P.gen++;
+    P.cv.notify_all();
+    P.done.wait(lk, [&] { return P.running == 0; });
+    P.job = nullptr;
+}
+uint64_t coop_thread_cap() {
+    static uint64_t cap = [] {
+        uint64_t m = 65530;
+        if (FILE *f = fopen("/proc/sys/vm/max_map_count", "r")) {
+            unsigned long long v;
+            if (fscanf(f, "%llu", &v) == 1 && v > 0) m = v;
+            fclose(f);
+        }
+        return m / 4;
+    }();
+    return cap;
+}
+/* Called with gmu held: every block has arrived or exited. */
+void coop_release(GridRun *r) {
+    if (r->gfinished) {
+        fail_grid(r, cudaErrorLaunchFailure,
+                  "%llu of %llu blocks exited without reaching grid_group::sync(), where the others wait: every block of "
+                  "the grid must call it (CUDA C++ Programming Guide, Grid Synchronization; a GPU hangs here)",
+                  (unsigned long long)r->gfinished, (unsigned long long)r->total);
+        r->abort = true;
+    } else {
+        r->garrived = 0;
+        r->ggen++;
+    }
+    r->gcv.notify_all();
+}
+void coop_block_done(GridRun *r) {
+    std::lock_guard<std::mutex> lk(r->gmu);
+    r->gfinished++;
+    if (r->garrived && r->garrived + r->gfinished == r->total) coop_release(r);
+}
+} /* namespace */
+
+bool grid_is_cooperative() {
+    Worker *w = t_worker;
+    return w && w->run && w->run->g->cooperative;
+}
+
+void grid_sync(const char *what) {
+    Thr *t = t_thr;
+    if (!t) kernel_error(cudaErrorLaunchFailure, "%s called outside a kernel", what);
+    Worker *w = t_fiber->w;
+    GridRun *r = w->run;
+    if (!r->g->cooperative)
+        kernel_error(cudaErrorLaunchFailure,
+                     "%s in a grid not launched with cudaLaunchCooperativeKernel: grid synchronization needs a cooperative "
+                     "launch (CUDA C++ Programming Guide, Grid Synchronization; grid_group::is_valid() is false)", what);
+    if (!r->resident)
+        kernel_error(cudaErrorNotSupported,
+                     "%s in a cooperative grid of %llu threads: the emulator keeps at most %llu threads resident at once "
+                     "(not emulated)", what, (unsigned long long)(r->total * w->nthreads),
+                     (unsigned long long)coop_thread_cap());
+    (void)block_barrier(BAR_SYNC, 1, "grid_group::sync() (every thread of the block arrives)");
+    bool leader = true;   /* the block's first thread that has not exited waits for the other blocks */
+    for (unsigned j = 0; j < t->linear && leader; j++)
+        if (w->thr[j].state != T_DONE) leader = false;
+    if (leader) {
+        std::unique_lock<std::mutex> lk(r->gmu);
+        uint64_t gen = r->ggen;
+        r->garrived++;
+        if (r->garrived + r->gfinished == r->total) coop_release(r);
+        else
+            while (r->ggen == gen && !r->abort) r->gcv.wait_for(lk, std::chrono::milliseconds(50));
+        bool released = r->ggen != gen;
+        lk.unlock();
+        if (!released) kernel_error(cudaErrorLaunchFailure, "the grid ended while this block waited in %s", what);
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    (void)block_barrier(BAR_SYNC, 1, "grid_group::sync() (the block leaves together)");
+}
+
 /* >>grids */
 void run_grid(Grid &g) {
     GridRun r;
@@ -1093,6 +1224,22 @@ void run_grid(Grid &g) {
         g_san = san_tool();   /* read again: a self-test may switch the tool between grids */
         hooks_refresh();
         if (g_san) san_kernel_begin(kernel_name(&r), g.site.file, g.site.line, g.grid, g.block, g.device);
+        uint64_t threads = (uint64_t)g.block.x * g.block.y * g.block.z;
+        r.resident = g.cooperative && r.total * threads <= coop_thread_cap();
+        if (r.resident) {
+            coop_run((int)r.total, [&](int i) {
+                DeviceFpScope fp(ftz);
+                Worker *w = worker();
+                w->run = &r;
+                open_dynamic(w, g.smem);
+                uint64_t b = (uint64_t)i;
+                if (sch.shuffle) b = r.order.empty() ? (unsigned __int128)r.mul * b % r.total + r.add : r.order[b];
+                if (b >= r.total) b -= r.total;
+                if (!r.abort) run_block(w, &r, b);
+                w->run = nullptr;
+                coop_block_done(&r);
+            });
+        } else {
         int parts = (int)(r.total < (uint64_t)pool_size() ? r.total : (uint64_t)pool_size());
         pool_run(parts, [&](int) {
             DeviceFpScope fp(ftz);
@@ -1106,6 +1253,7 @@ void run_grid(Grid &g) {
             }
             w->run = nullptr;
         });
+        }
         if (g_san) san_kernel_end();
     }
     if (r.err) raise_sticky(g.device, (cudaError_t)r.err.load());

@@ -853,6 +853,7 @@ cudaError_t launch_checked(const LaunchSite &site, const void *func, dim3 grid, 
     DeviceCall *call = new DeviceCall{run, args, destroy, dev};
     op->g = Grid{site, func, grid, block, smem, dev, &device_call_run, call, &device_call_destroy,
                  std::vector<PtrArg>(ptrs, ptrs + nptrs)};
+    op->g.cooperative = cooperative;
     if (t_node_sink) {
         *t_node_sink = op;
         return cudaSuccess;

@@ -228,6 +228,7 @@ struct Grid {
     void *args;
     void (*destroy)(void *);
     std::vector<PtrArg> ptrs;
+    int cooperative = 0;   /* cudaLaunchCooperativeKernel: every block resident at once (grid_group::sync) */
 };
 struct GridOp {
     Grid g;

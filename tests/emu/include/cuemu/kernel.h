@@ -187,6 +187,11 @@ uint64_t wmma_layout_seed();
 /* The lanes of the calling warp that reach this call (site) together. */
 unsigned active_mask(const char *site);
 unsigned lane_id();
+/* cooperative_groups::grid_group::sync(): every thread of every block of
+   the grid waits there (a cooperative launch only); grid_is_cooperative():
+   whether the running grid was launched so. */
+void grid_sync(const char *what);
+bool grid_is_cooperative();
 /* A point where a spinning thread lets the others of its block run. */
 void yield_point();
 void trap(const char *why);
