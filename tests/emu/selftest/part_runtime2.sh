@@ -27,3 +27,9 @@ if [ -x "$OUT/runtime2_coop_groups" ]; then
         CUEMU_ST_CASE=$c program "runtime2_coop_groups_$c" "$OUT/runtime2_coop_groups"
     done
 fi
+# pipeline.cu: cuda_pipeline_primitives.h / cuda_pipeline.h (copies happen
+# when a wait covers their batch); a misaligned source in a run of its own
+build_and_run runtime2_pipeline "$HERE/runtime2/pipeline.cu" -O2
+if [ -x "$OUT/runtime2_pipeline" ]; then
+    CUEMU_ST_CASE=misaligned program runtime2_pipeline_misaligned "$OUT/runtime2_pipeline"
+fi

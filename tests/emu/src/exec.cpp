@@ -161,6 +161,10 @@ struct Thr {
     int wpred = 0;
     const void *wpc = nullptr;    /* where it called the warp operation */
     unsigned atomics = 0;
+    /* __pipeline_memcpy_async copies not yet waited for (cuda_pipeline_primitives.h) */
+    struct PipeCopy { char *dst; const char *src; size_t n, zfill; uint64_t batch; };
+    std::vector<PipeCopy> pend;
+    uint64_t batch = 0;           /* the batch the next copy joins (__pipeline_commit closes it) */
 };
 
 /* A stack that runs threads. */
@@ -852,6 +856,8 @@ void run_block(Worker *w, GridRun *r, uint64_t b) {
         t.fiber = nullptr;
         t.wop = -1;
         t.atomics = 0;
+        t.pend.clear();
+        t.batch = 0;
     }
     for (Fiber *f : w->fibers) f->busy = false;
     if (g_san) {
@@ -1435,6 +1441,54 @@ void wmma_sync(int op, WmmaCall *call) {
     va_list ap;
     va_start(ap, fmt);
     vkernel_error(cudaErrorMisalignedAddress, fmt, ap);
+}
+
+/* >>pipeline primitives (CUDA C++ Programming Guide, "Pipeline Primitives
+   Interface"): __pipeline_memcpy_async copies size_and_align bytes (4, 8 or
+   16; both pointers aligned to it; the last zfill bytes zeroed) from global
+   to shared memory "asynchronously"; __pipeline_commit closes the thread's
+   current batch; __pipeline_wait_prior(N) waits until all but the last N
+   committed batches are complete. Here a copy happens when a wait covers
+   its batch, never earlier: a thread that reads the destination before
+   waiting sees what was there, one of the values a GPU may show it. */
+void pipeline_copy(void *dst, const void *src, size_t n, size_t zfill) {
+    Thr *t = t_thr;
+    if (!t) kernel_error(cudaErrorLaunchFailure, "__pipeline_memcpy_async called outside a kernel");
+    Worker *w = t_fiber->w;
+    if (n != 4 && n != 8 && n != 16)
+        kernel_error(cudaErrorLaunchFailure, "__pipeline_memcpy_async: size_and_align %zu (4, 8 or 16)", n);
+    if (zfill > n) kernel_error(cudaErrorLaunchFailure, "__pipeline_memcpy_async: zfill %zu is more than %zu", zfill, n);
+    if ((uintptr_t)dst % n || (uintptr_t)src % n)
+        kernel_error(cudaErrorMisalignedAddress, "__pipeline_memcpy_async: %s pointer %p is not aligned to %zu bytes",
+                     (uintptr_t)dst % n ? "destination" : "source", (uintptr_t)dst % n ? dst : src, n);
+    char *lo = w->smem, *hi = w->smem + kStaticCap + kDynCap;
+    if ((char *)dst < lo || (char *)dst + n > hi)
+        kernel_error(cudaErrorIllegalAddress, "__pipeline_memcpy_async: the destination %p is not shared memory", dst);
+    if ((const char *)src >= lo && (const char *)src < hi)
+        kernel_error(cudaErrorIllegalAddress, "__pipeline_memcpy_async: the source %p is shared memory, not global", src);
+    t->pend.push_back(Thr::PipeCopy{(char *)dst, (const char *)src, n, zfill, t->batch});
+}
+void pipeline_commit() {
+    if (t_thr) t_thr->batch++;
+}
+void pipeline_wait_prior(size_t prior) {
+    Thr *t = t_thr;
+    if (!t) return;
+    uint64_t done_below = t->batch > prior ? t->batch - prior : 0;   /* batches [0, done_below) complete */
+    size_t keep = 0;
+    for (size_t i = 0; i < t->pend.size(); i++) {
+        Thr::PipeCopy &c = t->pend[i];
+        if (c.batch < done_below) {
+            std::string why;
+            if (!device_range(t_fiber->w->run->g->device, c.src, c.n - c.zfill, &why))
+                kernel_error(cudaErrorIllegalAddress, "__pipeline_memcpy_async from %p: %s", (const void *)c.src, why.c_str());
+            memcpy(c.dst, c.src, c.n - c.zfill);
+            memset(c.dst + (c.n - c.zfill), 0, c.zfill);
+        } else {
+            t->pend[keep++] = c;
+        }
+    }
+    t->pend.resize(keep);
 }
 
 /* The fragments' element-to-lane mapping: fixed by default; a permutation

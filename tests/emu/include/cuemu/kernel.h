@@ -192,6 +192,10 @@ unsigned lane_id();
    whether the running grid was launched so. */
 void grid_sync(const char *what);
 bool grid_is_cooperative();
+/* cuda_pipeline_primitives.h: the calling thread's asynchronous copies (exec.cpp) */
+void pipeline_copy(void *dst, const void *src, size_t size_and_align, size_t zfill);
+void pipeline_commit();
+void pipeline_wait_prior(size_t prior);
 /* A point where a spinning thread lets the others of its block run. */
 void yield_point();
 void trap(const char *why);
