@@ -33,3 +33,10 @@ build_and_run runtime2_pipeline "$HERE/runtime2/pipeline.cu" -O2
 if [ -x "$OUT/runtime2_pipeline" ]; then
     CUEMU_ST_CASE=misaligned program runtime2_pipeline_misaligned "$OUT/runtime2_pipeline"
 fi
+# libcuxx_barrier.cu: <cuda/barrier> (cuda::barrier, cuda::memcpy_async bound
+# to it); a phase short of arrivals in a run of its own
+build_and_run runtime2_libcuxx_barrier "$HERE/runtime2/libcuxx_barrier.cu" -O2
+if [ -x "$OUT/runtime2_libcuxx_barrier" ]; then
+    CUEMU_SCHEDULE=shuffle CUEMU_SEED=3 program runtime2_libcuxx_barrier_shuffle "$OUT/runtime2_libcuxx_barrier"
+    CUEMU_ST_CASE=short program runtime2_libcuxx_barrier_short "$OUT/runtime2_libcuxx_barrier"
+fi

@@ -1491,6 +1491,32 @@ void pipeline_wait_prior(size_t prior) {
     t->pend.resize(keep);
 }
 
+/* >>asynchronous copies bound to a cuda::barrier (<cuda/barrier>): kept
+   per barrier and done when the barrier's current phase completes (libcu++'s
+   cuda::memcpy_async: the copy's completion is bound to the barrier's
+   phase), never earlier. */
+namespace {
+struct AsyncCopy { char *dst; const char *src; size_t n; };
+std::mutex g_async_mu;
+std::unordered_map<const void *, std::vector<AsyncCopy>> *g_async = new std::unordered_map<const void *, std::vector<AsyncCopy>>();
+} /* namespace */
+void async_copy_add(const void *key, void *dst, const void *src, size_t n) {
+    if (!n) return;
+    std::lock_guard<std::mutex> lk(g_async_mu);
+    (*g_async)[key].push_back(AsyncCopy{(char *)dst, (const char *)src, n});
+}
+void async_copy_flush(const void *key) {
+    std::vector<AsyncCopy> todo;
+    {
+        std::lock_guard<std::mutex> lk(g_async_mu);
+        auto it = g_async->find(key);
+        if (it == g_async->end()) return;
+        todo.swap(it->second);
+        g_async->erase(it);
+    }
+    for (const AsyncCopy &c : todo) memmove(c.dst, c.src, c.n);
+}
+
 /* The fragments' element-to-lane mapping: fixed by default; a permutation
    drawn from CUEMU_SEED under CUEMU_SCHEDULE=shuffle (mma.h). */
 uint64_t wmma_layout_seed() { return schedule().shuffle ? schedule().seed * 0x9e3779b97f4a7c15ull + 1 : 0; }

@@ -196,6 +196,10 @@ bool grid_is_cooperative();
 void pipeline_copy(void *dst, const void *src, size_t size_and_align, size_t zfill);
 void pipeline_commit();
 void pipeline_wait_prior(size_t prior);
+/* <cuda/barrier>'s cuda::memcpy_async: copies bound to the barrier at key,
+   done when its phase completes (async_copy_flush). */
+void async_copy_add(const void *key, void *dst, const void *src, size_t n);
+void async_copy_flush(const void *key);
 /* A point where a spinning thread lets the others of its block run. */
 void yield_point();
 void trap(const char *why);
