@@ -40,3 +40,9 @@ if [ -x "$OUT/runtime2_libcuxx_barrier" ]; then
     CUEMU_SCHEDULE=shuffle CUEMU_SEED=3 program runtime2_libcuxx_barrier_shuffle "$OUT/runtime2_libcuxx_barrier"
     CUEMU_ST_CASE=short program runtime2_libcuxx_barrier_short "$OUT/runtime2_libcuxx_barrier"
 fi
+# libcuxx_pipeline.cu: <cuda/pipeline> (a block's two-stage pipeline, a
+# thread's own)
+build_and_run runtime2_libcuxx_pipeline "$HERE/runtime2/libcuxx_pipeline.cu" -O2
+if [ -x "$OUT/runtime2_libcuxx_pipeline" ]; then
+    CUEMU_SCHEDULE=shuffle CUEMU_SEED=2 program runtime2_libcuxx_pipeline_shuffle "$OUT/runtime2_libcuxx_pipeline"
+fi
