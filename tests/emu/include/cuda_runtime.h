@@ -116,6 +116,26 @@ static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *config, v
 }
 #endif
 
+/* The graph call forms CUDA 13's cuda_runtime.h keeps for C++ ("convenience
+   function to avoid source breakage"): cudaGraphInstantiate with an error
+   node and a log buffer (ignored; flags 0), cudaGraphExecUpdate with an
+   error node and a result instead of cudaGraphExecUpdateResultInfo. */
+static inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphNode_t *pErrorNode,
+                                               char *pLogBuffer, size_t bufferSize) {
+    (void)pErrorNode;
+    (void)pLogBuffer;
+    (void)bufferSize;
+    return ::cudaGraphInstantiate(pGraphExec, graph, 0);
+}
+static inline cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphNode_t *hErrorNode_out,
+                                              enum cudaGraphExecUpdateResult *updateResult_out) {
+    cudaGraphExecUpdateResultInfo info;
+    cudaError_t status = ::cudaGraphExecUpdate(hGraphExec, hGraph, &info);
+    if (hErrorNode_out) *hErrorNode_out = info.errorNode;
+    if (updateResult_out) *updateResult_out = info.result;
+    return status;
+}
+
 template <class T> static inline cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, T *entry) {
     return ::cudaFuncGetAttributes(attr, (const void *)entry);
 }

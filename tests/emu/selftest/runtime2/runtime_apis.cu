@@ -221,11 +221,47 @@ ST_TEST(memcpy_3d) {
     cudaFree(dp.ptr);
 }
 
+/* cuda_runtime.h's C++ call forms: cudaGraphInstantiate(exec, graph,
+   errorNode, logBuffer, bufferSize) and cudaGraphExecUpdate(exec, graph,
+   errorNode, result) */
+static cudaGraph_t capture_fill(int *d, int v) {
+    cudaStream_t s;
+    cudaStreamCreate(&s);
+    cudaGraph_t g = nullptr;
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    fill_k<<<1, 32, 0, s>>>(d, 32, v);
+    cudaStreamEndCapture(s, &g);
+    cudaStreamDestroy(s);
+    return g;
+}
+ST_TEST(graph_call_forms) {
+    int *d, h[32];
+    cudaMalloc(&d, sizeof h);
+    cudaGraph_t g1 = capture_fill(d, 5), g2 = capture_fill(d, 9);
+    cudaGraphExec_t ex = nullptr;
+    cudaGraphNode_t err = nullptr;
+    char log[64];
+    ST_CHECK(cudaGraphInstantiate(&ex, g1, &err, log, sizeof log) == cudaSuccess);
+    ST_CHECK(cudaGraphLaunch(ex, 0) == cudaSuccess);
+    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    ST_CHECK(h[0] == 5 && h[31] == 5);
+    cudaGraphExecUpdateResult res = cudaGraphExecUpdateError;
+    ST_CHECK(cudaGraphExecUpdate(ex, g2, &err, &res) == cudaSuccess && res == cudaGraphExecUpdateSuccess);
+    ST_CHECK(cudaGraphLaunch(ex, 0) == cudaSuccess);
+    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    ST_CHECK(h[0] == 9 && h[31] == 9);
+    cudaGraphExecDestroy(ex);
+    cudaGraphDestroy(g1);
+    cudaGraphDestroy(g2);
+    cudaFree(d);
+}
+
 int main() {
     ST_RUN(dp4a_dp2a);
     ST_RUN(memory_pools);
     ST_RUN(stream_attach_mem);
     ST_RUN(stream_access_policy_window);
     ST_RUN(memcpy_3d);
+    ST_RUN(graph_call_forms);
     return st_summary();
 }
