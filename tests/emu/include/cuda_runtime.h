@@ -127,6 +127,7 @@ static inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cuda
     (void)bufferSize;
     return ::cudaGraphInstantiate(pGraphExec, graph, 0);
 }
+#if defined(__CUDACC__)   /* as in the toolkit's header: .cu files only */
 static inline cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphNode_t *hErrorNode_out,
                                               enum cudaGraphExecUpdateResult *updateResult_out) {
     cudaGraphExecUpdateResultInfo info;
@@ -135,6 +136,7 @@ static inline cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGr
     if (updateResult_out) *updateResult_out = info.result;
     return status;
 }
+#endif
 
 template <class T> static inline cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, T *entry) {
     return ::cudaFuncGetAttributes(attr, (const void *)entry);

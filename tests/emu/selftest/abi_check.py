@@ -41,7 +41,9 @@ EXTRA_PAIRS = {
 # Never checked: emulator-only headers.
 # cooperative_groups: device code only; the real headers need CCCL's tree to build at all.
 # mma.h: declares nothing outside CUDA C++ (.cu), in the emulator as in the toolkit.
-EXCLUDED = {'cuemu.h', 'cooperative_groups.h', os.path.join('cooperative_groups', 'reduce.h'), 'mma.h'}
+# cuda_pipeline*.h: device code only; the real ones do not build with a host compiler.
+EXCLUDED = {'cuemu.h', 'cooperative_groups.h', os.path.join('cooperative_groups', 'reduce.h'), 'mma.h', 'cuda_pipeline.h',
+            'cuda_pipeline_primitives.h'}
 # Headers whose device-side declarations matter are compiled in the real
 # headers' declaration-only device mode (as NVRTC sees them), the rest as a
 # host compiler sees them.
