@@ -256,6 +256,59 @@ ST_TEST(graph_call_forms) {
     cudaFree(d);
 }
 
+/* Programming Guide, Graph Memory Nodes: an allocation node's address is
+   fixed when it is added; a kernel node between it and the free node uses
+   the memory; the pool properties are checked. */
+ST_TEST(graph_memory_nodes) {
+    cudaGraph_t g;
+    cudaGraphCreate(&g, 0);
+    cudaMemAllocNodeParams ap;
+    memset(&ap, 0, sizeof ap);
+    ap.poolProps.allocType = cudaMemAllocationTypePinned;
+    ap.poolProps.location.type = cudaMemLocationTypeDevice;
+    ap.poolProps.location.id = 0;
+    ap.bytesize = 32 * sizeof(int);
+    cudaGraphNode_t an, kn, cn, fn;
+    ST_CHECK(cudaGraphAddMemAllocNode(&an, g, nullptr, 0, &ap) == cudaSuccess && ap.dptr);
+    int *d = (int *)ap.dptr, *out, h[32];
+    cudaMalloc(&out, sizeof h);
+    int n = 32, v = 11;
+    void *args[] = {&d, &n, &v};
+    cudaKernelNodeParams kp = {};
+    kp.func = (void *)fill_k;
+    kp.gridDim = dim3(1);
+    kp.blockDim = dim3(32);
+    kp.kernelParams = args;
+    ST_CHECK(cudaGraphAddKernelNode(&kn, g, &an, 1, &kp) == cudaSuccess);
+    ST_CHECK(cudaGraphAddMemcpyNode1D(&cn, g, &kn, 1, out, d, sizeof h, cudaMemcpyDeviceToDevice) == cudaSuccess);
+    ST_CHECK(cudaGraphAddMemFreeNode(&fn, g, &cn, 1, d) == cudaSuccess);
+    cudaMemAllocNodeParams back;
+    void *freed = nullptr;
+    ST_CHECK(cudaGraphMemAllocNodeGetParams(an, &back) == cudaSuccess && back.dptr == d && back.bytesize == ap.bytesize);
+    ST_CHECK(cudaGraphMemFreeNodeGetParams(fn, &freed) == cudaSuccess && freed == d);
+    cudaGraphExec_t ex;
+    ST_CHECK(cudaGraphInstantiate(&ex, g, 0) == cudaSuccess);
+    ST_CHECK(cudaGraphLaunch(ex, 0) == cudaSuccess);
+    ST_CHECK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess);
+    ST_CHECK(h[0] == 11 && h[31] == 11);
+    uint64_t used = 0;
+    ST_CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &used) == cudaSuccess && used >= ap.bytesize);
+    ST_CHECK(cudaDeviceGraphMemTrim(0) == cudaSuccess);
+    /* pool properties: pinned device memory only, no export handles; a free node needs a graph allocation */
+    cudaMemAllocNodeParams bad = ap;
+    bad.poolProps.handleTypes = cudaMemHandleTypePosixFileDescriptor;
+    cudaGraphNode_t x;
+    ST_CHECK(cudaGraphAddMemAllocNode(&x, g, nullptr, 0, &bad) == cudaErrorInvalidValue);
+    bad = ap;
+    bad.poolProps.location.id = 99;
+    ST_CHECK(cudaGraphAddMemAllocNode(&x, g, nullptr, 0, &bad) == cudaErrorInvalidValue);
+    ST_CHECK(cudaGraphAddMemFreeNode(&x, g, nullptr, 0, out) == cudaErrorInvalidValue);
+    cudaGetLastError();
+    cudaGraphExecDestroy(ex);
+    cudaGraphDestroy(g);
+    cudaFree(out);
+}
+
 int main() {
     ST_RUN(dp4a_dp2a);
     ST_RUN(memory_pools);
@@ -263,5 +316,6 @@ int main() {
     ST_RUN(stream_access_policy_window);
     ST_RUN(memcpy_3d);
     ST_RUN(graph_call_forms);
+    ST_RUN(graph_memory_nodes);
     return st_summary();
 }
