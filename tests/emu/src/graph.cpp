@@ -602,6 +602,24 @@ GraphMem &GM() {
     static GraphMem *g = new GraphMem();
     return *g;
 }
+/* An allocation node's work: counts the memory as the graphs' (once, at the
+   node's creation) and, each time the graph runs, gives it undefined
+   contents (all one bits). */
+std::function<void()> mem_alloc_body(void *mem, size_t n, int dev) {
+    GM().live.insert(mem);
+    GM().used += n;
+    if (GM().used > GM().used_high) GM().used_high = GM().used;
+    return [mem, n, dev] {
+        /* freed outside the graph (cudaFree / cudaFreeAsync) and the graph runs again: a GPU maps the same
+           address again; the emulator cannot, and says so */
+        if (!device_range(dev, mem, n)) {
+            fault(cudaErrorNotSupported, "graph memory allocation node: its memory (%p) was freed outside the graph and the "
+                  "graph runs again: re-allocating a graph allocation at its address is not emulated", mem);
+            return;
+        }
+        memset(mem, 0xff, n);   /* device memory: accessible while device work runs */
+    };
+}
 } /* namespace */
 
 extern "C" cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
@@ -623,32 +641,40 @@ extern "C" cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pNode, cudaGrap
     std::vector<GNode *> d;
     cudaError_t e = take_deps(graph, deps, ndeps, &d);
     if (e) return fail(e);
-    int saved = current_device();
     void *mem = nullptr;
-    cudaSetDevice(pp.location.id);
-    e = cudaMalloc(&mem, p->bytesize);
-    cudaSetDevice(saved);
-    if (e) return fail(e);
-    GM().live.insert(mem);
-    GM().used += p->bytesize;
-    if (GM().used > GM().used_high) GM().used_high = GM().used;
-    size_t n = p->bytesize;
-    int dev = pp.location.id;
-    GNode *node = add_node(graph, cudaGraphNodeTypeMemAlloc, "memory allocation", d, [mem, n, dev] {
-        /* freed outside the graph (cudaFree / cudaFreeAsync) and the graph runs again: a GPU maps the same
-           address again; the emulator cannot, and says so */
-        if (!device_range(dev, mem, n)) {
-            fault(cudaErrorNotSupported, "graph memory allocation node: its memory (%p) was freed outside the graph and the "
-                  "graph runs again: re-allocating a graph allocation at its address is not emulated", mem);
-            return;
-        }
-        memset(mem, 0xff, n);   /* fresh contents are undefined (device memory: accessible while device work runs) */
-    });
+    if ((e = graph_alloc(pp.location.id, p->bytesize, &mem))) return fail(e);
+    GNode *node = add_node(graph, cudaGraphNodeTypeMemAlloc, "memory allocation", d,
+                           mem_alloc_body(mem, p->bytesize, pp.location.id));
     p->dptr = mem;
     node->aparams = *p;
     node->aparams.accessDescs = nullptr;   /* the caller's array need not outlive the call */
     node->aparams.accessDescCount = 0;
     *pNode = (cudaGraphNode_t)node;
+    return cudaSuccess;
+}
+
+/* the captured forms (state.h) */
+cudaError_t cuemu::capture_mem_alloc(Stream *st, int dev, size_t size, void **out) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    void *mem = nullptr;
+    cudaError_t e = graph_alloc(dev, size, &mem);
+    if (e) return e;
+    GNode *node = capture_add(st, cudaGraphNodeTypeMemAlloc, "memory allocation", mem_alloc_body(mem, size, dev));
+    node->aparams.poolProps.allocType = cudaMemAllocationTypePinned;
+    node->aparams.poolProps.location.type = cudaMemLocationTypeDevice;
+    node->aparams.poolProps.location.id = dev;
+    node->aparams.bytesize = size;
+    node->aparams.dptr = mem;
+    *out = mem;
+    return cudaSuccess;
+}
+cudaError_t cuemu::capture_mem_free(Stream *st, void *p) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (!GM().live.count(p)) return cudaErrorInvalidValue;   /* not a graph allocation */
+    GNode *node = capture_add(st, cudaGraphNodeTypeMemFree, "memory free", nullptr);
+    node->fptr = p;
     return cudaSuccess;
 }
 

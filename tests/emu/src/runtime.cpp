@@ -1734,19 +1734,29 @@ extern "C" cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, st
    itself is made at the call. Allocation in a stream capture (graph memory
    nodes) is not emulated: cudaErrorStreamCaptureUnsupported. */
 namespace {
+/* The stream of a stream-ordered allocation or free; while it captures,
+   the call adds a graph memory node instead (Programming Guide, "Graph
+   Memory Nodes": stream capture of cudaMallocAsync / cudaFreeAsync). */
 cudaError_t async_stream(cudaStream_t hStream, Stream **st, int *dev) {
     cudaError_t e;
     *st = resolve_stream(hStream, dev, &e);
     if (!*st) return e;
     if ((e = capture_guard(*st))) return e;
-    if ((*st)->cap) {
-        static std::atomic<int> said{0};
-        if (said++ < 1) fprintf(stderr, "cuemu: cudaMallocAsync / cudaFreeAsync in a stream capture (graph memory nodes) is not emulated\n");
-        return cudaErrorStreamCaptureUnsupported;
-    }
     return cudaSuccess;
 }
 } /* namespace */
+
+/* Device memory for a graph memory allocation node (graph.cpp): the
+   program's memory, made without cudaMalloc's stream-capture rules (a
+   captured cudaMallocAsync adds such a node). */
+cudaError_t cuemu::graph_alloc(int dev, size_t size, void **out) {
+    cudaError_t e = alloc_device(dev, size, false, out);
+    if (e) return e;
+    state().counters.mallocs++;
+    san_alloc(*out, size, dev);
+    bounds_add(*out, size);
+    return cudaSuccess;
+}
 
 namespace {
 /* The pool a handle names (null: not a pool). */
@@ -1767,6 +1777,14 @@ cudaError_t malloc_async(void **devPtr, size_t size, MemPool *pool, cudaStream_t
     if (e) return set_error(e);
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (st->cap) {
+        if (size == 0) return set_error(cudaErrorInvalidValue);
+        if ((e = capture_mem_alloc(st, pool ? pool->device : dev, size, devPtr))) {
+            *devPtr = nullptr;
+            return set_error(e);
+        }
+        return cudaSuccess;
+    }
     if (!pool) pool = S.devs[dev].cur_pool ? S.devs[dev].cur_pool : &S.devs[dev].pool;
     S.counters.mallocs++;
     if (size == 0) {
@@ -1907,6 +1925,7 @@ extern "C" cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) { CUEMU
     cudaError_t e = async_stream(hStream, &st, &dev);
     if (e) return set_error(e);
     if (!devPtr) return cudaSuccess;
+    if (st->cap) return (e = capture_mem_free(st, devPtr)) ? set_error(e) : cudaSuccess;
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
     auto it = S.allocs.find((uintptr_t)devPtr);

@@ -208,6 +208,13 @@ cudaError_t capture_sync_check(Stream *st, int device);
 void capture_event_record(Stream *st, Event *ev);
 cudaError_t capture_event_wait(Stream *st, Event *ev);
 cudaError_t capture_event_check(Event *ev);   /* cudaErrorCapturedEvent for an event recorded in a capture */
+/* Graph memory nodes (graph.cpp): a captured cudaMallocAsync adds an
+   allocation node after st's work and returns its address; a captured
+   cudaFreeAsync of such an address adds a free node. graph_alloc
+   (runtime.cpp): the node's device memory. */
+cudaError_t capture_mem_alloc(Stream *st, int dev, size_t size, void **out);
+cudaError_t capture_mem_free(Stream *st, void *p);
+cudaError_t graph_alloc(int dev, size_t size, void **out);
 /* runtime.cpp: a kernel node's grid from its parameters (through the kernel's registered launcher) */
 cudaError_t make_kernel_grid(const cudaKernelNodeParams *kp, std::shared_ptr<GridOp> *out);
 void set_kernel_node(GNode *n, std::shared_ptr<GridOp> op, const void *func, dim3 grid, dim3 block, size_t smem);

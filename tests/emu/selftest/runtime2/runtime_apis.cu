@@ -306,6 +306,30 @@ ST_TEST(graph_memory_nodes) {
     cudaGetLastError();
     cudaGraphExecDestroy(ex);
     cudaGraphDestroy(g);
+    /* captured: cudaMallocAsync adds an allocation node, cudaFreeAsync a free node */
+    cudaStream_t s;
+    cudaStreamCreate(&s);
+    cudaGraph_t cg = nullptr;
+    int *m = nullptr;
+    ST_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+    ST_CHECK(cudaMallocAsync(&m, 32 * sizeof(int), s) == cudaSuccess && m);
+    fill_k<<<1, 32, 0, s>>>(m, 32, 21);
+    cudaMemcpyAsync(out, m, 32 * sizeof(int), cudaMemcpyDeviceToDevice, s);
+    ST_CHECK(cudaFreeAsync(m, s) == cudaSuccess);
+    ST_CHECK(cudaStreamEndCapture(s, &cg) == cudaSuccess);
+    cudaGraphNode_t nodes[8];
+    size_t nn = 8;
+    ST_CHECK(cudaGraphGetNodes(cg, nodes, &nn) == cudaSuccess && nn == 4);
+    cudaGraphNodeType t0 = cudaGraphNodeTypeEmpty, t3 = cudaGraphNodeTypeEmpty;
+    cudaGraphNodeGetType(nodes[0], &t0);
+    cudaGraphNodeGetType(nodes[3], &t3);
+    ST_CHECK(t0 == cudaGraphNodeTypeMemAlloc && t3 == cudaGraphNodeTypeMemFree);
+    ST_CHECK(cudaGraphInstantiate(&ex, cg, 0) == cudaSuccess && cudaGraphLaunch(ex, s) == cudaSuccess);
+    ST_CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+    ST_CHECK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess && h[0] == 21 && h[31] == 21);
+    cudaGraphExecDestroy(ex);
+    cudaGraphDestroy(cg);
+    cudaStreamDestroy(s);
     cudaFree(out);
 }
 
