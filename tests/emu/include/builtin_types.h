@@ -1,3 +1,4 @@
 /* builtin_types.h (cuemu) */
 #include "driver_types.h"
 #include "vector_types.h"
+#include "texture_types.h"

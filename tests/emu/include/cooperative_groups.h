@@ -1,7 +1,10 @@
-/* cooperative_groups.h (cuemu) - thread blocks, warp tiles of 1 to 32
-   threads and coalesced groups, on the emulator's barriers and warp
-   exchanges. A grid group can be named (thread_rank, size) but its sync()
-   is not emulated: it reports an error. */
+/* cooperative_groups.h (cuemu) - the groups of the CUDA C++ Programming
+   Guide's "Cooperative Groups" chapter on the emulator's barriers and warp
+   exchanges: thread_group, the base every group converts to; thread_block;
+   warp tiles of 1 to 32 threads; coalesced groups and their partitions
+   (binary_partition, labeled_partition); block_tile_memory; the grid group,
+   whose sync() needs a cooperative launch (cudaLaunchCooperativeKernel).
+   Tiles of more than 32 threads are not emulated (a compile-time error). */
 #ifndef CUEMU_COOPERATIVE_GROUPS_H
 #define CUEMU_COOPERATIVE_GROUPS_H
 
@@ -44,8 +47,53 @@ template <class T, class F> inline T by_words(const T &v, F f) {
 }
 }  // namespace details
 
-class thread_block {
+/* The base of every group (Programming Guide, "Implicit Groups" and
+   "Explicit Groups": a thread_block, a tile, a coalesced group and the grid
+   group all convert to thread_group, which offers sync, thread_rank, size,
+   num_threads and is_valid). kind_ says what it is; for a group of lanes of
+   one warp (tiles, coalesced groups, partitions) mask_ names them. */
+class thread_group {
+protected:
+    enum { K_BLOCK = 1, K_LANES = 2, K_GRID = 3 };
+    unsigned kind_, mask_;
+    thread_group(unsigned kind, unsigned mask) : kind_(kind), mask_(mask) {}
 public:
+    void sync() const {
+        if (kind_ == K_BLOCK) (void)cuemu::block_barrier(cuemu::BAR_SYNC, 1, CUEMU_SITE("thread_group::sync()"));
+        else if (kind_ == K_GRID) cuemu::grid_sync("cooperative_groups::grid_group::sync()");
+        else __syncwarp(mask_);
+    }
+    unsigned long long thread_rank() const {
+        if (kind_ == K_BLOCK) return details::block_rank();
+        if (kind_ == K_GRID) {
+            unsigned long long b = blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+            return b * details::block_size() + details::block_rank();
+        }
+        return details::popc(mask_ & ((1u << cuemu::lane_id()) - 1));
+    }
+    unsigned long long size() const {
+        if (kind_ == K_BLOCK) return details::block_size();
+        if (kind_ == K_GRID) return (unsigned long long)gridDim.x * gridDim.y * gridDim.z * details::block_size();
+        return details::popc(mask_);
+    }
+    unsigned long long num_threads() const { return size(); }
+    bool is_valid() const { return kind_ != K_GRID || cuemu::grid_is_cooperative(); }
+    /* the lanes of a warp-level group (internal) */
+    unsigned cuemu_lanes() const { return mask_; }
+    bool cuemu_is_warp_level() const { return kind_ == K_LANES; }
+};
+
+/* Programming Guide, "Thread Block Tile": block_tile_memory provides the
+   scratch memory that tiles of more than 32 threads need on devices before
+   compute capability 8.0; accepted here (such tiles are not emulated). */
+template <unsigned MaxBlockSize = 1024> struct block_tile_memory {
+    static_assert(MaxBlockSize >= 1 && MaxBlockSize <= 1024, "block_tile_memory: MaxBlockSize is at most 1024");
+    unsigned char scratch[8];
+};
+
+class thread_block : public thread_group {
+public:
+    thread_block() : thread_group(K_BLOCK, 0) {}
     void sync() const { (void)cuemu::block_barrier(cuemu::BAR_SYNC, 1, CUEMU_SITE("thread_block::sync()")); }
     unsigned long long thread_rank() const { return details::block_rank(); }
     unsigned long long size() const { return details::block_size(); }
@@ -57,19 +105,24 @@ public:
     bool is_valid() const { return true; }
 };
 inline thread_block this_thread_block() { return thread_block(); }
+template <unsigned MaxBlockSize> inline thread_block this_thread_block(block_tile_memory<MaxBlockSize> &) {
+    return thread_block();
+}
 
 /* A group of 1..32 consecutive lanes of a warp (N a power of two). */
 template <unsigned N, class Parent = void>
-class thread_block_tile {
-    static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "cuemu: tiles of 1, 2, 4, 8, 16 or 32 threads");
-public:
-    static constexpr unsigned num_threads_c = N;
-    thread_block_tile() = default;
-    template <class Q> thread_block_tile(const thread_block_tile<N, Q> &) {}
-    unsigned mask() const {
+class thread_block_tile : public thread_group {
+    static_assert(N >= 1 && (N & (N - 1)) == 0, "cuemu: a tile's size is a power of two");
+    static_assert(N <= 32, "cuemu: tiles of more than 32 threads (block_tile_memory) are not emulated");
+    static unsigned lanes() {
         unsigned lane = cuemu::lane_id();
         return N == 32 ? 0xffffffffu : ((1u << N) - 1) << (lane & ~(N - 1));
     }
+public:
+    static constexpr unsigned num_threads_c = N;
+    thread_block_tile() : thread_group(K_LANES, lanes()) {}
+    template <class Q> thread_block_tile(const thread_block_tile<N, Q> &) : thread_group(K_LANES, lanes()) {}
+    unsigned mask() const { return mask_; }
     void sync() const { __syncwarp(mask()); }
     unsigned long long thread_rank() const { return cuemu::lane_id() & (N - 1); }
     unsigned long long size() const { return N; }
@@ -105,11 +158,11 @@ template <unsigned N, class Parent> thread_block_tile<N, Parent> tiled_partition
     return thread_block_tile<N, Parent>();
 }
 
-/* The lanes of a warp active together (at the call). */
-class coalesced_group {
-    unsigned mask_;
+/* The lanes of a warp active together (at the call), or a partition of a
+   warp-level group. */
+class coalesced_group : public thread_group {
 public:
-    explicit coalesced_group(unsigned m) : mask_(m) {}
+    explicit coalesced_group(unsigned m) : thread_group(K_LANES, m) {}
     void sync() const { __syncwarp(mask_); }
     unsigned long long size() const { return details::popc(mask_); }
     unsigned long long num_threads() const { return details::popc(mask_); }
@@ -136,44 +189,93 @@ public:
             if ((mask_ >> l) & 1) out |= ((b >> l) & 1u) << k++;
         return out;
     }
+    template <class T> unsigned match_any(T v) const {
+        unsigned m = __match_any_sync(mask_, v), out = 0, k = 0;
+        for (int l = 0; l < 32; l++)
+            if ((mask_ >> l) & 1) out |= ((m >> l) & 1u) << k++;
+        return out;
+    }
     bool is_valid() const { return true; }
 };
 inline coalesced_group coalesced_threads_at(const char *site) { return coalesced_group(cuemu::active_mask(site)); }
 /* A macro, so that each call site is its own point of convergence (see __activemask). */
 #define coalesced_threads() coalesced_threads_at(CUEMU_SITE("coalesced_threads()"))
 
-/* A tile of a runtime size (1..32, a power of two), as tiled_partition(block, n). */
-class thread_group {
-    unsigned n_;
-public:
-    explicit thread_group(unsigned n) : n_(n) {}
-    unsigned mask() const {
+/* Programming Guide, "Group Partitioning": tiled_partition of any group
+   into tiles of n threads (a power of two, at most 32 here): the tile of
+   consecutive ranks of the parent that the calling thread belongs to. */
+inline thread_group tiled_partition(const thread_group &parent, unsigned n) {
+    struct tile : thread_group {
+        tile(unsigned m) : thread_group(K_LANES, m) {}
+    };
+    if (n == 0 || n > 32 || (n & (n - 1)))
+        cuemu::trap("cooperative_groups::tiled_partition: tiles of 1..32 threads, a power of two, are emulated");
+    if (!parent.cuemu_is_warp_level()) {
         unsigned lane = cuemu::lane_id();
-        return n_ >= 32 ? 0xffffffffu : ((1u << n_) - 1) << (lane & ~(n_ - 1));
+        return tile(n >= 32 ? 0xffffffffu : ((1u << n) - 1) << (lane & ~(n - 1)));
     }
-    void sync() const {
-        if (n_ > 32) (void)cuemu::block_barrier(cuemu::BAR_SYNC, 1, CUEMU_SITE("thread_group::sync()"));
-        else __syncwarp(mask());
-    }
-    unsigned long long thread_rank() const { return n_ > 32 ? details::block_rank() : cuemu::lane_id() & (n_ - 1); }
-    unsigned long long size() const { return n_ > 32 ? details::block_size() : n_; }
-    unsigned long long num_threads() const { return size(); }
-};
-inline thread_group tiled_partition(const thread_block &, unsigned n) {
-    if (n == 0 || n > 32 || (n & (n - 1))) cuemu::trap("cooperative_groups::tiled_partition: tile size must be 1..32, a power of two");
-    return thread_group(n);
+    unsigned m = parent.cuemu_lanes(), mine = (unsigned)parent.thread_rank() / n, out = 0, r = 0;
+    if (n > details::popc(m) || details::popc(m) % n)
+        cuemu::trap("cooperative_groups::tiled_partition: the tile size must divide the parent group's size");
+    for (int l = 0; l < 32; l++)
+        if ((m >> l) & 1) {
+            if (r / n == mine) out |= 1u << l;
+            r++;
+        }
+    return tile(out);
 }
 
-class grid_group {
+/* Programming Guide, "binary_partition": splits a warp-level group into the
+   threads whose predicate is true and those whose is false; every thread of
+   the parent takes part (a collective operation). */
+inline coalesced_group binary_partition(const coalesced_group &g, bool pred) {
+    unsigned m = g.cuemu_lanes(), b = __ballot_sync(m, pred);
+    return coalesced_group(pred ? (b & m) : (~b & m));
+}
+template <unsigned N, class P> inline coalesced_group binary_partition(const thread_block_tile<N, P> &g, bool pred) {
+    static_assert(N <= 32, "Binary partition is available only for tiles of size smaller or equal to 32");
+    unsigned m = g.mask(), b = __ballot_sync(m, pred);
+    return coalesced_group(pred ? (b & m) : (~b & m));
+}
+/* Programming Guide, "labeled_partition": the threads of the parent with the
+   same label (an integral or pointer value) form one coalesced group. */
+template <class L> inline coalesced_group labeled_partition(const coalesced_group &g, L label) {
+    static_assert(std::is_integral<L>::value || std::is_pointer<L>::value,
+                  "labeled_partition predicate must be an integral or pointer type");
+    unsigned long long v;
+    if constexpr (std::is_pointer<L>::value) v = (unsigned long long)(uintptr_t)label;
+    else v = (unsigned long long)label;
+    return coalesced_group(__match_any_sync(g.cuemu_lanes(), v));
+}
+template <class L, unsigned N, class P> inline coalesced_group labeled_partition(const thread_block_tile<N, P> &g, L label) {
+    static_assert(std::is_integral<L>::value || std::is_pointer<L>::value,
+                  "labeled_partition predicate must be an integral or pointer type");
+    static_assert(N <= 32, "Labeled partition is available only for tiles of size smaller or equal to 32");
+    unsigned long long v;
+    if constexpr (std::is_pointer<L>::value) v = (unsigned long long)(uintptr_t)label;
+    else v = (unsigned long long)label;
+    return coalesced_group(__match_any_sync(g.mask(), v));
+}
+
+/* Programming Guide, "Grid Group": sync() waits for every thread of the
+   grid; the grid must have been launched with cudaLaunchCooperativeKernel
+   (or cudaLaunchKernelEx with cudaLaunchAttributeCooperative), else
+   is_valid() is false and sync() is an error here. */
+class grid_group : public thread_group {
 public:
-    unsigned long long thread_rank() const {
-        unsigned long long b = blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
-        return b * details::block_size() + details::block_rank();
-    }
-    unsigned long long size() const { return (unsigned long long)gridDim.x * gridDim.y * gridDim.z * details::block_size(); }
+    grid_group() : thread_group(K_GRID, 0) {}
+    unsigned long long thread_rank() const { return thread_group::thread_rank(); }
+    unsigned long long size() const { return thread_group::size(); }
     unsigned long long num_threads() const { return size(); }
-    bool is_valid() const { return true; }
-    void sync() const { cuemu::trap("cooperative_groups::grid_group::sync() is not emulated"); }
+    unsigned long long block_rank() const {
+        return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+    }
+    unsigned long long num_blocks() const { return (unsigned long long)gridDim.x * gridDim.y * gridDim.z; }
+    dim3 group_dim() const { return gridDim; }
+    dim3 dim_blocks() const { return gridDim; }
+    dim3 block_index() const { return blockIdx; }
+    bool is_valid() const { return cuemu::grid_is_cooperative(); }
+    void sync() const { cuemu::grid_sync("cooperative_groups::grid_group::sync()"); }
 };
 inline grid_group this_grid() { return grid_group(); }
 

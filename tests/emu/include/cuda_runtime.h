@@ -8,6 +8,8 @@
 
 #include "cuda_runtime_api.h"
 #include "vector_functions.h"
+#include "driver_functions.h"
+#include "channel_descriptor.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +105,7 @@ static inline cudaError_t cudaLaunchCooperativeKernel(void (*func)(P...), dim3 g
 template <class... ExpTypes, class... ActTypes>
 static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *config, void (*kernel)(ExpTypes...), ActTypes &&...args) {
     if (!config) return cudaErrorInvalidValue;
+    if (cudaError_t ce = cuemu::launch_attrs_check(config, (const void *)kernel)) return ce;
     int coop = 0;
     for (unsigned i = 0; i < config->numAttrs; i++)
         if (config->attrs[i].id == cudaLaunchAttributeCooperative) coop = config->attrs[i].val.cooperative;
@@ -110,6 +113,28 @@ static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *config, v
                                  config->gridDim, config->blockDim, config->dynamicSmemBytes,
                                  cuemu_launch_stream(config->stream), coop};
     return k(std::forward<ActTypes>(args)...);
+}
+#endif
+
+/* The graph call forms CUDA 13's cuda_runtime.h keeps for C++ ("convenience
+   function to avoid source breakage"): cudaGraphInstantiate with an error
+   node and a log buffer (ignored; flags 0), cudaGraphExecUpdate with an
+   error node and a result instead of cudaGraphExecUpdateResultInfo. */
+static inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphNode_t *pErrorNode,
+                                               char *pLogBuffer, size_t bufferSize) {
+    (void)pErrorNode;
+    (void)pLogBuffer;
+    (void)bufferSize;
+    return ::cudaGraphInstantiate(pGraphExec, graph, 0);
+}
+#if defined(__CUDACC__)   /* as in the toolkit's header: .cu files only */
+static inline cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphNode_t *hErrorNode_out,
+                                              enum cudaGraphExecUpdateResult *updateResult_out) {
+    cudaGraphExecUpdateResultInfo info;
+    cudaError_t status = ::cudaGraphExecUpdate(hGraphExec, hGraph, &info);
+    if (hErrorNode_out) *hErrorNode_out = info.errorNode;
+    if (updateResult_out) *updateResult_out = info.result;
+    return status;
 }
 #endif
 

@@ -34,6 +34,17 @@
 #  define cudaMemPrefetchAsync cudaMemPrefetchAsync_ptsz
 #  define cudaMallocAsync cudaMallocAsync_ptsz
 #  define cudaFreeAsync cudaFreeAsync_ptsz
+#  define cudaMallocFromPoolAsync cudaMallocFromPoolAsync_ptsz
+#  define cudaMemcpy3D cudaMemcpy3D_ptds
+#  define cudaMemcpyToArray cudaMemcpyToArray_ptds
+#  define cudaMemcpy2DToArray cudaMemcpy2DToArray_ptds
+#  define cudaMemcpy2DFromArray cudaMemcpy2DFromArray_ptds
+#  define cudaMemcpy3DAsync cudaMemcpy3DAsync_ptsz
+#  define cudaMemset3D cudaMemset3D_ptds
+#  define cudaMemset3DAsync cudaMemset3DAsync_ptsz
+#  define cudaStreamAttachMemAsync cudaStreamAttachMemAsync_ptsz
+#  define cudaStreamGetAttribute cudaStreamGetAttribute_ptsz
+#  define cudaStreamSetAttribute cudaStreamSetAttribute_ptsz
 #  define cudaStreamSynchronize cudaStreamSynchronize_ptsz
 #  define cudaStreamQuery cudaStreamQuery_ptsz
 #  define cudaStreamGetPriority cudaStreamGetPriority_ptsz
@@ -171,6 +182,31 @@ extern cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, struct
 extern cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr);
 extern cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream);
 extern cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream);
+extern cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device);
+extern cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device);
+extern cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool);
+extern cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep);
+extern cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value);
+extern cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value);
+extern cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
+extern cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr, size_t length __dv(0), unsigned int flags __dv(cudaMemAttachSingle));
+extern cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, cudaStreamAttrValue *value_out);
+extern cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, const cudaStreamAttrValue *value);
+extern cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height __dv(0), unsigned int flags __dv(0));
+extern cudaError_t cudaFreeArray(cudaArray_t array);
+extern cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
+extern cudaError_t cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind);
+extern cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind);
+extern struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, enum cudaChannelFormatKind f);
+extern cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject, const struct cudaResourceDesc *pResDesc, const struct cudaTextureDesc *pTexDesc, const struct cudaResourceViewDesc *pResViewDesc);
+extern cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject);
+extern cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaTextureObject_t texObject);
+extern cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject);
+extern cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent);
+extern cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p);
+extern cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream __dv(0));
+extern cudaError_t cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent);
+extern cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream __dv(0));
 
 /* >>stream capture and graphs (CUDA Runtime API "Stream Management", "Graph Management") */
 extern cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode);
@@ -196,6 +232,13 @@ extern cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, 
 extern cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes, size_t *pNumRootNodes);
 extern cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *pDependencies, cudaGraphEdgeData *edgeData, size_t *pNumDependencies);
 extern cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph);
+extern cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, struct cudaMemAllocNodeParams *nodeParams);
+extern cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, struct cudaMemAllocNodeParams *params_out);
+extern cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dptr);
+extern cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_out);
+extern cudaError_t cudaDeviceGraphMemTrim(int device);
+extern cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value);
+extern cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value);
 extern cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags __dv(0));
 extern cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags __dv(0));
 extern cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams);

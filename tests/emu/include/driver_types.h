@@ -461,6 +461,115 @@ typedef struct CUfunc_st *cudaFunction_t;
 typedef struct CUkern_st *cudaKernel_t;
 typedef struct CUmemPoolHandle_st *cudaMemPool_t;
 
+/* >>memory pools (Runtime API "Stream Ordered Memory Allocator") */
+enum cudaMemPoolAttr {
+    cudaMemPoolReuseFollowEventDependencies = 0x1,
+    cudaMemPoolReuseAllowOpportunistic = 0x2,
+    cudaMemPoolReuseAllowInternalDependencies = 0x3,
+    cudaMemPoolAttrReleaseThreshold = 0x4,
+    cudaMemPoolAttrReservedMemCurrent = 0x5,
+    cudaMemPoolAttrReservedMemHigh = 0x6,
+    cudaMemPoolAttrUsedMemCurrent = 0x7,
+    cudaMemPoolAttrUsedMemHigh = 0x8
+};
+
+/* >>L2 access policy (Runtime API "Data types": cudaAccessPolicyWindow) */
+enum cudaAccessProperty {
+    cudaAccessPropertyNormal = 0,
+    cudaAccessPropertyStreaming = 1,
+    cudaAccessPropertyPersisting = 2
+};
+struct cudaAccessPolicyWindow {
+    void *base_ptr;
+    size_t num_bytes;
+    float hitRatio;
+    enum cudaAccessProperty hitProp;
+    enum cudaAccessProperty missProp;
+};
+
+/* >>3-D memory and CUDA arrays (Runtime API "Data types") */
+typedef struct cudaArray *cudaArray_t;
+typedef const struct cudaArray *cudaArray_const_t;
+typedef struct cudaMipmappedArray *cudaMipmappedArray_t;
+enum cudaChannelFormatKind {
+    cudaChannelFormatKindSigned = 0,
+    cudaChannelFormatKindUnsigned = 1,
+    cudaChannelFormatKindFloat = 2,
+    cudaChannelFormatKindNone = 3
+};
+struct cudaChannelFormatDesc {
+    int x;
+    int y;
+    int z;
+    int w;
+    enum cudaChannelFormatKind f;
+};
+enum cudaResourceType {
+    cudaResourceTypeArray = 0x00,
+    cudaResourceTypeMipmappedArray = 0x01,
+    cudaResourceTypeLinear = 0x02,
+    cudaResourceTypePitch2D = 0x03
+};
+struct cudaResourceDesc {
+    enum cudaResourceType resType;
+    union {
+        struct { cudaArray_t array; } array;
+        struct { cudaMipmappedArray_t mipmap; } mipmap;
+        struct {
+            void *devPtr;
+            struct cudaChannelFormatDesc desc;
+            size_t sizeInBytes;
+        } linear;
+        struct {
+            void *devPtr;
+            struct cudaChannelFormatDesc desc;
+            size_t width;
+            size_t height;
+            size_t pitchInBytes;
+        } pitch2D;
+        struct { int reserved[32]; } reserved;
+    } res;
+    unsigned int flags;
+};
+enum cudaResourceViewFormat { cudaResViewFormatNone = 0x00 };
+struct cudaResourceViewDesc {
+    enum cudaResourceViewFormat format;
+    size_t width;
+    size_t height;
+    size_t depth;
+    unsigned int firstMipmapLevel;
+    unsigned int lastMipmapLevel;
+    unsigned int firstLayer;
+    unsigned int lastLayer;
+    unsigned int reserved[16];
+};
+struct cudaPitchedPtr {
+    void *ptr;
+    size_t pitch;
+    size_t xsize;
+    size_t ysize;
+};
+struct cudaExtent {
+    size_t width;
+    size_t height;
+    size_t depth;
+};
+struct cudaPos {
+    size_t x;
+    size_t y;
+    size_t z;
+};
+struct cudaMemcpy3DParms {
+    cudaArray_t srcArray;
+    struct cudaPos srcPos;
+    struct cudaPitchedPtr srcPtr;
+    cudaArray_t dstArray;
+    struct cudaPos dstPos;
+    struct cudaPitchedPtr dstPtr;
+    struct cudaExtent extent;
+    enum cudaMemcpyKind kind;
+};
+
 struct CUuuid_st { char bytes[16]; };
 typedef struct CUuuid_st CUuuid;
 typedef struct CUuuid_st cudaUUID_t;
@@ -468,6 +577,53 @@ typedef struct CUuuid_st cudaUUID_t;
 struct cudaMemLocation {
     enum cudaMemLocationType type;
     int id;
+};
+
+/* >>graph memory nodes (Runtime API "Data types"; CUDA C++ Programming
+   Guide, "Graph Memory Nodes") */
+enum cudaMemAccessFlags {
+    cudaMemAccessFlagsProtNone = 0,
+    cudaMemAccessFlagsProtRead = 1,
+    cudaMemAccessFlagsProtReadWrite = 3
+};
+struct cudaMemAccessDesc {
+    struct cudaMemLocation location;
+    enum cudaMemAccessFlags flags;
+};
+enum cudaMemAllocationType {
+    cudaMemAllocationTypeInvalid = 0x0,
+    cudaMemAllocationTypePinned = 0x1,
+    cudaMemAllocationTypeManaged = 0x2,
+    cudaMemAllocationTypeMax = 0x7FFFFFFF
+};
+enum cudaMemAllocationHandleType {
+    cudaMemHandleTypeNone = 0x0,
+    cudaMemHandleTypePosixFileDescriptor = 0x1,
+    cudaMemHandleTypeWin32 = 0x2,
+    cudaMemHandleTypeWin32Kmt = 0x4,
+    cudaMemHandleTypeFabric = 0x8
+};
+struct cudaMemPoolProps {
+    enum cudaMemAllocationType allocType;
+    enum cudaMemAllocationHandleType handleTypes;
+    struct cudaMemLocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+};
+struct cudaMemAllocNodeParams {
+    struct cudaMemPoolProps poolProps;
+    const struct cudaMemAccessDesc *accessDescs;
+    size_t accessDescCount;
+    size_t bytesize;
+    void *dptr;
+};
+enum cudaGraphMemAttributeType {
+    cudaGraphMemAttrUsedMemCurrent = 0x0,
+    cudaGraphMemAttrUsedMemHigh = 0x1,
+    cudaGraphMemAttrReservedMemCurrent = 0x2,
+    cudaGraphMemAttrReservedMemHigh = 0x3
 };
 
 /* Everything a device reports; the emulator fills it from the profile. */
@@ -600,10 +756,17 @@ struct cudaFuncAttributes {
 typedef union cudaLaunchAttributeValue {
     char pad[64];
     struct { cudaEvent_t event; int flags; int triggerAtBlockStart; } programmaticEvent;   /* makes it 8-byte aligned */
+    struct cudaAccessPolicyWindow accessPolicyWindow;
     int cooperative;
     int priority;
     struct { unsigned int x; unsigned int y; unsigned int z; } clusterDim;
 } cudaLaunchAttributeValue;
+/* the stream attributes are the launch attributes' (driver_types.h of CUDA 12 and 13) */
+#define cudaStreamAttrID cudaLaunchAttributeID
+#define cudaStreamAttributeAccessPolicyWindow cudaLaunchAttributeAccessPolicyWindow
+#define cudaStreamAttributeSynchronizationPolicy cudaLaunchAttributeSynchronizationPolicy
+#define cudaStreamAttributePriority cudaLaunchAttributePriority
+#define cudaStreamAttrValue cudaLaunchAttributeValue
 
 typedef enum cudaLaunchAttributeID cudaLaunchAttributeID;
 

@@ -36,7 +36,7 @@ CXX = os.environ.get('CXX_ABI', 'g++')
 # path -> (real headers that hold the same declarations).
 EXTRA_PAIRS = {
     'cuemu/device_math.h': ['crt/math_functions.h', 'crt/device_functions.h', 'crt/device_double_functions.h',
-                            'sm_20_intrinsics.h', 'sm_30_intrinsics.h', 'sm_32_intrinsics.h'],
+                            'sm_20_intrinsics.h', 'sm_30_intrinsics.h', 'sm_32_intrinsics.h', 'sm_61_intrinsics.h'],
 }
 # Never checked: emulator-only headers.
 # cooperative_groups: device code only; the real headers need CCCL's tree to build at all.
@@ -45,7 +45,9 @@ EXTRA_PAIRS = {
 # (programs include them by name); the toolkit's do not build on their own
 # with a host compiler (they need cuda_runtime.h's prelude), so there is
 # nothing to compare them with.
-EXCLUDED = {'cuemu.h', 'cooperative_groups.h', os.path.join('cooperative_groups', 'reduce.h'), 'mma.h', 'device_functions.h', 'math_functions.h'}
+# cuda_pipeline*.h: device code only; the real ones do not build with a host compiler.
+EXCLUDED = {'cuemu.h', 'cooperative_groups.h', os.path.join('cooperative_groups', 'reduce.h'), 'mma.h', 'device_functions.h',
+            'math_functions.h', 'cuda_pipeline.h', 'cuda_pipeline_primitives.h'}
 # Headers whose device-side declarations matter are compiled in the real
 # headers' declaration-only device mode (as NVRTC sees them), the rest as a
 # host compiler sees them.

@@ -28,11 +28,13 @@
 #include "sanitizer.h"
 #include "state.h"
 #include <errno.h>
+#include <condition_variable>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -159,6 +161,10 @@ struct Thr {
     int wpred = 0;
     const void *wpc = nullptr;    /* where it called the warp operation */
     unsigned atomics = 0;
+    /* __pipeline_memcpy_async copies not yet waited for (cuda_pipeline_primitives.h) */
+    struct PipeCopy { char *dst; const char *src; size_t n, zfill; uint64_t batch; };
+    std::vector<PipeCopy> pend;
+    uint64_t batch = 0;           /* the batch the next copy joins (__pipeline_commit closes it) */
 };
 
 /* A stack that runs threads. */
@@ -182,6 +188,12 @@ struct GridRun {
     std::atomic<uint64_t> next{0};
     std::atomic<bool> abort{false};
     std::atomic<int> err{0};
+    /* a cooperative grid whose blocks all run at once (each on its own host
+       thread): grid_group::sync()'s barrier */
+    bool resident = false;
+    std::mutex gmu;
+    std::condition_variable gcv;
+    uint64_t garrived = 0, gfinished = 0, ggen = 0;
 };
 
 struct Worker {
@@ -528,11 +540,24 @@ void wmma_complete(Thr **lanes, unsigned part, int op) {
 bool try_complete(Worker *w, unsigned warp, unsigned mask, int op) {
     unsigned base = warp * 32, part = 0;
     Thr *lanes[32] = {};
+    /* the lanes of mask waiting in this very operation */
+    unsigned here = 0;
+    for (unsigned i = 0; i < 32; i++) {
+        if (!((mask >> i) & 1) || base + i >= w->nthreads) continue;
+        Thr *t = &w->thr[base + i];
+        if (t->state == T_WARP && t->wop == op && t->wmask == mask) here |= 1u << i;
+    }
     for (unsigned i = 0; i < 32; i++) {
         if (!((mask >> i) & 1) || base + i >= w->nthreads) continue;
         Thr *t = &w->thr[base + i];
         if (t->state == T_DONE) continue;
         if (t->state != T_WARP || t->wop == W_ACTIVE) return false;   /* not here yet */
+        /* A lane of mask waiting in another operation whose mask names none
+           of the lanes waiting here: its own group may still complete, and
+           then it comes here (odd lanes in __ballot_sync(0xAAAAAAAA, ...) while
+           even lanes, done with theirs, reach __syncwarp(): valid). Only a
+           wait on one of these lanes is a mismatch that never resolves. */
+        if ((t->wop != op || t->wmask != mask) && !(t->wmask & here)) return false;
         if (t->wop != op || t->wmask != mask)
             sync_error(t_thr ? t_thr->wpc : nullptr,
                          "lane %u waits in %s with mask 0x%08x while lanes of mask 0x%08x call %s: every non-exited lane "
@@ -831,6 +856,8 @@ void run_block(Worker *w, GridRun *r, uint64_t b) {
         t.fiber = nullptr;
         t.wop = -1;
         t.atomics = 0;
+        t.pend.clear();
+        t.batch = 0;
     }
     for (Fiber *f : w->fibers) f->busy = false;
     if (g_san) {
@@ -1023,6 +1050,130 @@ void install_signal_handlers() {
 
 size_t fiber_stack_bytes() { return stack_bytes(); }
 
+/* >>cooperative grids: the blocks of a cooperative launch that may call
+   grid_group::sync() run at once, each on a host thread of its own (kept
+   for later grids), so that every block can wait for the others (CUDA C++
+   Programming Guide, "Grid Synchronization": all blocks of a cooperative
+   launch are resident together; the launch checked that they fit). A grid
+   of more threads than the host can hold on fibers at once (each waiting
+   thread has a stack: vm.max_map_count / 4) runs as other grids do, and its
+   grid_group::sync() is refused with a message. */
+namespace {
+struct CoopPool {
+    std::mutex mu;
+    std::condition_variable cv, done;
+    int threads = 0;
+    const std::function<void(int)> *job = nullptr;
+    uint64_t gen = 0;
+    int n = 0, next = 0, running = 0;
+};
+CoopPool &coop_pool() {
+    static CoopPool *p = new CoopPool();   /* lives as long as its threads */
+    return *p;
+}
+void coop_thread_main(uint64_t seen) {   /* seen: the last round it is not part of */
+    CoopPool &P = coop_pool();
+    std::unique_lock<std::mutex> lk(P.mu);
+    for (;;) {
+        P.cv.wait(lk, [&] { return P.gen != seen; });
+        seen = P.gen;
+        if (P.next >= P.n) continue;
+        int i = P.next++;
+        const std::function<void(int)> *job = P.job;
+        lk.unlock();
+        (*job)(i);
+        lk.lock();
+        if (--P.running == 0) P.done.notify_all();
+    }
+}
+/* Runs job(0..n-1) on n host threads at once. */
+void coop_run(int n, const std::function<void(int)> &job) {
+    CoopPool &P = coop_pool();
+    std::unique_lock<std::mutex> lk(P.mu);
+    while (P.threads < n) {
+        std::thread(coop_thread_main, P.gen).detach();
+        P.threads++;
+    }
+    P.job = &job;
+    P.n = n;
+    P.next = 0;
+    P.running = n;
+    P.gen++;
+    P.cv.notify_all();
+    P.done.wait(lk, [&] { return P.running == 0; });
+    P.job = nullptr;
+}
+uint64_t coop_thread_cap() {
+    static uint64_t cap = [] {
+        uint64_t m = 65530;
+        if (FILE *f = fopen("/proc/sys/vm/max_map_count", "r")) {
+            unsigned long long v;
+            if (fscanf(f, "%llu", &v) == 1 && v > 0) m = v;
+            fclose(f);
+        }
+        return m / 4;
+    }();
+    return cap;
+}
+/* Called with gmu held: every block has arrived or exited. */
+void coop_release(GridRun *r) {
+    if (r->gfinished) {
+        fail_grid(r, cudaErrorLaunchFailure,
+                  "%llu of %llu blocks exited without reaching grid_group::sync(), where the others wait: every block of "
+                  "the grid must call it (CUDA C++ Programming Guide, Grid Synchronization; a GPU hangs here)",
+                  (unsigned long long)r->gfinished, (unsigned long long)r->total);
+        r->abort = true;
+    } else {
+        r->garrived = 0;
+        r->ggen++;
+    }
+    r->gcv.notify_all();
+}
+void coop_block_done(GridRun *r) {
+    std::lock_guard<std::mutex> lk(r->gmu);
+    r->gfinished++;
+    if (r->garrived && r->garrived + r->gfinished == r->total) coop_release(r);
+}
+} /* namespace */
+
+bool grid_is_cooperative() {
+    Worker *w = t_worker;
+    return w && w->run && w->run->g->cooperative;
+}
+
+void grid_sync(const char *what) {
+    Thr *t = t_thr;
+    if (!t) kernel_error(cudaErrorLaunchFailure, "%s called outside a kernel", what);
+    Worker *w = t_fiber->w;
+    GridRun *r = w->run;
+    if (!r->g->cooperative)
+        kernel_error(cudaErrorLaunchFailure,
+                     "%s in a grid not launched with cudaLaunchCooperativeKernel: grid synchronization needs a cooperative "
+                     "launch (CUDA C++ Programming Guide, Grid Synchronization; grid_group::is_valid() is false)", what);
+    if (!r->resident)
+        kernel_error(cudaErrorNotSupported,
+                     "%s in a cooperative grid of %llu threads: the emulator keeps at most %llu threads resident at once "
+                     "(not emulated)", what, (unsigned long long)(r->total * w->nthreads),
+                     (unsigned long long)coop_thread_cap());
+    (void)block_barrier(BAR_SYNC, 1, "grid_group::sync() (every thread of the block arrives)");
+    bool leader = true;   /* the block's first thread that has not exited waits for the other blocks */
+    for (unsigned j = 0; j < t->linear && leader; j++)
+        if (w->thr[j].state != T_DONE) leader = false;
+    if (leader) {
+        std::unique_lock<std::mutex> lk(r->gmu);
+        uint64_t gen = r->ggen;
+        r->garrived++;
+        if (r->garrived + r->gfinished == r->total) coop_release(r);
+        else
+            while (r->ggen == gen && !r->abort) r->gcv.wait_for(lk, std::chrono::milliseconds(50));
+        bool released = r->ggen != gen;
+        lk.unlock();
+        if (!released) kernel_error(cudaErrorLaunchFailure, "the grid ended while this block waited in %s", what);
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    (void)block_barrier(BAR_SYNC, 1, "grid_group::sync() (the block leaves together)");
+}
+
 /* >>grids */
 void run_grid(Grid &g) {
     GridRun r;
@@ -1079,6 +1230,22 @@ void run_grid(Grid &g) {
         g_san = san_tool();   /* read again: a self-test may switch the tool between grids */
         hooks_refresh();
         if (g_san) san_kernel_begin(kernel_name(&r), g.site.file, g.site.line, g.grid, g.block, g.device);
+        uint64_t threads = (uint64_t)g.block.x * g.block.y * g.block.z;
+        r.resident = g.cooperative && r.total * threads <= coop_thread_cap();
+        if (r.resident) {
+            coop_run((int)r.total, [&](int i) {
+                DeviceFpScope fp(ftz);
+                Worker *w = worker();
+                w->run = &r;
+                open_dynamic(w, g.smem);
+                uint64_t b = (uint64_t)i;
+                if (sch.shuffle) b = r.order.empty() ? (unsigned __int128)r.mul * b % r.total + r.add : r.order[b];
+                if (b >= r.total) b -= r.total;
+                if (!r.abort) run_block(w, &r, b);
+                w->run = nullptr;
+                coop_block_done(&r);
+            });
+        } else {
         int parts = (int)(r.total < (uint64_t)pool_size() ? r.total : (uint64_t)pool_size());
         pool_run(parts, [&](int) {
             DeviceFpScope fp(ftz);
@@ -1092,6 +1259,7 @@ void run_grid(Grid &g) {
             }
             w->run = nullptr;
         });
+        }
         if (g_san) san_kernel_end();
     }
     if (r.err) raise_sticky(g.device, (cudaError_t)r.err.load());
@@ -1275,13 +1443,111 @@ void wmma_sync(int op, WmmaCall *call) {
     vkernel_error(cudaErrorMisalignedAddress, fmt, ap);
 }
 
+/* >>pipeline primitives (CUDA C++ Programming Guide, "Pipeline Primitives
+   Interface"): __pipeline_memcpy_async copies size_and_align bytes (4, 8 or
+   16; both pointers aligned to it; the last zfill bytes zeroed) from global
+   to shared memory "asynchronously"; __pipeline_commit closes the thread's
+   current batch; __pipeline_wait_prior(N) waits until all but the last N
+   committed batches are complete. Here a copy happens when a wait covers
+   its batch, never earlier: a thread that reads the destination before
+   waiting sees what was there, one of the values a GPU may show it. */
+void pipeline_copy(void *dst, const void *src, size_t n, size_t zfill) {
+    Thr *t = t_thr;
+    if (!t) kernel_error(cudaErrorLaunchFailure, "__pipeline_memcpy_async called outside a kernel");
+    Worker *w = t_fiber->w;
+    if (n != 4 && n != 8 && n != 16)
+        kernel_error(cudaErrorLaunchFailure, "__pipeline_memcpy_async: size_and_align %zu (4, 8 or 16)", n);
+    if (zfill > n) kernel_error(cudaErrorLaunchFailure, "__pipeline_memcpy_async: zfill %zu is more than %zu", zfill, n);
+    if ((uintptr_t)dst % n || (uintptr_t)src % n)
+        kernel_error(cudaErrorMisalignedAddress, "__pipeline_memcpy_async: %s pointer %p is not aligned to %zu bytes",
+                     (uintptr_t)dst % n ? "destination" : "source", (uintptr_t)dst % n ? dst : src, n);
+    char *lo = w->smem, *hi = w->smem + kStaticCap + kDynCap;
+    if ((char *)dst < lo || (char *)dst + n > hi)
+        kernel_error(cudaErrorIllegalAddress, "__pipeline_memcpy_async: the destination %p is not shared memory", dst);
+    if ((const char *)src >= lo && (const char *)src < hi)
+        kernel_error(cudaErrorIllegalAddress, "__pipeline_memcpy_async: the source %p is shared memory, not global", src);
+    t->pend.push_back(Thr::PipeCopy{(char *)dst, (const char *)src, n, zfill, t->batch});
+}
+void pipeline_commit() {
+    if (t_thr) t_thr->batch++;
+}
+void pipeline_wait_prior(size_t prior) {
+    Thr *t = t_thr;
+    if (!t) return;
+    uint64_t done_below = t->batch > prior ? t->batch - prior : 0;   /* batches [0, done_below) complete */
+    size_t keep = 0;
+    for (size_t i = 0; i < t->pend.size(); i++) {
+        Thr::PipeCopy &c = t->pend[i];
+        if (c.batch < done_below) {
+            std::string why;
+            if (!device_range(t_fiber->w->run->g->device, c.src, c.n - c.zfill, &why))
+                kernel_error(cudaErrorIllegalAddress, "__pipeline_memcpy_async from %p: %s", (const void *)c.src, why.c_str());
+            memcpy(c.dst, c.src, c.n - c.zfill);
+            memset(c.dst + (c.n - c.zfill), 0, c.zfill);
+        } else {
+            t->pend[keep++] = c;
+        }
+    }
+    t->pend.resize(keep);
+}
+
+/* >>asynchronous copies bound to a cuda::barrier (<cuda/barrier>): kept
+   per barrier and done when the barrier's current phase completes (libcu++'s
+   cuda::memcpy_async: the copy's completion is bound to the barrier's
+   phase), never earlier. */
+namespace {
+struct AsyncCopy { char *dst; const char *src; size_t n; };
+std::mutex g_async_mu;
+std::unordered_map<const void *, std::vector<AsyncCopy>> *g_async = new std::unordered_map<const void *, std::vector<AsyncCopy>>();
+} /* namespace */
+void async_copy_add(const void *key, void *dst, const void *src, size_t n) {
+    if (!n) return;
+    std::lock_guard<std::mutex> lk(g_async_mu);
+    (*g_async)[key].push_back(AsyncCopy{(char *)dst, (const char *)src, n});
+}
+void async_copy_flush(const void *key) {
+    std::vector<AsyncCopy> todo;
+    {
+        std::lock_guard<std::mutex> lk(g_async_mu);
+        auto it = g_async->find(key);
+        if (it == g_async->end()) return;
+        todo.swap(it->second);
+        g_async->erase(it);
+    }
+    for (const AsyncCopy &c : todo) memmove(c.dst, c.src, c.n);
+}
+
 /* The fragments' element-to-lane mapping: fixed by default; a permutation
    drawn from CUEMU_SEED under CUEMU_SCHEDULE=shuffle (mma.h). */
 uint64_t wmma_layout_seed() { return schedule().shuffle ? schedule().seed * 0x9e3779b97f4a7c15ull + 1 : 0; }
 
 } /* namespace cuemu */
 
-long long clock64() { return (long long)(cuemu::now_ns() * 2); }
+/* >>clocks: clock64() and clock() count the multiprocessor's cycles (CUDA
+   C++ Programming Guide, "Time Function": "a per-multiprocessor counter that
+   is incremented every clock cycle"), at the rate the device reports
+   (cudaDevAttrClockRate, kHz): host time scaled to it, so a kernel that
+   waits N cycles takes N / rate seconds, as on the GPU. clock() is the
+   32-bit counter (the PTX ISA's %clock) widened to clock_t: it wraps, and
+   a difference of two samples is right modulo 2^32. */
+namespace cuemu {
+static long long device_cycles() {
+    int dev = t_code_device >= 0 ? t_code_device : current_device();
+    long long khz = dev >= 0 && dev < device_count() ? profile(dev).clock_khz : 1000000;
+    return (long long)((__int128)now_ns() * khz / 1000000);
+}
+} /* namespace cuemu */
+long long clock64() { return cuemu::device_cycles(); }
+
+/* clock() in device code is the device's counter; in host code what the C
+   library's is (processor time in CLOCKS_PER_SEC units, as glibc computes
+   it). The runtime's definition takes the place of the C library's. */
+extern "C" clock_t clock(void) noexcept {
+    if (cuemu::t_fiber) return (clock_t)(int32_t)(uint32_t)cuemu::device_cycles();
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return (clock_t)-1;
+    return (clock_t)(ts.tv_sec * CLOCKS_PER_SEC + ts.tv_nsec / (1000000000 / CLOCKS_PER_SEC));
+}
 
 /* assert() in a kernel: the CUDA message, then the grid ends with
    cudaErrorAssert. On the host: what glibc does. */

@@ -36,6 +36,8 @@ struct GNode {
     cudaKernelNodeParams kparams{};
     cudaMemsetParams mparams{};
     cudaHostNodeParams hparams{};
+    cudaMemAllocNodeParams aparams{};    /* memory allocation nodes */
+    void *fptr = nullptr;                /* memory free nodes */
     GNode *origin = nullptr;             /* in a clone: the node it was cloned from */
 };
 
@@ -578,6 +580,161 @@ extern "C" cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct c
     GNode *n = (GNode *)node;
     if (!p || !node_ok(node) || n->type != cudaGraphNodeTypeHost) return fail(cudaErrorInvalidValue);
     *p = n->hparams;
+    return cudaSuccess;
+}
+
+/* >>memory nodes (CUDA C++ Programming Guide, "Graph Memory Nodes";
+   Runtime API cudaGraphAddMemAllocNode / cudaGraphAddMemFreeNode): the
+   allocation's address is fixed when the node is added ("dptr: out"); the
+   pool properties must say pinned device memory of a valid device with no
+   export handle types ("IPC is not supported"); each time the graph runs
+   the allocation node hands out memory with undefined contents (all one
+   bits, as fresh device memory here). A free node takes an address a
+   memory allocation node returned. The memory is the emulator's device
+   memory from the node's creation on (a GPU maps it while the graph runs),
+   so an access after the free node is not caught here. */
+namespace {
+struct GraphMem {
+    std::unordered_set<void *> live;   /* addresses from memory allocation nodes */
+    uint64_t used = 0, used_high = 0;
+};
+GraphMem &GM() {
+    static GraphMem *g = new GraphMem();
+    return *g;
+}
+/* An allocation node's work: counts the memory as the graphs' (once, at the
+   node's creation) and, each time the graph runs, gives it undefined
+   contents (all one bits). */
+std::function<void()> mem_alloc_body(void *mem, size_t n, int dev) {
+    GM().live.insert(mem);
+    GM().used += n;
+    if (GM().used > GM().used_high) GM().used_high = GM().used;
+    return [mem, n, dev] {
+        /* freed outside the graph (cudaFree / cudaFreeAsync) and the graph runs again: a GPU maps the same
+           address again; the emulator cannot, and says so */
+        if (!device_range(dev, mem, n)) {
+            fault(cudaErrorNotSupported, "graph memory allocation node: its memory (%p) was freed outside the graph and the "
+                  "graph runs again: re-allocating a graph allocation at its address is not emulated", mem);
+            return;
+        }
+        memset(mem, 0xff, n);   /* device memory: accessible while device work runs */
+    };
+}
+} /* namespace */
+
+extern "C" cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                               size_t ndeps, struct cudaMemAllocNodeParams *p) { CUEMU_API_CALL();
+    GRAPH_LOCK();
+    if (!pNode || !graph_ok(graph) || !p || !p->bytesize) return fail(cudaErrorInvalidValue);
+    const cudaMemPoolProps &pp = p->poolProps;
+    if (pp.allocType != cudaMemAllocationTypePinned || pp.handleTypes != cudaMemHandleTypeNone ||
+        pp.location.type != cudaMemLocationTypeDevice || pp.location.id < 0 || pp.location.id >= device_count())
+        return fail(cudaErrorInvalidValue);
+    if (p->accessDescCount && !p->accessDescs) return fail(cudaErrorInvalidValue);
+    for (size_t i = 0; i < p->accessDescCount; i++) {
+        const cudaMemAccessDesc &a = p->accessDescs[i];
+        if (a.location.type != cudaMemLocationTypeDevice || a.location.id < 0 || a.location.id >= device_count() ||
+            (a.flags != cudaMemAccessFlagsProtNone && a.flags != cudaMemAccessFlagsProtRead &&
+             a.flags != cudaMemAccessFlagsProtReadWrite))
+            return fail(cudaErrorInvalidValue);
+    }
+    std::vector<GNode *> d;
+    cudaError_t e = take_deps(graph, deps, ndeps, &d);
+    if (e) return fail(e);
+    void *mem = nullptr;
+    if ((e = graph_alloc(pp.location.id, p->bytesize, &mem))) return fail(e);
+    GNode *node = add_node(graph, cudaGraphNodeTypeMemAlloc, "memory allocation", d,
+                           mem_alloc_body(mem, p->bytesize, pp.location.id));
+    p->dptr = mem;
+    node->aparams = *p;
+    node->aparams.accessDescs = nullptr;   /* the caller's array need not outlive the call */
+    node->aparams.accessDescCount = 0;
+    *pNode = (cudaGraphNode_t)node;
+    return cudaSuccess;
+}
+
+/* the captured forms (state.h) */
+cudaError_t cuemu::capture_mem_alloc(Stream *st, int dev, size_t size, void **out) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    void *mem = nullptr;
+    cudaError_t e = graph_alloc(dev, size, &mem);
+    if (e) return e;
+    GNode *node = capture_add(st, cudaGraphNodeTypeMemAlloc, "memory allocation", mem_alloc_body(mem, size, dev));
+    node->aparams.poolProps.allocType = cudaMemAllocationTypePinned;
+    node->aparams.poolProps.location.type = cudaMemLocationTypeDevice;
+    node->aparams.poolProps.location.id = dev;
+    node->aparams.bytesize = size;
+    node->aparams.dptr = mem;
+    *out = mem;
+    return cudaSuccess;
+}
+cudaError_t cuemu::capture_mem_free(Stream *st, void *p) {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (!GM().live.count(p)) return cudaErrorInvalidValue;   /* not a graph allocation */
+    GNode *node = capture_add(st, cudaGraphNodeTypeMemFree, "memory free", nullptr);
+    node->fptr = p;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, struct cudaMemAllocNodeParams *out) { CUEMU_API_CALL();
+    GRAPH_LOCK();
+    GNode *n = (GNode *)node;
+    if (!out || !node_ok(node) || n->type != cudaGraphNodeTypeMemAlloc) return fail(cudaErrorInvalidValue);
+    *out = n->aparams;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                              size_t ndeps, void *dptr) { CUEMU_API_CALL();
+    GRAPH_LOCK();
+    if (!pNode || !graph_ok(graph) || !dptr || !GM().live.count(dptr)) return fail(cudaErrorInvalidValue);
+    std::vector<GNode *> d;
+    cudaError_t e = take_deps(graph, deps, ndeps, &d);
+    if (e) return fail(e);
+    GNode *node = add_node(graph, cudaGraphNodeTypeMemFree, "memory free", d, nullptr);
+    node->fptr = dptr;
+    *pNode = (cudaGraphNode_t)node;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_out) { CUEMU_API_CALL();
+    GRAPH_LOCK();
+    GNode *n = (GNode *)node;
+    if (!dptr_out || !node_ok(node) || n->type != cudaGraphNodeTypeMemFree) return fail(cudaErrorInvalidValue);
+    memcpy(dptr_out, &n->fptr, sizeof(void *));
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaDeviceGraphMemTrim(int device) { CUEMU_API_CALL();
+    ensure_init();
+    if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
+    return cudaSuccess;
+}
+
+/* cuuint64_t values; the high-water marks may only be reset to 0 */
+extern "C" cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value) { CUEMU_API_CALL();
+    GRAPH_LOCK();
+    if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
+    if (!value) return fail(cudaErrorInvalidValue);
+    uint64_t v;
+    switch (attr) {
+    case cudaGraphMemAttrUsedMemCurrent: case cudaGraphMemAttrReservedMemCurrent: v = GM().used; break;
+    case cudaGraphMemAttrUsedMemHigh: case cudaGraphMemAttrReservedMemHigh: v = GM().used_high; break;
+    default: return fail(cudaErrorInvalidValue);
+    }
+    memcpy(value, &v, sizeof v);
+    return cudaSuccess;
+}
+extern "C" cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value) { CUEMU_API_CALL();
+    GRAPH_LOCK();
+    if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
+    if (!value) return fail(cudaErrorInvalidValue);
+    uint64_t v;
+    memcpy(&v, value, sizeof v);
+    if ((attr != cudaGraphMemAttrUsedMemHigh && attr != cudaGraphMemAttrReservedMemHigh) || v) return fail(cudaErrorInvalidValue);
+    GM().used_high = GM().used;
     return cudaSuccess;
 }
 

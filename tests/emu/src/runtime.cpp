@@ -237,6 +237,7 @@ void ensure_init() {
         }
         for (size_t i = 0; i < S.devs.size(); i++) {
             S.devs[i].legacy.device = (int)i;
+            S.devs[i].pool.device = (int)i;
             S.devs[i].peer.assign(S.devs.size(), false);
         }
     }
@@ -749,6 +750,31 @@ void run_device_grid(GridOp &op) {
     t_code_device = -1;   /* this host thread took part; it runs host code again */
 }
 
+/* >>residency: how many blocks of a kernel one multiprocessor holds at
+   once (CUDA C++ Programming Guide, "Hardware Multithreading": "the number
+   of blocks and warps that can reside and be processed together on the
+   multiprocessor ... depends on the amount of registers and shared memory
+   used by the kernel and the amount of registers and shared memory
+   available on the multiprocessor", and the maximum number of resident
+   blocks and threads per multiprocessor of the compute capability's table).
+   Threads count in whole warps; registers at 32 a thread (what
+   cudaFuncGetAttributes reports as numRegs); shared memory is the kernel's
+   static __shared__ bytes plus the launch's dynamic bytes plus the
+   reservedSharedMemPerBlock the device reports (1 KiB). */
+int blocks_per_sm(const Profile &p, const FuncAttr *fa, uint64_t threads, size_t dyn_smem) {
+    if (!threads || threads > (uint64_t)p.max_threads_per_block) return 0;
+    uint64_t warps = (threads + 31) / 32;
+    uint64_t n = (uint64_t)p.max_blocks_per_sm;
+    uint64_t by_threads = (uint64_t)p.max_threads_per_sm / (warps * 32);
+    uint64_t by_regs = (uint64_t)p.regs_per_sm / (warps * 32 * 32);
+    size_t per_block = (fa ? fa->static_smem() : 0) + dyn_smem + 1024;
+    uint64_t by_smem = p.smem_per_sm / per_block;
+    if (by_threads < n) n = by_threads;
+    if (by_regs < n) n = by_regs;
+    if (by_smem < n) n = by_smem;
+    return (int)n;
+}
+
 cudaError_t launch_checked(const LaunchSite &site, const void *func, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                            void (*run)(void *), void *args, void (*destroy)(void *), const PtrArg *ptrs, int nptrs,
                            int cooperative) {
@@ -804,16 +830,30 @@ cudaError_t launch_checked(const LaunchSite &site, const void *func, dim3 grid, 
                     site.kernel ? site.kernel : "?", list.c_str(), dev, p.major, p.minor);
         return drop(cudaErrorNoKernelImageForDevice);
     }
-    if (cooperative) {   /* every block must be resident at once */
-        uint64_t per_sm = (uint64_t)p.max_threads_per_sm / ((threads + 31) / 32 * 32);
-        if (per_sm > (uint64_t)p.max_blocks_per_sm) per_sm = p.max_blocks_per_sm;
-        if ((uint64_t)grid.x * grid.y * grid.z > (uint64_t)p.sms * per_sm) return drop(cudaErrorCooperativeLaunchTooLarge);
+    if (cooperative) {
+        /* Runtime API, cudaLaunchCooperativeKernel: "The total number of
+           blocks launched cannot exceed the maximum number of blocks per
+           multiprocessor as returned by
+           cudaOccupancyMaxActiveBlocksPerMultiprocessor (or
+           cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) times the
+           number of multiprocessors", else cudaErrorCooperativeLaunchTooLarge:
+           every block must be resident at once (static and dynamic shared
+           memory, threads and registers all count). */
+        int per_sm;
+        {
+            std::lock_guard<std::recursive_mutex> lk(S.mu);
+            auto it = S.funcs.find(func);
+            per_sm = blocks_per_sm(p, it != S.funcs.end() ? &it->second : nullptr, threads, smem);
+        }
+        if ((uint64_t)grid.x * grid.y * grid.z > (uint64_t)p.sms * (uint64_t)per_sm)
+            return drop(cudaErrorCooperativeLaunchTooLarge);
     }
     symbols_ready(dev);
     auto op = std::make_shared<GridOp>();
     DeviceCall *call = new DeviceCall{run, args, destroy, dev};
     op->g = Grid{site, func, grid, block, smem, dev, &device_call_run, call, &device_call_destroy,
                  std::vector<PtrArg>(ptrs, ptrs + nptrs)};
+    op->g.cooperative = cooperative;
     if (t_node_sink) {
         *t_node_sink = op;
         return cudaSuccess;
@@ -1098,6 +1138,21 @@ extern "C" cudaError_t cudaGetDeviceFlags(unsigned int *flags) { CUEMU_API_CALL(
     return cudaSuccess;
 }
 
+namespace {
+/* Runtime API, cudaMemPoolAttrReleaseThreshold: "When more than the release
+   threshold bytes of memory are held by the memory pool, the allocator will
+   try to release memory back to the OS on the next call to stream, event or
+   context synchronize." */
+void pools_release() {
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    for (Device &d : S.devs) {
+        MemPool &p = d.pool;
+        if (p.reserved > p.release_threshold) p.reserved = p.release_threshold > p.used ? p.release_threshold : p.used;
+    }
+}
+} /* namespace */
+
 extern "C" cudaError_t cudaDeviceSynchronize(void) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     cudaError_t e = capture_sync_check(nullptr, t_device);
@@ -1105,6 +1160,7 @@ extern "C" cudaError_t cudaDeviceSynchronize(void) { CUEMU_API_CALL();
     State &S = state();
     S.counters.host_waits++;
     run_until(~0ull);
+    pools_release();
     return set_error(sticky_error(t_device));
 }
 
@@ -1293,6 +1349,7 @@ extern "C" cudaError_t cudaFree(void *devPtr) { CUEMU_API_CALL();
     Alloc a = it->second;
     S.allocs.erase(it);
     if (a.kind == MEM_DEVICE) S.devs[a.device].used -= a.accounted;
+    if (a.pool) a.pool->used -= a.size;
     S.counters.frees++;
     san_free(a.base);
     bounds_remove(a.base, a.size);
@@ -1478,13 +1535,15 @@ cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_
     else if (!from_host && !to_host) S.counters.d2d_bytes += bytes;
     const char *srcp = (const char *)src;
     std::shared_ptr<std::vector<char>> staged;
+    bool waited = false;
     if (ss == SIDE_HOST && !to_host && !capturing) {
         /* From pageable memory: a synchronous copy first waits for the stream
            (the docs: "a stream sync is performed before the copy is
            initiated"); either form stages the data now, so the caller may
            reuse its buffer when the call returns. */
         if (!async) {
-            S.counters.host_waits++;
+            S.counters.host_waits++;   /* one wait: for the stream, then for the copy (below) */
+            waited = true;
             run_until(st->last_seq);
             if ((e = sticky_error(dev))) return set_error(e);
         }
@@ -1506,11 +1565,17 @@ cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_
     if (e) return set_error(e);
     /* The host waits for copies into host memory (always, if synchronous;
        for pageable memory even when asynchronous), and for synchronous
-       copies from pinned memory or between host buffers. */
-    bool wait = (to_host && (!async || ds == SIDE_HOST)) || (!async && from_host && ss != SIDE_HOST) ||
-                (from_host && to_host);
+       copies from host memory, pinned or pageable, or between host
+       buffers. (Runtime API, "API synchronization behavior", Memcpy: for a
+       synchronous copy from pageable memory "a stream sync is performed
+       before the copy is initiated" and the call returns once the buffer is
+       staged; the DMA "may not have completed", but nothing can observe
+       that: programs that read the destination from another stream right
+       after the call, as NVIDIA's StreamPriorities sample does, see the data
+       on GPUs. So the copy is complete, for every stream, when it returns.) */
+    bool wait = (to_host && (!async || ds == SIDE_HOST)) || (!async && from_host) || (from_host && to_host);
     if (wait && seq) {
-        S.counters.host_waits++;
+        if (!waited) S.counters.host_waits++;
         run_until(seq);
         if ((e = sticky_error(dev))) return set_error(e);
     }
@@ -1669,39 +1734,187 @@ extern "C" cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, st
    itself is made at the call. Allocation in a stream capture (graph memory
    nodes) is not emulated: cudaErrorStreamCaptureUnsupported. */
 namespace {
+/* The stream of a stream-ordered allocation or free; while it captures,
+   the call adds a graph memory node instead (Programming Guide, "Graph
+   Memory Nodes": stream capture of cudaMallocAsync / cudaFreeAsync). */
 cudaError_t async_stream(cudaStream_t hStream, Stream **st, int *dev) {
     cudaError_t e;
     *st = resolve_stream(hStream, dev, &e);
     if (!*st) return e;
     if ((e = capture_guard(*st))) return e;
-    if ((*st)->cap) {
-        static std::atomic<int> said{0};
-        if (said++ < 1) fprintf(stderr, "cuemu: cudaMallocAsync / cudaFreeAsync in a stream capture (graph memory nodes) is not emulated\n");
-        return cudaErrorStreamCaptureUnsupported;
-    }
     return cudaSuccess;
 }
 } /* namespace */
 
-extern "C" cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) { CUEMU_API_CALL();
+/* Device memory for a graph memory allocation node (graph.cpp): the
+   program's memory, made without cudaMalloc's stream-capture rules (a
+   captured cudaMallocAsync adds such a node). */
+cudaError_t cuemu::graph_alloc(int dev, size_t size, void **out) {
+    cudaError_t e = alloc_device(dev, size, false, out);
+    if (e) return e;
+    state().counters.mallocs++;
+    san_alloc(*out, size, dev);
+    bounds_add(*out, size);
+    return cudaSuccess;
+}
+
+namespace {
+/* The pool a handle names (null: not a pool). */
+MemPool *pool_of(cudaMemPool_t h) {
+    State &S = state();
+    for (Device &d : S.devs)
+        if ((cudaMemPool_t)&d.pool == h) return &d.pool;
+    return nullptr;
+}
+/* cudaMallocAsync and cudaMallocFromPoolAsync: memory from pool (null: the
+   stream's device's current pool), usable in stream order. */
+cudaError_t malloc_async(void **devPtr, size_t size, MemPool *pool, cudaStream_t hStream) {
     CUEMU_NEED_DEVICE();
     int dev;
     Stream *st;
     if (!devPtr) return set_error(cudaErrorInvalidValue);
     cudaError_t e = async_stream(hStream, &st, &dev);
     if (e) return set_error(e);
-    state().counters.mallocs++;
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    if (st->cap) {
+        if (size == 0) return set_error(cudaErrorInvalidValue);
+        if ((e = capture_mem_alloc(st, pool ? pool->device : dev, size, devPtr))) {
+            *devPtr = nullptr;
+            return set_error(e);
+        }
+        return cudaSuccess;
+    }
+    if (!pool) pool = S.devs[dev].cur_pool ? S.devs[dev].cur_pool : &S.devs[dev].pool;
+    S.counters.mallocs++;
     if (size == 0) {
         *devPtr = nullptr;
         return cudaSuccess;
     }
-    e = alloc_device(dev, size, false, devPtr);
+    e = alloc_device(pool->device, size, false, devPtr);
     if (e) {
         *devPtr = nullptr;
         return set_error(e);
     }
-    san_alloc(*devPtr, size, dev);
+    auto it = S.allocs.find((uintptr_t)*devPtr);
+    if (it != S.allocs.end()) it->second.pool = pool;
+    pool->used += size;
+    if (pool->used > pool->used_high) pool->used_high = pool->used;
+    if (pool->used > pool->reserved) pool->reserved = pool->used;
+    if (pool->reserved > pool->reserved_high) pool->reserved_high = pool->reserved;
+    san_alloc(*devPtr, size, pool->device);
     bounds_add(*devPtr, size);
+    return cudaSuccess;
+}
+} /* namespace */
+
+extern "C" cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) { CUEMU_API_CALL();
+    return malloc_async(devPtr, size, nullptr, hStream);
+}
+
+/* Runtime API, cudaMallocFromPoolAsync: "Allocates memory from a specified
+   pool with stream ordered semantics". */
+extern "C" cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    MemPool *pool;
+    {
+        std::lock_guard<std::recursive_mutex> lk(state().mu);
+        pool = pool_of(memPool);
+    }
+    if (!pool) return set_error(cudaErrorInvalidValue);
+    return malloc_async(ptr, size, pool, stream);
+}
+
+/* >>memory pools: Runtime API "Stream Ordered Memory Allocator" and
+   cudaMemPoolSetAttribute / cudaMemPoolGetAttribute. What the pool holds is
+   counted in bytes asked for (a GPU reserves in larger granules); freed
+   memory stays reserved until cudaMemPoolTrimTo releases it. */
+extern "C" cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    if (!memPool) return set_error(cudaErrorInvalidValue);
+    if (device < 0 || device >= device_count()) return set_error(cudaErrorInvalidDevice);
+    *memPool = (cudaMemPool_t)&state().devs[device].pool;
+    return cudaSuccess;
+}
+extern "C" cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    if (!memPool) return set_error(cudaErrorInvalidValue);
+    if (device < 0 || device >= device_count()) return set_error(cudaErrorInvalidDevice);
+    Device &d = state().devs[device];
+    *memPool = (cudaMemPool_t)(d.cur_pool ? d.cur_pool : &d.pool);
+    return cudaSuccess;
+}
+/* "The pool must be local to the specified device" */
+extern "C" cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    if (device < 0 || device >= device_count()) return set_error(cudaErrorInvalidDevice);
+    MemPool *p = pool_of(memPool);
+    if (!p || p->device != device) return set_error(cudaErrorInvalidValue);
+    state().devs[device].cur_pool = p;
+    return cudaSuccess;
+}
+/* "Releases memory back to the OS until the pool contains fewer than
+   minBytesToKeep reserved bytes, or there is no more memory that the
+   allocator can safely release" (memory in use stays). */
+extern "C" cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    MemPool *p = pool_of(memPool);
+    if (!p) return set_error(cudaErrorInvalidValue);
+    if (p->reserved > minBytesToKeep) p->reserved = minBytesToKeep > p->used ? minBytesToKeep : p->used;
+    return cudaSuccess;
+}
+/* The attributes' types: the reuse flags are int, the rest cuuint64_t; the
+   current counts are read-only and the high-water marks may only be reset
+   to 0 ("It is illegal to set this attribute to a non-zero value"). */
+extern "C" cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    MemPool *p = pool_of(memPool);
+    if (!p || !value) return set_error(cudaErrorInvalidValue);
+    uint64_t v64 = 0;
+    int vi = 0;
+    if (attr >= cudaMemPoolAttrReleaseThreshold) memcpy(&v64, value, sizeof v64);
+    else memcpy(&vi, value, sizeof vi);
+    switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies: p->reuse_follow_events = vi != 0; return cudaSuccess;
+    case cudaMemPoolReuseAllowOpportunistic: p->reuse_opportunistic = vi != 0; return cudaSuccess;
+    case cudaMemPoolReuseAllowInternalDependencies: p->reuse_internal = vi != 0; return cudaSuccess;
+    case cudaMemPoolAttrReleaseThreshold: p->release_threshold = v64; return cudaSuccess;
+    case cudaMemPoolAttrReservedMemHigh:
+        if (v64) return set_error(cudaErrorInvalidValue);
+        p->reserved_high = p->reserved;
+        return cudaSuccess;
+    case cudaMemPoolAttrUsedMemHigh:
+        if (v64) return set_error(cudaErrorInvalidValue);
+        p->used_high = p->used;
+        return cudaSuccess;
+    default: return set_error(cudaErrorInvalidValue);
+    }
+}
+extern "C" cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    MemPool *p = pool_of(memPool);
+    if (!p || !value) return set_error(cudaErrorInvalidValue);
+    int vi = 0;
+    uint64_t v64 = 0;
+    switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies: vi = p->reuse_follow_events; break;
+    case cudaMemPoolReuseAllowOpportunistic: vi = p->reuse_opportunistic; break;
+    case cudaMemPoolReuseAllowInternalDependencies: vi = p->reuse_internal; break;
+    case cudaMemPoolAttrReleaseThreshold: v64 = p->release_threshold; break;
+    case cudaMemPoolAttrReservedMemCurrent: v64 = p->reserved; break;
+    case cudaMemPoolAttrReservedMemHigh: v64 = p->reserved_high; break;
+    case cudaMemPoolAttrUsedMemCurrent: v64 = p->used; break;
+    case cudaMemPoolAttrUsedMemHigh: v64 = p->used_high; break;
+    default: return set_error(cudaErrorInvalidValue);
+    }
+    if (attr >= cudaMemPoolAttrReleaseThreshold) memcpy(value, &v64, sizeof v64);
+    else memcpy(value, &vi, sizeof vi);
     return cudaSuccess;
 }
 
@@ -1712,6 +1925,7 @@ extern "C" cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) { CUEMU
     cudaError_t e = async_stream(hStream, &st, &dev);
     if (e) return set_error(e);
     if (!devPtr) return cudaSuccess;
+    if (st->cap) return (e = capture_mem_free(st, devPtr)) ? set_error(e) : cudaSuccess;
     State &S = state();
     std::lock_guard<std::recursive_mutex> lk(S.mu);
     auto it = S.allocs.find((uintptr_t)devPtr);
@@ -1727,6 +1941,7 @@ extern "C" cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) { CUEMU
         Alloc a = it2->second;
         S2.allocs.erase(it2);
         S2.devs[a.device].used -= a.accounted;
+        if (a.pool) a.pool->used -= a.size;   /* back in the pool: still reserved (cudaMemPoolTrimTo) */
         san_free(a.base);
         bounds_remove(a.base, a.size);
         quarantine(S2, a);
@@ -1759,6 +1974,153 @@ extern "C" cudaError_t cudaStreamDestroy(cudaStream_t stream) { CUEMU_API_CALL()
         return set_error(cudaErrorInvalidResourceHandle);
     S.streams.erase(s);
     S.stream_graveyard.push_back(s);   /* its queued work still completes */
+    return cudaSuccess;
+}
+
+/* >>3-D memory (Runtime API, cudaMalloc3D, cudaMemcpy3D, cudaMemset3D):
+   linear memory described by cudaPitchedPtr; CUDA arrays (srcArray /
+   dstArray) are not emulated and are refused with a message. "The extent
+   field defines the dimensions of the transferred area in elements ... If
+   no CUDA array is participating in the copy then the extents are defined
+   in elements of unsigned char"; positions likewise (x in bytes). Slice z
+   of a pitched pointer starts at z * pitch * ysize. */
+extern "C" cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    if (!pitchedDevPtr) return set_error(cudaErrorInvalidValue);
+    size_t pitch = 0;
+    void *p = nullptr;
+    cudaError_t e = cudaMallocPitch(&p, &pitch, extent.width, extent.height * extent.depth);
+    if (e) return e;
+    *pitchedDevPtr = cudaPitchedPtr{p, pitch, extent.width, extent.height};
+    return cudaSuccess;
+}
+
+namespace {
+cudaError_t copy3d(const cudaMemcpy3DParms *p, cudaStream_t stream, bool async) {
+    CUEMU_NEED_DEVICE();
+    if (!p) return set_error(cudaErrorInvalidValue);
+    if (p->srcArray || p->dstArray) {
+        static std::atomic<int> said{0};
+        if (said++ < 1) fprintf(stderr, "cuemu: cudaMemcpy3D with a CUDA array (srcArray/dstArray) is not emulated\n");
+        return set_error(cudaErrorNotSupported);
+    }
+    const cudaExtent &x = p->extent;
+    if (!p->srcPtr.ptr || !p->dstPtr.ptr) return set_error(cudaErrorInvalidValue);
+    if (x.width == 0 || x.height == 0 || x.depth == 0) return cudaSuccess;
+    /* a slice's rows must fit in the slice, or slices would overlap */
+    if (x.depth > 1 && (p->srcPos.y + x.height > p->srcPtr.ysize || p->dstPos.y + x.height > p->dstPtr.ysize))
+        return set_error(cudaErrorInvalidValue);
+    if (p->srcPos.x + x.width > p->srcPtr.pitch || p->dstPos.x + x.width > p->dstPtr.pitch)
+        return set_error(cudaErrorInvalidPitchValue);
+    size_t sslice = p->srcPtr.pitch * p->srcPtr.ysize, dslice = p->dstPtr.pitch * p->dstPtr.ysize;
+    for (size_t z = 0; z < x.depth; z++) {
+        const char *src = (const char *)p->srcPtr.ptr + (p->srcPos.z + z) * sslice + p->srcPos.y * p->srcPtr.pitch + p->srcPos.x;
+        char *dst = (char *)p->dstPtr.ptr + (p->dstPos.z + z) * dslice + p->dstPos.y * p->dstPtr.pitch + p->dstPos.x;
+        cudaError_t e = copy(dst, p->dstPtr.pitch, src, p->srcPtr.pitch, x.width, x.height, p->kind, stream, async);
+        if (e) return e;
+    }
+    return cudaSuccess;
+}
+cudaError_t fill3d(cudaPitchedPtr ptr, int value, cudaExtent x, cudaStream_t stream, bool async) {
+    CUEMU_NEED_DEVICE();
+    if (x.width == 0 || x.height == 0 || x.depth == 0) return cudaSuccess;
+    if (!ptr.ptr || x.width > ptr.pitch || (x.depth > 1 && x.height > ptr.ysize)) return set_error(cudaErrorInvalidValue);
+    for (size_t z = 0; z < x.depth; z++) {
+        cudaError_t e = fill((char *)ptr.ptr + z * ptr.pitch * ptr.ysize, ptr.pitch, value, x.width, x.height, stream, async);
+        if (e) return e;
+    }
+    return cudaSuccess;
+}
+} /* namespace */
+
+extern "C" cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    return copy3d(p, nullptr, false);
+}
+extern "C" cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) { CUEMU_API_CALL();
+    return copy3d(p, stream, true);
+}
+extern "C" cudaError_t cudaMemset3D(struct cudaPitchedPtr ptr, int value, struct cudaExtent extent) { CUEMU_API_CALL();
+    return fill3d(ptr, value, extent, nullptr, false);
+}
+extern "C" cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr ptr, int value, struct cudaExtent extent, cudaStream_t stream) { CUEMU_API_CALL();
+    return fill3d(ptr, value, extent, stream, true);
+}
+
+/* >>stream attributes (Runtime API, cudaStreamSetAttribute /
+   cudaStreamGetAttribute; the L2 access policy window: Programming Guide,
+   "L2 Access Management"). Accepted and checked; the emulated device has no
+   L2 to set aside, so results do not change: num_bytes at most
+   cudaDevAttrMaxAccessPolicyWindowSize, hitRatio in [0, 1], missProp
+   "must be either NORMAL or STREAMING". */
+extern "C" cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, const cudaStreamAttrValue *value) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    int dev;
+    cudaError_t e;
+    Stream *s = resolve_stream(hStream, &dev, &e);
+    if (!s) return set_error(e);
+    if (!value) return set_error(cudaErrorInvalidValue);
+    switch ((int)attr) {
+    case cudaLaunchAttributeAccessPolicyWindow: {
+        const cudaAccessPolicyWindow &w = value->accessPolicyWindow;
+        int maxw = 0;
+        cudaDeviceGetAttribute(&maxw, cudaDevAttrMaxAccessPolicyWindowSize, dev);
+        if (w.num_bytes > (size_t)maxw || !(w.hitRatio >= 0.0f && w.hitRatio <= 1.0f) ||
+            (unsigned)w.hitProp > cudaAccessPropertyPersisting || w.missProp == cudaAccessPropertyPersisting ||
+            (unsigned)w.missProp > cudaAccessPropertyPersisting)
+            return set_error(cudaErrorInvalidValue);
+        s->apw = w;
+        return cudaSuccess;
+    }
+    case cudaLaunchAttributeSynchronizationPolicy: {
+        int v;
+        memcpy(&v, value, sizeof v);
+        if (v < 1 || v > 4) return set_error(cudaErrorInvalidValue);   /* cudaSyncPolicyAuto .. BlockingSync */
+        s->sync_policy = v;
+        return cudaSuccess;
+    }
+    default: return set_error(cudaErrorInvalidValue);
+    }
+}
+extern "C" cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaStreamAttrID attr, cudaStreamAttrValue *value) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    int dev;
+    cudaError_t e;
+    Stream *s = resolve_stream(hStream, &dev, &e);
+    if (!s) return set_error(e);
+    if (!value) return set_error(cudaErrorInvalidValue);
+    memset(value, 0, sizeof *value);
+    switch ((int)attr) {
+    case cudaLaunchAttributeAccessPolicyWindow: value->accessPolicyWindow = s->apw; return cudaSuccess;
+    case cudaLaunchAttributeSynchronizationPolicy: {
+        int v = s->sync_policy ? s->sync_policy : 1;
+        memcpy(value, &v, sizeof v);
+        return cudaSuccess;
+    }
+    case cudaLaunchAttributePriority: value->priority = s->priority; return cudaSuccess;
+    default: return set_error(cudaErrorInvalidValue);
+    }
+}
+
+/* >>cudaStreamAttachMemAsync (Runtime API): devPtr is managed memory
+   (cudaMallocManaged, __managed__); length 0 (the whole allocation) or its
+   size; flags one of cudaMemAttachGlobal, cudaMemAttachHost,
+   cudaMemAttachSingle, and "It is illegal to attach singly to the NULL
+   stream". The emulated device's managed memory is always coherent, so the
+   attachment changes what the host may touch on a GPU, not the results
+   here. */
+extern "C" cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    int dev;
+    cudaError_t e;
+    Stream *s = resolve_stream(stream, &dev, &e);
+    if (!s) return set_error(e);
+    if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle)
+        return set_error(cudaErrorInvalidValue);
+    if (flags == cudaMemAttachSingle && (stream == nullptr || stream == cudaStreamLegacy))
+        return set_error(cudaErrorInvalidValue);
+    Region r;
+    if (!devPtr || classify(devPtr, &r) != MEM_MANAGED || r.base != (char *)devPtr || (length && length != r.size))
+        return set_error(cudaErrorInvalidValue);
     return cudaSuccess;
 }
 
@@ -1799,6 +2161,7 @@ extern "C" cudaError_t cudaStreamSynchronize(cudaStream_t stream) { CUEMU_API_CA
     if ((e = capture_sync_check(s, dev))) return set_error(e);
     state().counters.host_waits++;
     run_until(s->last_seq);
+    pools_release();
     return set_error(sticky_error(dev));
 }
 
@@ -1973,6 +2336,7 @@ extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t event) { CUEMU_API_CALL(
     if (ce) return set_error(ce);
     state().counters.host_waits++;
     if (ev->recorded) run_until(ev->rec_seq);
+    pools_release();
     return set_error(sticky_error(ev->device));
 }
 
@@ -2018,8 +2382,46 @@ extern "C" cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 g, dim
     return launch_void(func, g, b, a, s, st, 1);
 }
 
+/* >>clusters: CUDA C++ Programming Guide, "Thread Block Clusters": "a
+   maximum of 8 thread blocks in a cluster is supported as a portable
+   cluster size" (more only where the kernel sets
+   cudaFuncAttributeNonPortableClusterSizeAllowed: 16 on compute capability
+   9.0 and 10.0, cudaOccupancyMaxPotentialClusterSize), and "the grid
+   dimension must be a multiple of cluster size" (its cudaLaunchKernelEx
+   example). A launch that breaks either is refused with
+   cudaErrorInvalidClusterSize ("a kernel launch error has occurred due to
+   cluster misconfiguration", driver_types.h); clusters exist from compute
+   capability 9.0 (cudaDevAttrClusterLaunch). */
+cudaError_t cuemu::launch_attrs_check(const cudaLaunchConfig_t *config, const void *func) {
+    if (!config) return set_error(cudaErrorInvalidValue);
+    if (config->numAttrs && !config->attrs) return set_error(cudaErrorInvalidValue);
+    for (unsigned i = 0; i < config->numAttrs; i++) {
+        const cudaLaunchAttribute &a = config->attrs[i];
+        if (a.id != cudaLaunchAttributeClusterDimension) continue;
+        unsigned cx = a.val.clusterDim.x, cy = a.val.clusterDim.y, cz = a.val.clusterDim.z;
+        if (!cx || !cy || !cz) return set_error(cudaErrorInvalidValue);
+        if (cx == 1 && cy == 1 && cz == 1) continue;
+        CUEMU_NEED_DEVICE();
+        const Profile &p = dev_of(t_device).prof;
+        if (p.major < 9) return set_error(cudaErrorInvalidClusterSize);
+        bool nonportable = false;
+        {
+            State &S = state();
+            std::lock_guard<std::recursive_mutex> lk(S.mu);
+            auto it = S.funcs.find(func);
+            nonportable = it != S.funcs.end() && it->second.nonportable_cluster;
+        }
+        uint64_t size = (uint64_t)cx * cy * cz;
+        if (size > (nonportable && (p.major == 9 || p.major == 10) ? 16u : 8u)) return set_error(cudaErrorInvalidClusterSize);
+        if (config->gridDim.x % cx || config->gridDim.y % cy || config->gridDim.z % cz)
+            return set_error(cudaErrorInvalidClusterSize);
+    }
+    return cudaSuccess;
+}
+
 extern "C" cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) { CUEMU_API_CALL();
     if (!config) return set_error(cudaErrorInvalidValue);
+    if (cudaError_t ce = launch_attrs_check(config, func)) return ce;
     int coop = 0;
     for (unsigned i = 0; i < config->numAttrs; i++)
         if (config->attrs && config->attrs[i].id == cudaLaunchAttributeCooperative) coop = config->attrs[i].val.cooperative;
@@ -2072,6 +2474,10 @@ extern "C" cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttri
         if (value < -1 || value > 100) return set_error(cudaErrorInvalidValue);
         S.funcs[func].carveout = value;
         return cudaSuccess;
+    case cudaFuncAttributeNonPortableClusterSizeAllowed:
+        if (value != 0 && value != 1) return set_error(cudaErrorInvalidValue);
+        S.funcs[func].nonportable_cluster = value != 0;
+        return cudaSuccess;
     default: return set_error(cudaErrorInvalidValue);
     }
 }
@@ -2091,15 +2497,14 @@ extern "C" cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(in
         *numBlocks = 0;
         return cudaSuccess;
     }
-    int warps = (blockSize + 31) / 32;
-    int by_threads = p.max_threads_per_sm / (warps * 32);
-    int by_regs = p.regs_per_sm / (warps * 32 * 32);   /* 32 registers a thread, the emulator's answer */
-    int by_smem = (int)(p.smem_per_sm / (smem + 1024));
-    int n = p.max_blocks_per_sm;
-    if (by_threads < n) n = by_threads;
-    if (by_regs < n) n = by_regs;
-    if (by_smem < n) n = by_smem;
-    *numBlocks = n;
+    /* the kernel's static __shared__ bytes count with the dynamic ones
+       (blocks_per_sm; Runtime API: dynamicSMemSize is the "per-block
+       dynamic shared memory usage intended, in bytes", on top of the
+       function's own) */
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    auto it = S.funcs.find(func);
+    *numBlocks = blocks_per_sm(p, it != S.funcs.end() ? &it->second : nullptr, (uint64_t)blockSize, smem);
     return cudaSuccess;
 }
 
@@ -2192,6 +2597,12 @@ CUEMU_PTSZ(cudaError_t, cudaMemPrefetchAsync, (const void *p, size_t n, struct c
            (p, n, l, f, ptsz(st)))
 CUEMU_PTSZ(cudaError_t, cudaMallocAsync, (void **p, size_t n, cudaStream_t st), (p, n, ptsz(st)))
 CUEMU_PTSZ(cudaError_t, cudaFreeAsync, (void *p, cudaStream_t st), (p, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMallocFromPoolAsync, (void **p, size_t n, cudaMemPool_t pool, cudaStream_t st), (p, n, pool, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMemcpy3DAsync, (const struct cudaMemcpy3DParms *p, cudaStream_t st), (p, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaMemset3DAsync, (struct cudaPitchedPtr p, int v, struct cudaExtent x, cudaStream_t st), (p, v, x, ptsz(st)))
+CUEMU_PTSZ(cudaError_t, cudaStreamAttachMemAsync, (cudaStream_t st, void *p, size_t n, unsigned int f), (ptsz(st), p, n, f))
+CUEMU_PTSZ(cudaError_t, cudaStreamGetAttribute, (cudaStream_t st, cudaStreamAttrID a, cudaStreamAttrValue *v), (ptsz(st), a, v))
+CUEMU_PTSZ(cudaError_t, cudaStreamSetAttribute, (cudaStream_t st, cudaStreamAttrID a, const cudaStreamAttrValue *v), (ptsz(st), a, v))
 CUEMU_PTSZ(cudaError_t, cudaStreamSynchronize, (cudaStream_t st), (ptsz(st)))
 CUEMU_PTSZ(cudaError_t, cudaStreamQuery, (cudaStream_t st), (ptsz(st)))
 CUEMU_PTSZ(cudaError_t, cudaStreamGetPriority, (cudaStream_t st, int *p), (ptsz(st), p))
@@ -2238,6 +2649,12 @@ extern "C" cudaError_t cudaMemset_ptds(void *p, int value, size_t count) { CUEMU
 }
 extern "C" cudaError_t cudaMemset2D_ptds(void *p, size_t pitch, int value, size_t width, size_t height) { CUEMU_API_CALL();
     return fill(p, pitch, value, width, height, cudaStreamPerThread, false);
+}
+extern "C" cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    return copy3d(p, cudaStreamPerThread, false);
+}
+extern "C" cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr ptr, int value, struct cudaExtent extent) { CUEMU_API_CALL();
+    return fill3d(ptr, value, extent, cudaStreamPerThread, false);
 }
 extern "C" cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count, size_t offset,
                                               enum cudaMemcpyKind kind) { CUEMU_API_CALL();

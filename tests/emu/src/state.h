@@ -30,6 +30,8 @@ struct Stream {
     uint64_t last_seq;     /* the last unit of work queued on it */
     Capture *cap = nullptr;          /* the stream capture it takes part in (graph.cpp) */
     std::vector<GNode *> cap_tail;   /* while capturing: what its next work depends on */
+    cudaAccessPolicyWindow apw{};    /* cudaStreamSetAttribute: accepted, no effect on results */
+    int sync_policy = 0;
 };
 
 struct Event {
@@ -70,6 +72,17 @@ struct Alloc {
     bool internal;       /* a library's own workspace */
     unsigned flags;      /* cudaHostAlloc / cudaHostRegister flags */
     bool free_queued;    /* cudaFreeAsync queued its release */
+    struct MemPool *pool = nullptr;   /* cudaMallocAsync / cudaMallocFromPoolAsync: the pool it came from */
+};
+
+/* A stream-ordered memory pool (Runtime API, "Stream Ordered Memory
+   Allocator"): its attributes and what it holds. Only each device's default
+   pool exists (cudaMemPoolCreate is not emulated). */
+struct MemPool {
+    int device;
+    uint64_t release_threshold = 0;
+    int reuse_follow_events = 1, reuse_opportunistic = 1, reuse_internal = 1;
+    uint64_t used = 0, used_high = 0, reserved = 0, reserved_high = 0;
 };
 
 struct Device {
@@ -80,6 +93,8 @@ struct Device {
     unsigned flags = 0;
     std::vector<bool> peer;       /* peer access enabled to device i */
     size_t limits[16] = {};
+    MemPool pool{};               /* the default memory pool (its device is set at start-up) */
+    MemPool *cur_pool = nullptr;  /* cudaDeviceSetMemPool (null: the default) */
 };
 
 struct Counters {
@@ -100,6 +115,7 @@ struct FuncAttr {
     const char *name = nullptr;
     int max_threads = 0;          /* __launch_bounds__ (0: none) */
     size_t reg_smem = 0;          /* static __shared__ bytes from the source */
+    bool nonportable_cluster = false;   /* cudaFuncAttributeNonPortableClusterSizeAllowed */
     cudaError_t (*launcher)(const void *, dim3, dim3, void **, size_t, cudaStream_t, int) = nullptr;
     /* static shared memory: the source's count, or what runs showed where the rewrite could not size it */
     size_t static_smem() const { return reg_smem > seen_smem ? reg_smem : seen_smem; }
@@ -192,6 +208,13 @@ cudaError_t capture_sync_check(Stream *st, int device);
 void capture_event_record(Stream *st, Event *ev);
 cudaError_t capture_event_wait(Stream *st, Event *ev);
 cudaError_t capture_event_check(Event *ev);   /* cudaErrorCapturedEvent for an event recorded in a capture */
+/* Graph memory nodes (graph.cpp): a captured cudaMallocAsync adds an
+   allocation node after st's work and returns its address; a captured
+   cudaFreeAsync of such an address adds a free node. graph_alloc
+   (runtime.cpp): the node's device memory. */
+cudaError_t capture_mem_alloc(Stream *st, int dev, size_t size, void **out);
+cudaError_t capture_mem_free(Stream *st, void *p);
+cudaError_t graph_alloc(int dev, size_t size, void **out);
 /* runtime.cpp: a kernel node's grid from its parameters (through the kernel's registered launcher) */
 cudaError_t make_kernel_grid(const cudaKernelNodeParams *kp, std::shared_ptr<GridOp> *out);
 void set_kernel_node(GNode *n, std::shared_ptr<GridOp> op, const void *func, dim3 grid, dim3 block, size_t smem);
@@ -212,6 +235,7 @@ struct Grid {
     void *args;
     void (*destroy)(void *);
     std::vector<PtrArg> ptrs;
+    int cooperative = 0;   /* cudaLaunchCooperativeKernel: every block resident at once (grid_group::sync) */
 };
 struct GridOp {
     Grid g;

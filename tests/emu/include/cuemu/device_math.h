@@ -42,6 +42,7 @@
 #include <string.h>
 #include <type_traits>
 #include "fp_round.h"
+#include "../vector_types.h"
 
 namespace cuemu {
 namespace dm {
@@ -64,6 +65,41 @@ inline int __double2hiint(double x) { return (int)(uint32_t)(cuemu::fp::d2u(x) >
 inline int __double2loint(double x) { return (int)(uint32_t)cuemu::fp::d2u(x); }
 
 /* >>integer intrinsics */
+/* __dp4a / __dp2a_lo / __dp2a_hi (CUDA Math API, Integer Intrinsics; compute
+   capability 6.1 and up): four 8x8 or two 16x8 products of packed integers
+   (byte or half-word 0 the least significant, the vector forms' x), summed
+   with c; the 32-bit sum wraps as the hardware's integer add does. */
+namespace cuemu {
+inline int32_t dp_byte(uint32_t v, int i, bool sign) { return sign ? (int32_t)(int8_t)(v >> (8 * i)) : (int32_t)(uint8_t)(v >> (8 * i)); }
+inline int32_t dp_half(uint32_t v, int i, bool sign) { return sign ? (int32_t)(int16_t)(v >> (16 * i)) : (int32_t)(uint16_t)(v >> (16 * i)); }
+inline uint32_t dp4a(uint32_t a, uint32_t b, uint32_t c, bool sign) {
+    uint32_t s = c;
+    for (int i = 0; i < 4; i++) s += (uint32_t)(dp_byte(a, i, sign) * dp_byte(b, i, sign));
+    return s;
+}
+inline uint32_t dp2a(uint32_t a, uint32_t b, uint32_t c, bool sign, int half) {
+    uint32_t s = c;
+    for (int i = 0; i < 2; i++) s += (uint32_t)(dp_half(a, i, sign) * dp_byte(b, 2 * half + i, sign));
+    return s;
+}
+template <class V> inline uint32_t pack4(V v) {
+    return (uint32_t)(uint8_t)v.x | (uint32_t)(uint8_t)v.y << 8 | (uint32_t)(uint8_t)v.z << 16 | (uint32_t)(uint8_t)v.w << 24;
+}
+template <class V> inline uint32_t pack2(V v) { return (uint32_t)(uint16_t)v.x | (uint32_t)(uint16_t)v.y << 16; }
+} /* namespace cuemu */
+inline int __dp4a(int a, int b, int c) { return (int)cuemu::dp4a((uint32_t)a, (uint32_t)b, (uint32_t)c, true); }
+inline unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c) { return cuemu::dp4a(a, b, c, false); }
+inline int __dp4a(char4 a, char4 b, int c) { return (int)cuemu::dp4a(cuemu::pack4(a), cuemu::pack4(b), (uint32_t)c, true); }
+inline unsigned int __dp4a(uchar4 a, uchar4 b, unsigned int c) { return cuemu::dp4a(cuemu::pack4(a), cuemu::pack4(b), c, false); }
+inline int __dp2a_lo(int a, int b, int c) { return (int)cuemu::dp2a((uint32_t)a, (uint32_t)b, (uint32_t)c, true, 0); }
+inline unsigned int __dp2a_lo(unsigned int a, unsigned int b, unsigned int c) { return cuemu::dp2a(a, b, c, false, 0); }
+inline int __dp2a_lo(short2 a, char4 b, int c) { return (int)cuemu::dp2a(cuemu::pack2(a), cuemu::pack4(b), (uint32_t)c, true, 0); }
+inline unsigned int __dp2a_lo(ushort2 a, uchar4 b, unsigned int c) { return cuemu::dp2a(cuemu::pack2(a), cuemu::pack4(b), c, false, 0); }
+inline int __dp2a_hi(int a, int b, int c) { return (int)cuemu::dp2a((uint32_t)a, (uint32_t)b, (uint32_t)c, true, 1); }
+inline unsigned int __dp2a_hi(unsigned int a, unsigned int b, unsigned int c) { return cuemu::dp2a(a, b, c, false, 1); }
+inline int __dp2a_hi(short2 a, char4 b, int c) { return (int)cuemu::dp2a(cuemu::pack2(a), cuemu::pack4(b), (uint32_t)c, true, 1); }
+inline unsigned int __dp2a_hi(ushort2 a, uchar4 b, unsigned int c) { return cuemu::dp2a(cuemu::pack2(a), cuemu::pack4(b), c, false, 1); }
+
 inline int __popc(unsigned int x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long int x) { return __builtin_popcountll(x); }
 inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }

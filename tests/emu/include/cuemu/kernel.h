@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <utility>
 #include "../cuda_runtime_api.h"
+#include "texture.h"
 
 namespace cuemu {
 
@@ -52,6 +53,11 @@ struct LaunchSite {
    frees the argument block after the grid is done. */
 cudaError_t launch(const LaunchSite &site, const void *func, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                    void (*run)(void *), void *args, void (*destroy)(void *), const PtrArg *ptrs, int nptrs, int cooperative);
+
+/* cudaLaunchKernelEx's attributes that the launch must satisfy before it
+   is queued (cluster dimensions, ...): cudaSuccess or the launch's error,
+   recorded as the last error. */
+cudaError_t launch_attrs_check(const cudaLaunchConfig_t *config, const void *func);
 
 template <class T> struct PtrInfo { static constexpr bool is_ptr = false; };
 template <class T> struct PtrInfo<T *> {
@@ -181,6 +187,19 @@ uint64_t wmma_layout_seed();
 /* The lanes of the calling warp that reach this call (site) together. */
 unsigned active_mask(const char *site);
 unsigned lane_id();
+/* cooperative_groups::grid_group::sync(): every thread of every block of
+   the grid waits there (a cooperative launch only); grid_is_cooperative():
+   whether the running grid was launched so. */
+void grid_sync(const char *what);
+bool grid_is_cooperative();
+/* cuda_pipeline_primitives.h: the calling thread's asynchronous copies (exec.cpp) */
+void pipeline_copy(void *dst, const void *src, size_t size_and_align, size_t zfill);
+void pipeline_commit();
+void pipeline_wait_prior(size_t prior);
+/* <cuda/barrier>'s cuda::memcpy_async: copies bound to the barrier at key,
+   done when its phase completes (async_copy_flush). */
+void async_copy_add(const void *key, void *dst, const void *src, size_t n);
+void async_copy_flush(const void *key);
 /* A point where a spinning thread lets the others of its block run. */
 void yield_point();
 void trap(const char *why);

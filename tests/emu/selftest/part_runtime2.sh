@@ -1,0 +1,48 @@
+# part_runtime2.sh - sourced by run.sh: runtime rules of issue 37, in
+# runtime2/ (one program per area, each checking many rules with controls):
+# launch_rules.cu (occupancy with static shared memory, cooperative launch
+# size, cluster dimensions, warp votes by disjoint lane groups, device clock
+# rate, synchronous copies from pageable memory), run plainly and under
+# shuffled schedules.
+echo "== runtime rules (issue 37): launches, clocks, copies"
+build_and_run runtime2_launch_rules "$HERE/runtime2/launch_rules.cu" -O2
+if [ -x "$OUT/runtime2_launch_rules" ]; then
+    for seed in 1 4 7; do
+        CUEMU_SCHEDULE=shuffle CUEMU_SEED=$seed program "runtime2_launch_rules_shuffle_$seed" "$OUT/runtime2_launch_rules"
+    done
+fi
+# runtime_apis.cu: __dp4a/__dp2a, memory pools, cudaStreamAttachMemAsync,
+# stream attributes, 3-D copies (before issue 37 it did not compile)
+build_and_run runtime2_runtime_apis "$HERE/runtime2/runtime_apis.cu" -O2
+# textures.cu: texture objects over linear, pitch-2D memory and CUDA arrays
+# (before issue 37 it did not compile)
+build_and_run runtime2_textures "$HERE/runtime2/textures.cu" -O2
+# coop_groups.cu: the thread_group base, partitions, block_tile_memory,
+# grid_group::sync() in cooperative launches; and two failing cases, each in
+# its own run (each leaves a sticky error)
+build_and_run runtime2_coop_groups "$HERE/runtime2/coop_groups.cu" -O2
+if [ -x "$OUT/runtime2_coop_groups" ]; then
+    CUEMU_SCHEDULE=shuffle CUEMU_SEED=5 program runtime2_coop_groups_shuffle "$OUT/runtime2_coop_groups"
+    for c in not_cooperative exits_early; do
+        CUEMU_ST_CASE=$c program "runtime2_coop_groups_$c" "$OUT/runtime2_coop_groups"
+    done
+fi
+# pipeline.cu: cuda_pipeline_primitives.h / cuda_pipeline.h (copies happen
+# when a wait covers their batch); a misaligned source in a run of its own
+build_and_run runtime2_pipeline "$HERE/runtime2/pipeline.cu" -O2
+if [ -x "$OUT/runtime2_pipeline" ]; then
+    CUEMU_ST_CASE=misaligned program runtime2_pipeline_misaligned "$OUT/runtime2_pipeline"
+fi
+# libcuxx_barrier.cu: <cuda/barrier> (cuda::barrier, cuda::memcpy_async bound
+# to it); a phase short of arrivals in a run of its own
+build_and_run runtime2_libcuxx_barrier "$HERE/runtime2/libcuxx_barrier.cu" -O2
+if [ -x "$OUT/runtime2_libcuxx_barrier" ]; then
+    CUEMU_SCHEDULE=shuffle CUEMU_SEED=3 program runtime2_libcuxx_barrier_shuffle "$OUT/runtime2_libcuxx_barrier"
+    CUEMU_ST_CASE=short program runtime2_libcuxx_barrier_short "$OUT/runtime2_libcuxx_barrier"
+fi
+# libcuxx_pipeline.cu: <cuda/pipeline> (a block's two-stage pipeline, a
+# thread's own)
+build_and_run runtime2_libcuxx_pipeline "$HERE/runtime2/libcuxx_pipeline.cu" -O2
+if [ -x "$OUT/runtime2_libcuxx_pipeline" ]; then
+    CUEMU_SCHEDULE=shuffle CUEMU_SEED=2 program runtime2_libcuxx_pipeline_shuffle "$OUT/runtime2_libcuxx_pipeline"
+fi
