@@ -29,7 +29,7 @@ endif
 $(call lazy,HAVE_NCCL,$(if $(HAVE_NVCC),printf '\043include <nccl.h>\n' | $(NVCC) $$(CUDA_FLAGS) -x cu -E - >/dev/null 2>&1 && echo yes))
 $(call lazy,HAVE_OPENBLAS,printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: test-embed all help demo demo-gpt bench-gpt doctor data matmul-demo grade grade-class plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention gpu-static model clean
+.PHONY: test-samples test-embed all help demo demo-gpt bench-gpt doctor data matmul-demo grade grade-class plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention gpu-static model clean
 EXAMPLES = build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck build/doctor build/gpt_text
 all: $(EXAMPLES)
 
@@ -43,6 +43,7 @@ help:
 	@echo "make test-all      every tier in full (make test-extra, then make test): about 37 minutes"
 	@echo "make test-extra    what make test leaves out: sanitizers, fuzzing, the full tiers below"
 	@echo "make test-emu      the GPU path on the emulated CUDA device, in full"
+	@echo "make test-samples  CUDA programs in the cuda-samples style, one per feature, on the emulated device"
 	@echo "make test-embed    gpudl.h warning-free under users' flags and compilers (EMBED_ARGS=--full: every one)"
 	@echo "make test-windows  the CPU suites and examples built by MinGW-w64, run under Wine"
 	@echo "make test-arm64    the CPU suites built for aarch64 (NEON GEMM), run under QEMU (slow; make test runs a subset)"
@@ -155,6 +156,13 @@ test-all:
 # in a short mode and the device profiles. make test runs it too.
 test-emu:
 	bash tests/run_emu.sh
+
+# CUDA programs of ours in the style of NVIDIA's cuda-samples, one per feature
+# (textures, cooperative groups, WMMA, memory pools, 3D copies, host functions,
+# clusters, __CUDA_ARCH__...), built with plain nvcc lines on the emulated
+# device; fetches nothing (tests/run_samples.sh; part of make test-extra).
+test-samples:
+	bash tests/run_samples.sh
 
 # gpudl.h under the flags and compilers users build with, warnings as errors (tests/run_embed.sh):
 # the core in make test, EMBED_ARGS=--full the whole matrix (in make test-extra)

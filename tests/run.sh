@@ -479,6 +479,12 @@ if command -v python3 >/dev/null && command -v g++ >/dev/null; then
 else
     skip test_emu "the emulated device needs python3 and g++"
 fi
+section "CUDA programs in the cuda-samples style, one per feature a course teaches, on the emulated device (make test-samples)"
+if command -v python3 >/dev/null && command -v g++ >/dev/null; then
+    run_suite bash tests/run_samples.sh
+else
+    skip test_samples "the emulated device needs python3 and g++"
+fi
 fi
 
 t=$(( $(date +%s) - START ))

@@ -13,7 +13,7 @@
 # samples' EXIT_WAIVED: a feature the device says it lacks). Samples that
 # need what the emulator does not claim (OpenGL/EGL/Vulkan/Direct3D, NVRTC,
 # the driver API's JIT/IPC, MPI, cuFFT/cuRAND/cuSPARSE/cuSOLVER/NPP/nvJPEG,
-# NvSci, several processes) are listed as "not claimed" with the reason.
+# Thrust/CUB, NvSci, several processes) are listed as "not claimed" with the reason.
 set -u
 ROOT=${1:?usage: tools/cuda_samples.sh SAMPLES_ROOT [NAME...]}; shift
 ROOT=$(cd "$ROOT" && pwd)
@@ -41,6 +41,7 @@ unclaimed_reason() {
     grep -qE 'nvjpeg|FreeImage' <<<"$inc" && { echo "nvJPEG/FreeImage"; return; }
     grep -qE 'nvscibuf|nvscisync' <<<"$inc" && { echo "NvSci"; return; }
     grep -qE '<mpi.h>' <<<"$inc" && { echo "MPI"; return; }
+    grep -qE '<thrust/|<cub/' <<<"$inc" && { echo "Thrust/CUB (CCCL's algorithms)"; return; }
     grep -qE 'nvJitLink|nvvm' <<<"$inc" && { echo "nvJitLink/libNVVM"; return; }
     grep -qE 'cuModuleLoad|cuLinkCreate|cuIpc|cudaIpc|cuMemCreate|fork\(\)|cudaNvSci' <<<"$calls" && { echo "driver API JIT/IPC or several processes"; return; }
     return 1

@@ -4,26 +4,9 @@
 # and nvcc's options that change the device code reach it.
 echo "== samples: cuda-samples style programs, plain nvcc command lines"
 SAMPLES="$HERE/samples"
-sample() {   # sample NAME NVCC-ARGS...: builds, runs, wants exit 0 and PASSED
-    local name=$1; shift
-    if ! (cd "$SAMPLES" && "$NVCC_EMU" "$@" -o "$OUT/sample_$name") >"$OUT/sample_$name.build.log" 2>&1; then
-        bad "sample_$name" "(build failed: nvcc $*)"; grep -E 'error|fatal' "$OUT/sample_$name.build.log" | head -8 | sed 's/^/        /'
-        return
-    fi
-    local out rc
-    out=$("$OUT/sample_$name" 2>&1); rc=$?
-    if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q PASSED; then ok "sample_$name"
-    else bad "sample_$name" "(exit $rc)"; printf '%s\n' "$out" | tail -5 | sed 's/^/        /'; fi
-}
-# (only in the full tier: each build is some 20 s of a core; the quick tier
-# has rewrite_image.cu, which has the same constructs)
-if [ $QUICK = 0 ]; then
-    sample odds_and_ends -O2 odds_and_ends.cu
-    sample vector_add vector_add.cu
-    sample shfl_scan -arch=sm_80 shfl_scan.cu
-    sample matrix_mul -O3 -gencode "arch=compute_80,code=[sm_80,compute_80]" matrix_mul.cu
-    sample simple_cublas simple_cublas.cu -lcublas
-fi
+# (the samples themselves, each with the nvcc line its header gives, are
+# make test-samples: tests/run_samples.sh; the quick tier has
+# rewrite_image.cu, which has the same constructs)
 
 # A __constant__ variable written by device code does not compile (the
 # control, which reads it, does).

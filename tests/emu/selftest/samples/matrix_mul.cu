@@ -1,5 +1,6 @@
 /* matrix_mul.cu - C = A * B with shared-memory tiles and a template
-   <int BLOCK_SIZE> kernel, in the cuda-samples style. */
+   <int BLOCK_SIZE> kernel, in the cuda-samples style.
+   Build: nvcc -O3 -gencode arch=compute_80,code=[sm_80,compute_80] matrix_mul.cu */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>

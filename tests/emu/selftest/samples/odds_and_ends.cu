@@ -3,7 +3,8 @@
    launched without it, a string literal that mentions extern __shared__ and
    a launch, cudaLaunchKernel through a const void *, __constant__ memory set
    by cudaMemcpyToSymbol, a __device__ counter read back by
-   cudaMemcpyFromSymbol, a kernel's attributes before its first launch. */
+   cudaMemcpyFromSymbol, a kernel's attributes before its first launch.
+   Build: nvcc -O2 odds_and_ends.cu */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* shfl_scan.cu - an inclusive prefix sum with warp shuffles
    (__shfl_up_sync) and dynamic shared memory for the warp sums, in the
-   cuda-samples style. */
+   cuda-samples style.
+   Build: nvcc -arch=sm_80 shfl_scan.cu */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include "sample_helpers.h"

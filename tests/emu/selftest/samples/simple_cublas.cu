@@ -1,5 +1,6 @@
 /* simple_cublas.cu - C = alpha * A * B + beta * C with cublasSgemm,
-   checked against a host GEMM, in the cuda-samples style. */
+   checked against a host GEMM, in the cuda-samples style.
+   Build: nvcc simple_cublas.cu -lcublas */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>

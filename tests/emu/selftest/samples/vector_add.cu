@@ -1,4 +1,5 @@
-/* vector_add.cu - c = a + b on the device, in the cuda-samples style. */
+/* vector_add.cu - c = a + b on the device, in the cuda-samples style.
+   Build: nvcc vector_add.cu */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
