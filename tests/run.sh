@@ -249,8 +249,7 @@ else
 fi
 section "the CPU's baseline paths (issue 38): the same binaries with GPUDL_CPU_ISA=baseline, and under QEMU as a CPU without AVX"
 if [ -x $B/suite_train ]; then
-    GPUDL_CPU_ISA=baseline run_suite $B/suite_train activations
-    GPUDL_CPU_ISA=baseline run_suite $B/suite_train transformer
+    GPUDL_CPU_ISA=baseline run_suite $B/suite_train activations   # the loops with AVX2/AVX-512 versions
     GPUDL_CPU_ISA=baseline run_suite $B/suite_core matmul
     if command -v qemu-x86_64 >/dev/null && [ "$(uname -m)" = x86_64 ]; then
         run_suite qemu-x86_64 -cpu Nehalem $B/suite_train activations

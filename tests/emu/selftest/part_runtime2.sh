@@ -11,12 +11,6 @@ if [ -x "$OUT/runtime2_launch_rules" ]; then
         CUEMU_SCHEDULE=shuffle CUEMU_SEED=$seed program "runtime2_launch_rules_shuffle_$seed" "$OUT/runtime2_launch_rules"
     done
 fi
-# runtime_apis.cu: __dp4a/__dp2a, memory pools, cudaStreamAttachMemAsync,
-# stream attributes, 3-D copies (before issue 37 it did not compile)
-build_and_run runtime2_runtime_apis "$HERE/runtime2/runtime_apis.cu" -O2
-# textures.cu: texture objects over linear, pitch-2D memory and CUDA arrays
-# (before issue 37 it did not compile)
-build_and_run runtime2_textures "$HERE/runtime2/textures.cu" -O2
 # coop_groups.cu: the thread_group base, partitions, block_tile_memory,
 # grid_group::sync() in cooperative launches; and two failing cases, each in
 # its own run (each leaves a sticky error)
@@ -27,6 +21,15 @@ if [ -x "$OUT/runtime2_coop_groups" ]; then
         CUEMU_ST_CASE=$c program "runtime2_coop_groups_$c" "$OUT/runtime2_coop_groups"
     done
 fi
+# (the rest in the full tier, make test-extra: make test keeps its 10 minutes;
+# make test-samples also runs a program per area)
+[ $QUICK = 1 ] && return 0
+# runtime_apis.cu: __dp4a/__dp2a, memory pools, cudaStreamAttachMemAsync,
+# stream attributes, 3-D copies (before issue 37 it did not compile)
+build_and_run runtime2_runtime_apis "$HERE/runtime2/runtime_apis.cu" -O2
+# textures.cu: texture objects over linear, pitch-2D memory and CUDA arrays
+# (before issue 37 it did not compile)
+build_and_run runtime2_textures "$HERE/runtime2/textures.cu" -O2
 # pipeline.cu: cuda_pipeline_primitives.h / cuda_pipeline.h (copies happen
 # when a wait covers their batch); a misaligned source in a run of its own
 build_and_run runtime2_pipeline "$HERE/runtime2/pipeline.cu" -O2
