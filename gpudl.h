@@ -2402,9 +2402,9 @@ int fileno(FILE *stream);   /* POSIX's, hidden when <stdio.h> came first under -
 #  include <immintrin.h>
 #endif
 /* CPU loops for the instruction set this CPU has, chosen at run time, so the
-   README's plain "cc -O2" build runs the elementwise, activation and
-   normalisation loops with AVX2 or AVX-512 where the CPU has them, and the
-   same binary still runs on a CPU without (issue 38). GPUDL__MULTI_ISA
+   README's plain "cc -O2" build runs them with AVX2 or AVX-512 where the
+   CPU has them (the activation loops so far), and the same binary still
+   runs on a CPU without (issue 38). GPUDL__MULTI_ISA
    defines name##_base (the build's flags), name##_avx2 (AVX2, FMA, F16C)
    and name##_avx512 (AVX-512 F/VL/BW/DQ) from one body, and name, which
    calls the one gpudl__cpu_isa() picks. The body is in each function
