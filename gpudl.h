@@ -28,7 +28,8 @@
                             it gpudl's own inflate reads them
        GPUDL_MPI, GPUDL_NCCL
                             data parallel over ranks (the dist section)
-       GPUDL_NO_SIMD        CPU GEMM without the AVX2/AVX-512 micro-kernels
+       GPUDL_NO_SIMD        CPU GEMM without the AVX2/AVX-512 micro-kernels,
+                            attention without GNU C's vector types
        GPUDL_STATIC         make every gpudl_ function static to this file
                             (in a .cu file built by nvcc the kernels too:
                             gpudl_kernels.cu is then included, not linked)
@@ -4098,6 +4099,11 @@ static void gpudl__pack_a(int64_t mc, int64_t kc, const float *A, int64_t rs, in
             buf += k * mr;
         }
 #endif
+        if (rs == 1)   /* op(A) = a column-major A (the weight gradients' A^T): runs of mm contiguous values */
+            for (; k < kc; k++, buf += mr) {
+                memcpy(buf, src + k * cs, sizeof(float) * (size_t)mm);
+                for (i = mm; i < mr; i++) buf[i] = 0.0f;
+            }
         for (; k < kc; k++, buf += mr) {
             for (i = 0; i < mm; i++) buf[i] = src[i * rs + k * cs];
             for (; i < mr; i++) buf[i] = 0.0f;
@@ -7103,6 +7109,176 @@ static gpudl_status gpudl__attn_softmax_bwd(gpudl_ctx *ctx, int on_gpu, float *d
     return GPUDL_OK;
 }
 
+/* The CPU's attention core (F32, gpudl's own softmax): its products are
+   small GEMMs per (batch, head) (T x T x HS: 64 x 64 x 32 in the GPT
+   example), too small to pack for gpudl's sgemm. gpudl__attn_mm does one:
+   out (R x N) = sum over k in [k0, k1) of a(r, k) m(k, n), a(r, k) at
+   a[r ars + k acs], m(k, n) at m[k ldm + n], 4 rows and 16 columns at a time
+   in local sums that the compiler keeps in vector registers, for this CPU's
+   instruction set (it is inlined into the GPUDL__MULTI_ISA functions).
+   A sum in memory (out[n] += a m[n], k by k) waits for its own store each
+   step: that was the old loops' speed, 5 ms for the example's forward core. */
+#if defined(__GNUC__)
+#  define GPUDL__INLINE_ALWAYS __attribute__((always_inline)) inline
+#else
+#  define GPUDL__INLINE_ALWAYS inline
+#endif
+static GPUDL__INLINE_ALWAYS int gpudl__attn_mm_uses(int tri, int64_t kd, int64_t r, int64_t k) {
+    return tri > 0 ? k <= kd + r : tri < 0 ? k >= kd + r : 1;
+}
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(GPUDL_NO_SIMD)
+/* gpudl__attn_mm's inner block: 4 rows (R of them stored) by w <= 16 columns */
+static GPUDL__INLINE_ALWAYS void gpudl__attn_mm16(float *out, int64_t ldo, const float *const *ar, int64_t acs, const float *m,
+                                                 int64_t ldm, int64_t R, int64_t w, int64_t k0, int64_t kf0, int64_t kf1,
+                                                 int64_t k1, int tri, int64_t kd) {
+    typedef float v16 __attribute__((vector_size(64)));
+    v16 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, mk = {0};
+    int64_t k;
+    int r;
+#  define GPUDL__ATTN_MK(k) memcpy(&mk, m + (k) * ldm, sizeof(float) * (size_t)w)   /* w < 16: the rest stays 0 */
+    for (k = k0; k < kf0; k++) {
+        GPUDL__ATTN_MK(k);
+        if (gpudl__attn_mm_uses(tri, kd, 0, k)) s0 += ar[0][k * acs] * mk;
+        if (gpudl__attn_mm_uses(tri, kd, 1, k)) s1 += ar[1][k * acs] * mk;
+        if (gpudl__attn_mm_uses(tri, kd, 2, k)) s2 += ar[2][k * acs] * mk;
+        if (gpudl__attn_mm_uses(tri, kd, 3, k)) s3 += ar[3][k * acs] * mk;
+    }
+    for (k = kf0; k < kf1; k++) {
+        GPUDL__ATTN_MK(k);
+        s0 += ar[0][k * acs] * mk;
+        s1 += ar[1][k * acs] * mk;
+        s2 += ar[2][k * acs] * mk;
+        s3 += ar[3][k * acs] * mk;
+    }
+    for (k = kf1 > kf0 ? kf1 : kf0; k < k1; k++) {
+        GPUDL__ATTN_MK(k);
+        if (gpudl__attn_mm_uses(tri, kd, 0, k)) s0 += ar[0][k * acs] * mk;
+        if (gpudl__attn_mm_uses(tri, kd, 1, k)) s1 += ar[1][k * acs] * mk;
+        if (gpudl__attn_mm_uses(tri, kd, 2, k)) s2 += ar[2][k * acs] * mk;
+        if (gpudl__attn_mm_uses(tri, kd, 3, k)) s3 += ar[3][k * acs] * mk;
+    }
+#  undef GPUDL__ATTN_MK
+    for (r = 0; r < 4 && r < R; r++) {
+        v16 v = r == 0 ? s0 : r == 1 ? s1 : r == 2 ? s2 : s3;
+        memcpy(out + r * ldo, &v, sizeof(float) * (size_t)w);
+    }
+}
+#endif
+static GPUDL__INLINE_ALWAYS void gpudl__attn_mm(float *out, int64_t ldo, const float *a, int64_t ars, int64_t acs,
+                                               const float *m, int64_t ldm, int64_t R, int64_t N, int64_t k0, int64_t k1,
+                                               int tri, int64_t kd) {
+    /* tri: row r sums only k <= kd + r (1: a causal row), k >= kd + r (-1: a causal column), or every k (0);
+       a masked term is skipped, not multiplied by 0, so a NaN or Inf there does not leak across the mask */
+    int64_t r0, n0;
+    int r;
+    for (r0 = 0; r0 < R; r0 += 4) {
+        const float *ar[4];
+        int64_t kf0 = k0, kf1 = k1;   /* [kf0, kf1): every row of the four sums */
+        if (tri > 0 && kd - r0 + 1 < kf1) kf1 = kd - r0 + 1 > k0 ? kd - r0 + 1 : k0;
+        if (tri < 0 && kd - r0 + 3 > kf0) kf0 = kd - r0 + 3 < k1 ? kd - r0 + 3 : k1;
+        for (r = 0; r < 4; r++) ar[r] = a + (r0 + r < R ? r0 + r : r0) * ars;   /* rows past R repeat row r0, unstored */
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(GPUDL_NO_SIMD)
+        for (n0 = 0; n0 + 16 <= N; n0 += 16)   /* GNU C's vectors: the four sums stay in registers (a float[4][16] did not) */
+            gpudl__attn_mm16(out + r0 * ldo + n0, ldo, ar, acs, m + n0, ldm, R - r0, 16, k0, kf0, kf1, k1, tri, kd - r0);
+        if (n0 < N)   /* the last N % 16 columns, zero-padded */
+            gpudl__attn_mm16(out + r0 * ldo + n0, ldo, ar, acs, m + n0, ldm, R - r0, N - n0, k0, kf0, kf1, k1, tri, kd - r0);
+#else
+        for (n0 = 0; n0 < N; n0++)
+            for (r = 0; r < 4 && r0 + r < R; r++) {
+                float s = 0.0f;
+                int64_t k;
+                for (k = k0; k < k1; k++)
+                    if (gpudl__attn_mm_uses(tri, kd, r0 + r, k)) s += ar[r][k * acs] * m[k * ldm + n0];
+                out[(r0 + r) * ldo + n0] = s;
+            }
+        (void)kf0; (void)kf1;
+#endif
+    }
+}
+/* The forward, one (batch, head) per task: its keys transposed into kts
+   (HS x T), the scores of 4 queries at a time (the keys up to the last of
+   them; the rest of each row is 0), the softmax per row, then y = att v.
+   Per head: T^2 HS multiply-adds for the causal half of both products. */
+GPUDL__MULTI_ISA(gpudl__attn_fwd_cpu, (const float *qkv, float *att, float *y, float *kts, int64_t B, int64_t T, int64_t C,
+                                       int64_t NH, float scale, int team), (qkv, att, y, kts, B, T, C, NH, scale, team),
+    int64_t bh, HS = C / NH;
+    (void)team;   /* (a build without OpenMP) */
+    GPUDL__OMP(omp parallel for num_threads(team) if (B * NH * T * T * HS > 32768))
+    for (bh = 0; bh < B * NH; bh++) {
+        int64_t b = bh / NH, h = bh % NH, t, t0, j, d;
+        const float *base = qkv + b * T * 3 * C;
+        float *kt = kts + bh * HS * T, *ab = att + bh * T * T;
+        for (j = 0; j < T; j++)
+            for (d = 0; d < HS; d++) kt[d * T + j] = base[j * 3 * C + C + h * HS + d];
+        for (t0 = 0; t0 < T; t0 += 4) {   /* scores = q k^T, keys 0 .. t0 + 3 */
+            int64_t R = T - t0 < 4 ? T - t0 : 4, N = (t0 + R + 15) / 16 * 16 < T ? (t0 + R + 15) / 16 * 16 : T;
+            gpudl__attn_mm(ab + t0 * T, T, base + t0 * 3 * C + h * HS, 3 * C, 1, kt, T, R, N, 0, HS, 0, 0);
+        }
+        for (t = 0; t < T; t++) {
+            float *a = ab + t * T, mx = -INFINITY;
+            double s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sum;
+            int k;
+            for (j = 0; j <= t; j++) { a[j] *= scale; mx = gpudl__nanmax(mx, a[j]); }
+            for (j = t + 1; j < T; j++) a[j] = 0.0f;   /* the keys up to t: gpudl__attn_visible */
+            GPUDL__SIMD
+            for (j = 0; j <= t; j++) a[j] = gpudl__exp_f(a[j] - mx);   /* the exponentials once, summed in double */
+            for (j = 0; j + 8 <= t + 1; j += 8)
+                for (k = 0; k < 8; k++) s[k] += a[j + k];
+            for (; j <= t; j++) s[0] += a[j];
+            sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+            GPUDL__SIMD
+            for (j = 0; j <= t; j++) a[j] = (float)(a[j] / sum);
+        }
+        for (t0 = 0; t0 < T; t0 += 4) {   /* y = att v over the keys up to t0 + 3 (att is 0 past each row's t) */
+            int64_t R = T - t0 < 4 ? T - t0 : 4;
+            gpudl__attn_mm(y + (b * T + t0) * C + h * HS, C, ab + t0 * T, T, 1, base + 2 * C + h * HS, 3 * C, R, HS, 0, t0 + R, 1, t0);
+        }
+    })
+/* Its backward, one (batch, head) per task, with the same small GEMMs: the
+   head's values transposed into ws (HS x T), d att = dy v^T (4 rows at a
+   time, the keys up to the last row), ds = att (d att - sum att d att)
+   scaled, in place of d att (ws: T x T after the values); then dq = ds k,
+   dk = ds^T q (the queries from j on), dv = att^T dy, each written once
+   into the head's own columns of dqkv. */
+GPUDL__MULTI_ISA(gpudl__attn_bwd_cpu, (float *dqkv, const float *dy, const float *qkv, const float *att, float *ws, int64_t B,
+                                       int64_t T, int64_t C, int64_t NH, float scale, int team),
+                 (dqkv, dy, qkv, att, ws, B, T, C, NH, scale, team),
+    int64_t bh, HS = C / NH;
+    (void)team;   /* (a build without OpenMP) */
+    GPUDL__OMP(omp parallel for num_threads(team) if (B * NH * T * T * HS > 32768))
+    for (bh = 0; bh < B * NH; bh++) {
+        int64_t b = bh / NH, h = bh % NH, t, t0, j, d;
+        const float *base = qkv + b * T * 3 * C, *dyb = dy + b * T * C + h * HS, *ab = att + bh * T * T;
+        float *dbase = dqkv + b * T * 3 * C + h * HS, *vt = ws + bh * (HS + T) * T, *ds = vt + HS * T;
+        for (j = 0; j < T; j++)
+            for (d = 0; d < HS; d++) vt[d * T + j] = base[j * 3 * C + 2 * C + h * HS + d];
+        for (t0 = 0; t0 < T; t0 += 4) {
+            int64_t R = T - t0 < 4 ? T - t0 : 4;
+            int64_t N = (t0 + R + 15) / 16 * 16 < T ? (t0 + R + 15) / 16 * 16 : T;   /* past t: set to 0 below */
+            gpudl__attn_mm(ds + t0 * T, T, dyb + t0 * C, C, 1, vt, T, R, N, 0, HS, 0, 0);
+        }
+        for (t = 0; t < T; t++) {
+            const float *p = ab + t * T;
+            float *dp = ds + t * T, dot;
+            double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int k;
+            for (j = 0; j + 8 <= t + 1; j += 8)
+                for (k = 0; k < 8; k++) s[k] += (double)p[j + k] * dp[j + k];
+            for (; j <= t; j++) s[0] += (double)p[j] * dp[j];
+            dot = (float)(((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
+            for (j = 0; j <= t; j++) dp[j] = gpudl__softmax_bwd_elem(p[j], dp[j], dot) * scale;
+            for (j = t + 1; j < T; j++) dp[j] = 0.0f;
+        }
+        for (t0 = 0; t0 < T; t0 += 4) {
+            int64_t R = T - t0 < 4 ? T - t0 : 4;
+            /* dq (rows t0..) = ds k over the keys up to t0 + 3 */
+            gpudl__attn_mm(dbase + t0 * 3 * C, 3 * C, ds + t0 * T, T, 1, base + C + h * HS, 3 * C, R, HS, 0, t0 + R, 1, t0);
+            /* dk, dv (keys t0..) = ds^T q, att^T dy over the queries from t0 on */
+            gpudl__attn_mm(dbase + t0 * 3 * C + C, 3 * C, ds + t0, 1, T, base + h * HS, 3 * C, R, HS, t0, T, -1, t0);
+            gpudl__attn_mm(dbase + t0 * 3 * C + 2 * C, 3 * C, ab + t0, 1, T, dyb, C, R, HS, t0, T, -1, t0);
+        }
+    })
+
 GPUDL__DEF gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *att, const gpudl_tensor *qkv,
                                                 int64_t n_head) {
     int64_t B, T, C, NH = n_head, HS, i;
@@ -7165,28 +7341,10 @@ GPUDL__DEF gpudl_status gpudl_attention_forward(gpudl_ctx *ctx, gpudl_tensor *y,
         }
         return GPUDL_OK;
     }
-    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
-    for (i = 0; i < B * NH * T; i++) {   /* i = (b NH + h) T + t: one query row */
-        int64_t b = i / (NH * T), h = (i / T) % NH, t = i % T, j, d;
-        const float *base = (const float *)qkv->data + b * T * 3 * C, *q = base + t * 3 * C + h * HS;
-        float *a = (float *)att->data + i * T, *yo = (float *)y->data + (b * T + t) * C + h * HS, mx = -INFINITY;
-        double s = 0;
-        for (j = 0; j < T; j++) {
-            if (!gpudl__attn_visible(t, j)) { a[j] = 0.0f; continue; }
-            a[j] = gpudl__dot_f32(q, base + j * 3 * C + C + h * HS, HS) * scale;
-            mx = gpudl__nanmax(mx, a[j]);
-        }
-        GPUDL__SIMD
-        for (j = 0; j <= t; j++) a[j] = gpudl__exp_f(a[j] - mx);   /* the exponentials once, summed in double */
-        for (j = 0; j <= t; j++) s += a[j];
-        for (j = 0; j <= t; j++) a[j] = (float)(a[j] / s);
-        for (d = 0; d < HS; d++) yo[d] = 0.0f;
-        for (j = 0; j <= t; j++) {
-            const float *v = base + j * 3 * C + 2 * C + h * HS;
-            float aj = a[j];
-            GPUDL__SIMD
-            for (d = 0; d < HS; d++) yo[d] += aj * v[d];
-        }
+    {
+        float *kts = NULL;   /* each (batch, head)'s keys transposed: B NH HS T floats */
+        GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(B * NH * HS * T), (void **)&kts));
+        gpudl__attn_fwd_cpu((const float *)qkv->data, (float *)att->data, (float *)y->data, kts, B, T, C, NH, scale, gpudl__team());
     }
     return GPUDL_OK;
 }
@@ -7277,37 +7435,9 @@ GPUDL__DEF gpudl_status gpudl_attention_backward(gpudl_ctx *ctx, gpudl_tensor *d
         }
         return GPUDL_OK;
     }
-    GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(B * NH * T), (void **)&dps));
-    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (B * NH * T * T * HS > 32768))
-    for (bh = 0; bh < B * NH; bh++) {   /* one (batch, head): its own columns of dqkv */
-        int64_t b = bh / NH, h = bh % NH, t, j, d;
-        const float *base = (const float *)qkv->data + b * T * 3 * C, *dyb = (const float *)dy->data + b * T * C + h * HS;
-        float *dbase = (float *)dqkv->data + b * T * 3 * C, *dp = dps + bh * T;
-        for (t = 0; t < T; t++)
-            for (d = 0; d < HS; d++) {
-                float *z = dbase + t * 3 * C + h * HS + d;
-                z[0] = z[C] = z[2 * C] = 0.0f;
-            }
-        for (t = 0; t < T; t++) {
-            const float *p = (const float *)att->data + (bh * T + t) * T, *dyt = dyb + t * C, *q = base + t * 3 * C + h * HS;
-            float *dq = dbase + t * 3 * C + h * HS;
-            double dot = 0;
-            for (j = 0; j <= t; j++) {
-                const float *v = base + j * 3 * C + 2 * C + h * HS;
-                float *dv = dbase + j * 3 * C + 2 * C + h * HS, acc = gpudl__dot_f32(dyt, v, HS), pj = p[j];
-                GPUDL__SIMD
-                for (d = 0; d < HS; d++) dv[d] += pj * dyt[d];
-                dp[j] = acc;
-                dot += (double)p[j] * acc;
-            }
-            for (j = 0; j <= t; j++) {
-                const float *k = base + j * 3 * C + C + h * HS;
-                float *dk = dbase + j * 3 * C + C + h * HS, ds = gpudl__softmax_bwd_elem(p[j], dp[j], (float)dot) * scale;
-                GPUDL__SIMD
-                for (d = 0; d < HS; d++) { dq[d] += ds * k[d]; dk[d] += ds * q[d]; }
-            }
-        }
-    }
+    GPUDL__TRY(gpudl__host_ws(ctx, sizeof(float) * (size_t)(B * NH * (HS + T) * T), (void **)&dps));
+    gpudl__attn_bwd_cpu((float *)dqkv->data, (const float *)dy->data, (const float *)qkv->data, (const float *)att->data, dps, B, T, C,
+                        NH, scale, gpudl__team());
     return GPUDL_OK;
 }
 

@@ -443,6 +443,24 @@ static void tr_causal_on(gpudl_ctx *d, gpudl_dtype dt, int fused) {
     CHECKF(leaks == 0, "attention backward (%s%s): %lld gradients after t = %lld", gpudl_dtype_name(dt), fused ? ", fused" : "",
            (long long)leaks, (long long)t0);
     CHECKF(moved > 0, "attention backward (%s): no gradient at all", gpudl_dtype_name(dt));
+    if (dev == GPUDL_DEVICE_CPU && dt == GPUDL_F32) {
+        /* The CPU skips the masked terms, not multiplies them by 0: a NaN and
+           an Inf at t0 (a padded or corrupt position) change no output
+           before it either. (A GPU's GEMMs multiply the masked 0s.) */
+        for (i = 0; i < B; i++) {
+            int64_t j;
+            for (j = 0; j < 3 * C; j++) ((float *)hq.data)[(i * T + t0) * 3 * C + j] = j % 2 ? NAN : INFINITY;
+        }
+        GPUDL_CHECK(gpudl_tensor_copy(d, &qkv, &hq));
+        CHECK_OK(fused ? gpudl_attention_fused_forward(d, &y2, &att2, &qkv, NH) : gpudl_attention_forward(d, &y2, &att2, &qkv, NH));
+        gpudl_tensor_free(cpu_ctx(), &hy2);
+        hy2 = to_host(d, &y2);
+        leaks = 0;
+        for (i = 0; i < B * T * C; i++)
+            if ((i / C) % T < t0 && memcmp((float *)hy.data + i, (float *)hy2.data + i, sizeof(float))) leaks++;
+        CHECKF(leaks == 0, "attention (%s): a NaN and an Inf at t = %lld changed %lld outputs before it",
+               fused ? "fused" : "F32", (long long)t0, (long long)leaks);
+    }
     gpudl_tensor_free(cpu_ctx(), &qkv32); gpudl_tensor_free(cpu_ctx(), &dy32); gpudl_tensor_free(cpu_ctx(), &hq);
     gpudl_tensor_free(cpu_ctx(), &hdy); gpudl_tensor_free(cpu_ctx(), &hy); gpudl_tensor_free(cpu_ctx(), &hy2);
     gpudl_tensor_free(cpu_ctx(), &ha); gpudl_tensor_free(cpu_ctx(), &ha2); gpudl_tensor_free(cpu_ctx(), &hd);
