@@ -194,6 +194,7 @@ void texel(const TexObj &t, long long x, long long y, size_t layer, double out[4
     } else {
         in = address(t, 0, &x, (long long)t.width) && (t.dims < 2 || address(t, 1, &y, (long long)t.height));
     }
+    if (t.dims < 2) y = 0;   /* 1-D: one row (linear filtering's j0 is -1 there) */
     for (int c = 0; c < 4; c++) out[c] = 0.0;
     if (!in) {
         for (int c = 0; c < 4; c++) out[c] = t.tex.borderColor[c];
