@@ -42,8 +42,10 @@
      (the kernel fails), clamp, or read zero / drop the write, as
      boundaryMode says; an x that is no multiple of sizeof(T) ends the grid
      (no document defines it).
-   Mipmaps, 3-D arrays, texture gather, resource views, surfCubemap and
-   sRGB are not emulated: refused with a message. */
+   Cubemap surfaces (surfCubemap*, "Cubemap Surfaces") are 2-D layered
+   surfaces whose layer is the face (face + 6 * layer when layered).
+   Mipmaps, 3-D arrays, texture gather, resource views and sRGB are not
+   emulated: refused with a message. */
 #include "access.h"
 #include "state.h"
 #include <math.h>
@@ -342,20 +344,29 @@ SurfObj *find_surf(cudaSurfaceObject_t h) {
 } /* namespace */
 
 void surf_access(cudaSurfaceObject_t h, int call, int x, int y, int layer, int mode, void *buf, size_t size, bool write) {
-    static const char *rd[] = {"surf1Dread", "surf2Dread", "surf1DLayeredread", "surf2DLayeredread"};
-    static const char *wr[] = {"surf1Dwrite", "surf2Dwrite", "surf1DLayeredwrite", "surf2DLayeredwrite"};
+    static const char *rd[] = {"surf1Dread", "surf2Dread", "surf1DLayeredread", "surf2DLayeredread", "surfCubemapread",
+                               "surfCubemapLayeredread"};
+    static const char *wr[] = {"surf1Dwrite", "surf2Dwrite", "surf1DLayeredwrite", "surf2DLayeredwrite", "surfCubemapwrite",
+                               "surfCubemapLayeredwrite"};
     const char *name = write ? wr[call] : rd[call];
     SurfObj *sp = find_surf(h);
     if (!sp)
         kernel_fault(cudaErrorLaunchFailure, "%s on surface object 0x%llx, which is not a live surface object (destroyed, "
                      "or never created)", name, (unsigned long long)h);
     const SurfObj &s = *sp;
-    bool fits = call == SURF_1D ? (s.one_d && !s.layered) : call == SURF_2D ? (!s.one_d && !s.layered && !s.cubemap)
-              : call == SURF_1DLAYERED ? (s.one_d && s.layered) : (!s.one_d && s.layered && !s.cubemap);
+    bool fits = false;
+    switch (call) {
+    case SURF_1D: fits = s.one_d && !s.layered; break;
+    case SURF_2D: fits = !s.one_d && !s.layered && !s.cubemap; break;
+    case SURF_1DLAYERED: fits = s.one_d && s.layered; break;
+    case SURF_2DLAYERED: fits = !s.one_d && s.layered && !s.cubemap; break;
+    case SURF_CUBEMAP: fits = s.cubemap && !s.layered; break;
+    case SURF_CUBEMAPLAYERED: fits = s.cubemap && s.layered; break;
+    }
     if (!fits)
         kernel_fault(cudaErrorLaunchFailure, "%s on a surface object over %s (CUDA C++ Programming Guide, Surface "
                      "Functions: each function reads or writes the array of its own dimensionality)", name,
-                     s.cubemap ? "a cubemap array (surfCubemap* is not emulated)" : s.layered ? (s.one_d ? "a 1-D layered array"
+                     s.cubemap ? (s.layered ? "a layered cubemap array" : "a cubemap array") : s.layered ? (s.one_d ? "a 1-D layered array"
                      : "a 2-D layered array") : s.one_d ? "a 1-D array" : "a 2-D array");
     if ((mode != cudaBoundaryModeTrap && mode != cudaBoundaryModeClamp && mode != cudaBoundaryModeZero))
         kernel_fault(cudaErrorLaunchFailure, "%s with boundary mode %d (cudaBoundaryModeZero, Clamp or Trap)", name, mode);

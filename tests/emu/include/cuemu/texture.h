@@ -1,7 +1,8 @@
 /* cuemu/texture.h - texture fetches and surface loads/stores in kernels
    (C++ only, included by cuemu/kernel.h): tex1Dfetch, tex1D, tex2D,
    tex1DLayered, tex2DLayered, texCubemap, texCubemapLayered on texture
-   objects; surf1D/2D/1DLayered/2DLayered read and write on surface objects
+   objects; surf1D/2D/1DLayered/2DLayered/Cubemap/CubemapLayered read and
+   write on surface objects
    (CUDA C++ Programming Guide, "Texture and Surface Memory", "Texture
    Fetching", "Texture Functions", "Surface Functions"; Runtime API texture
    and surface object management). The runtime (tests/emu/src/texture.cpp)
@@ -22,7 +23,7 @@ enum TexCall { TEX_1DFETCH = 0, TEX_1D, TEX_2D, TEX_1DLAYERED, TEX_2DLAYERED, TE
    tex1Dfetch; x, y, z the float ones (z: a cubemap's direction); layer the
    layer of a layered fetch. out: the components x, y, z, w. */
 void tex_read(cudaTextureObject_t obj, int call, long long i, float x, float y, float z, int layer, double out[4]);
-enum SurfCall { SURF_1D = 0, SURF_2D, SURF_1DLAYERED, SURF_2DLAYERED };
+enum SurfCall { SURF_1D = 0, SURF_2D, SURF_1DLAYERED, SURF_2DLAYERED, SURF_CUBEMAP, SURF_CUBEMAPLAYERED };
 /* One surface access of size bytes at byte offset x, row y, layer layer:
    reads into or writes from buf. */
 void surf_access(cudaSurfaceObject_t obj, int call, int x, int y, int layer, int mode, void *buf, size_t size, bool write);
@@ -160,6 +161,44 @@ inline void surf2DLayeredwrite(T v, cudaSurfaceObject_t s, int x, int y, int lay
                                cudaSurfaceBoundaryMode m = cudaBoundaryModeTrap) {
     CUEMU_SURF_CHECK(T);
     cuemu::surf_access(s, cuemu::SURF_2DLAYERED, x, y, layer, m, &v, sizeof v, true);
+}
+/* cubemap surfaces (Guide, "Cubemap Surfaces"): a 2-D layered surface
+   whose layer is the face (face + 6 * layer for a layered cubemap,
+   "layerFace") */
+template <class T>
+inline T surfCubemapread(cudaSurfaceObject_t s, int x, int y, int face, cudaSurfaceBoundaryMode m = cudaBoundaryModeTrap) {
+    CUEMU_SURF_CHECK(T);
+    T r;
+    cuemu::surf_access(s, cuemu::SURF_CUBEMAP, x, y, face, m, &r, sizeof r, false);
+    return r;
+}
+template <class T>
+inline void surfCubemapread(T *r, cudaSurfaceObject_t s, int x, int y, int face, cudaSurfaceBoundaryMode m = cudaBoundaryModeTrap) {
+    *r = surfCubemapread<T>(s, x, y, face, m);
+}
+template <class T>
+inline void surfCubemapwrite(T v, cudaSurfaceObject_t s, int x, int y, int face, cudaSurfaceBoundaryMode m = cudaBoundaryModeTrap) {
+    CUEMU_SURF_CHECK(T);
+    cuemu::surf_access(s, cuemu::SURF_CUBEMAP, x, y, face, m, &v, sizeof v, true);
+}
+template <class T>
+inline T surfCubemapLayeredread(cudaSurfaceObject_t s, int x, int y, int layerFace,
+                                cudaSurfaceBoundaryMode m = cudaBoundaryModeTrap) {
+    CUEMU_SURF_CHECK(T);
+    T r;
+    cuemu::surf_access(s, cuemu::SURF_CUBEMAPLAYERED, x, y, layerFace, m, &r, sizeof r, false);
+    return r;
+}
+template <class T>
+inline void surfCubemapLayeredread(T *r, cudaSurfaceObject_t s, int x, int y, int layerFace,
+                                   cudaSurfaceBoundaryMode m = cudaBoundaryModeTrap) {
+    *r = surfCubemapLayeredread<T>(s, x, y, layerFace, m);
+}
+template <class T>
+inline void surfCubemapLayeredwrite(T v, cudaSurfaceObject_t s, int x, int y, int layerFace,
+                                    cudaSurfaceBoundaryMode m = cudaBoundaryModeTrap) {
+    CUEMU_SURF_CHECK(T);
+    cuemu::surf_access(s, cuemu::SURF_CUBEMAPLAYERED, x, y, layerFace, m, &v, sizeof v, true);
 }
 #undef CUEMU_SURF_CHECK
 template <class T> inline void tex1Dfetch(T *r, cudaTextureObject_t t, int x) { *r = tex1Dfetch<T>(t, x); }

@@ -1,7 +1,7 @@
 /* texture_arrays.cu - layered and cubemap textures, surface objects (CUDA
    C++ Programming Guide, "Texture and Surface Memory": layered textures,
    cubemap textures and their face table, surface memory; "Surface
-   Functions": x in bytes, boundary modes; Runtime API cudaMalloc3DArray,
+   Functions": x in bytes, boundary modes; "Cubemap Surfaces"; Runtime API cudaMalloc3DArray,
    cudaCreateSurfaceObject, cudaMemcpy3D with CUDA arrays).
    Each rule with a control: a fetch or access the rule allows, then the
    one it forbids. Cases that end the grid run one per process (a sticky
@@ -355,6 +355,15 @@ __global__ void surf_layered_1d(cudaSurfaceObject_t s, int W, float *out) {
     }
 }
 
+__global__ void surf_fill_cube(cudaSurfaceObject_t s, int W) {
+    int x = threadIdx.x, y = threadIdx.y, f = threadIdx.z;
+    if (x < W && y < W && f < 6) surfCubemapwrite((float)(1000 * f + 10 * y + x), s, x * 4, y, f);
+}
+__global__ void surf_cube_layered(cudaSurfaceObject_t s, float *out) {
+    surfCubemapLayeredwrite(77.0f, s, 2 * 4, 3, 7);   /* layer 1, face 1 */
+    out[0] = surfCubemapLayeredread<float>(s, 2 * 4, 3, 7);
+}
+
 static cudaSurfaceObject_t make_surf(cudaArray_t a, cudaError_t *err = nullptr) {
     cudaResourceDesc r;
     memset(&r, 0, sizeof r);
@@ -455,6 +464,31 @@ ST_TEST(surfaces) {
     cudaDestroySurfaceObject(s);
     cudaFreeArray(a);
     cudaFree(dat);
+
+    /* cubemap surfaces: the face is the layer; read back by texCubemap */
+    ST_CHECK(cudaMalloc3DArray(&a, &cd, make_cudaExtent(W, W, 6), cudaArrayCubemap | cudaArraySurfaceLoadStore) == cudaSuccess);
+    s = make_surf(a);
+    surf_fill_cube<<<1, dim3(W, W, 6)>>>(s, W);
+    cudaTextureObject_t tc = make_tex(a, cudaAddressModeClamp, cudaFilterModePoint, 1);
+    float4 dir = cube_dir(3, 1.5f / W, 2.5f / W, 1.0f, 0), *ddir;
+    cudaMalloc(&ddir, sizeof dir);
+    cudaMemcpy(ddir, &dir, sizeof dir, cudaMemcpyHostToDevice);
+    fetch_cube<<<1, 1>>>(tc, ddir, 1, o);
+    ST_CHECK(cudaMemcpy(&v, o, sizeof v, cudaMemcpyDeviceToHost) == cudaSuccess);
+    ST_CHECKF(v == cube_val(0, 3, 2, 1), "cubemap surface, face 3: %g", v);
+    cudaDestroyTextureObject(tc);
+    cudaDestroySurfaceObject(s);
+    cudaFreeArray(a);
+    cudaFree(ddir);
+    ST_CHECK(cudaMalloc3DArray(&a, &cd, make_cudaExtent(W, W, 12), cudaArrayCubemap | cudaArrayLayered |
+                               cudaArraySurfaceLoadStore) == cudaSuccess);
+    s = make_surf(a);
+    surf_cube_layered<<<1, 1>>>(s, o);
+    static float hc[12][W][W];
+    ST_CHECK(get3d(&hc[0][0][0], a, W, W, 12) == cudaSuccess && cudaMemcpy(&v, o, sizeof v, cudaMemcpyDeviceToHost) == cudaSuccess);
+    ST_CHECKF(hc[7][3][2] == 77.0f && v == 77.0f, "layered cubemap surface: %g %g", hc[7][3][2], v);
+    cudaDestroySurfaceObject(s);
+    cudaFreeArray(a);
 
     /* 1-D layered */
     ST_CHECK(cudaMalloc3DArray(&a, &cd, make_cudaExtent(W, 0, L), cudaArrayLayered | cudaArraySurfaceLoadStore) == cudaSuccess);
