@@ -995,6 +995,19 @@ extern "C" cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int 
     prop->minor = p.minor;
     prop->textureAlignment = 512;
     prop->texturePitchAlignment = 32;
+    /* the layered / cubemap / surface limits, as cudaDeviceGetAttribute gives them */
+    prop->maxTexture1DLayered[0] = prop->maxTexture2DLayered[0] = prop->maxTexture2DLayered[1] = 32768;
+    prop->maxTexture1DLayered[1] = prop->maxTexture2DLayered[2] = 2048;
+    prop->maxTextureCubemap = prop->maxTextureCubemapLayered[0] = 32768;
+    prop->maxTextureCubemapLayered[1] = 2046;
+    prop->maxSurface1D = prop->maxSurface1DLayered[0] = prop->maxSurface2DLayered[0] = prop->maxSurface2DLayered[1] = 32768;
+    prop->maxSurface1DLayered[1] = prop->maxSurface2DLayered[2] = 2048;
+    prop->maxSurface2D[0] = 131072;
+    prop->maxSurface2D[1] = 65536;
+    prop->maxSurface3D[0] = prop->maxSurface3D[1] = prop->maxSurface3D[2] = 16384;
+    prop->maxSurfaceCubemap = prop->maxSurfaceCubemapLayered[0] = 32768;
+    prop->maxSurfaceCubemapLayered[1] = 2046;
+    prop->surfaceAlignment = 512;
     prop->multiProcessorCount = p.sms;
     prop->canMapHostMemory = 1;
     prop->concurrentKernels = 1;
@@ -1088,6 +1101,20 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr at
     case cudaDevAttrMaxTexture1DWidth: v = 131072; break;
     case cudaDevAttrMaxTexture2DWidth: case cudaDevAttrMaxTexture2DHeight: v = 131072; break;
     case cudaDevAttrMaxTexture3DWidth: case cudaDevAttrMaxTexture3DHeight: case cudaDevAttrMaxTexture3DDepth: v = 16384; break;
+    /* layered, cubemap and surface limits of compute capability 5.0 and up
+       (Programming Guide, "Features and Technical Specifications"; the
+       arrays in texture.cpp hold to the texture ones) */
+    case cudaDevAttrMaxTexture1DLayeredWidth: case cudaDevAttrMaxTexture2DLayeredWidth:
+    case cudaDevAttrMaxTexture2DLayeredHeight: case cudaDevAttrMaxTextureCubemapWidth:
+    case cudaDevAttrMaxTextureCubemapLayeredWidth: case cudaDevAttrMaxSurface1DWidth: case cudaDevAttrMaxSurface1DLayeredWidth:
+    case cudaDevAttrMaxSurface2DLayeredWidth: case cudaDevAttrMaxSurface2DLayeredHeight: case cudaDevAttrMaxSurfaceCubemapWidth:
+    case cudaDevAttrMaxSurfaceCubemapLayeredWidth: v = 32768; break;
+    case cudaDevAttrMaxTexture1DLayeredLayers: case cudaDevAttrMaxTexture2DLayeredLayers:
+    case cudaDevAttrMaxSurface1DLayeredLayers: case cudaDevAttrMaxSurface2DLayeredLayers: v = 2048; break;
+    case cudaDevAttrMaxTextureCubemapLayeredLayers: case cudaDevAttrMaxSurfaceCubemapLayeredLayers: v = 2046; break;
+    case cudaDevAttrMaxSurface2DWidth: v = 131072; break;
+    case cudaDevAttrMaxSurface2DHeight: v = 65536; break;
+    case cudaDevAttrMaxSurface3DWidth: case cudaDevAttrMaxSurface3DHeight: case cudaDevAttrMaxSurface3DDepth: v = 16384; break;
     case cudaDevAttrSurfaceAlignment: v = 512; break;
     case cudaDevAttrTexturePitchAlignment: v = 32; break;
     case cudaDevAttrPciDomainId: v = 0; break;

@@ -220,6 +220,17 @@ ST_TEST(malloc3d_array_rules) {
     ST_CHECKF(e == cudaErrorInvalidValue, "height 0, depth 3, not layered: %s", cudaGetErrorName(e));
     ST_CHECK(cudaMalloc3DArray(&a, &cd, make_cudaExtent(8, 3, 0), 0) == cudaSuccess);   /* a 2-D array */
     cudaFreeArray(a);
+    /* the layer limit, as the device reports it */
+    int dev = 0, layers = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceProp prop;
+    ST_CHECK(cudaGetDeviceProperties(&prop, dev) == cudaSuccess);
+    ST_CHECK(cudaDeviceGetAttribute(&layers, cudaDevAttrMaxTexture2DLayeredLayers, dev) == cudaSuccess);
+    ST_CHECKF(layers > 0 && layers == prop.maxTexture2DLayered[2], "layers %d / %d", layers, prop.maxTexture2DLayered[2]);
+    ST_CHECK(cudaMalloc3DArray(&a, &cd, make_cudaExtent(2, 2, layers), cudaArrayLayered) == cudaSuccess);
+    cudaFreeArray(a);
+    e = cudaMalloc3DArray(&a, &cd, make_cudaExtent(2, 2, layers + 1), cudaArrayLayered);
+    ST_CHECKF(e == cudaErrorInvalidValue, "%d layers: %s", layers + 1, cudaGetErrorName(e));
     /* layered and cubemap are cudaMalloc3DArray's alone */
     ST_CHECK(cudaMallocArray(&a, &cd, 8, 8, cudaArraySurfaceLoadStore) == cudaSuccess);
     cudaFreeArray(a);
