@@ -2,3 +2,4 @@
 #include "driver_types.h"
 #include "vector_types.h"
 #include "texture_types.h"
+#include "surface_types.h"

@@ -43,6 +43,11 @@
 #define cudaDeviceSyncMemops 0x80
 #define cudaDeviceMask 0xff
 #define cudaArrayDefault 0x00
+/* cudaMallocArray / cudaMalloc3DArray flags (Runtime API, cudaMalloc3DArray) */
+#define cudaArrayLayered 0x01
+#define cudaArraySurfaceLoadStore 0x02
+#define cudaArrayCubemap 0x04
+#define cudaArrayTextureGather 0x08
 #define cudaMemAttachGlobal 0x01
 #define cudaMemAttachHost 0x02
 #define cudaMemAttachSingle 0x04

@@ -30,6 +30,15 @@ build_and_run runtime2_runtime_apis "$HERE/runtime2/runtime_apis.cu" -O2
 # textures.cu: texture objects over linear, pitch-2D memory and CUDA arrays
 # (before issue 37 it did not compile)
 build_and_run runtime2_textures "$HERE/runtime2/textures.cu" -O2
+# texture_arrays.cu: layered (1-D, 2-D) and cubemap (layered) textures,
+# cudaMalloc3DArray's shapes, cudaMemcpy3D with arrays, surface objects
+# (x in bytes, clamp/zero); each case that ends the grid in a run of its own
+build_and_run runtime2_texture_arrays "$HERE/runtime2/texture_arrays.cu" -O2
+if [ -x "$OUT/runtime2_texture_arrays" ]; then
+    for c in surf_trap surf_misaligned layer_range wrong_function; do
+        CUEMU_ST_CASE=$c program "runtime2_texture_arrays_$c" "$OUT/runtime2_texture_arrays"
+    done
+fi
 # pipeline.cu: cuda_pipeline_primitives.h / cuda_pipeline.h (copies happen
 # when a wait covers their batch); a misaligned source in a run of its own
 build_and_run runtime2_pipeline "$HERE/runtime2/pipeline.cu" -O2

@@ -83,6 +83,14 @@ bool device_range(int dev, const void *p, size_t bytes, std::string *why = nullp
    cudaMalloc/cudaFree calls and not part of their leak checks. */
 void *internal_alloc(int dev, size_t bytes);
 void internal_free(void *p);
+/* A live CUDA array's memory (texture.cpp), for cudaMemcpy3D: layers of
+   height rows (1 for a 1-D array) of pitch bytes, width elements of elem
+   bytes a row. False for a handle that is not a live array. */
+struct ArrayView {
+    char *data;
+    size_t width, height, layers, elem, pitch;
+};
+bool array_view(cudaArray_const_t a, ArrayView *v);
 
 /* >>streams */
 /* Resolves a stream handle: 0 / cudaStreamLegacy / cudaStreamPerThread /

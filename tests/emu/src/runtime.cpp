@@ -995,6 +995,19 @@ extern "C" cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int 
     prop->minor = p.minor;
     prop->textureAlignment = 512;
     prop->texturePitchAlignment = 32;
+    /* the layered / cubemap / surface limits, as cudaDeviceGetAttribute gives them */
+    prop->maxTexture1DLayered[0] = prop->maxTexture2DLayered[0] = prop->maxTexture2DLayered[1] = 32768;
+    prop->maxTexture1DLayered[1] = prop->maxTexture2DLayered[2] = 2048;
+    prop->maxTextureCubemap = prop->maxTextureCubemapLayered[0] = 32768;
+    prop->maxTextureCubemapLayered[1] = 2046;
+    prop->maxSurface1D = prop->maxSurface1DLayered[0] = prop->maxSurface2DLayered[0] = prop->maxSurface2DLayered[1] = 32768;
+    prop->maxSurface1DLayered[1] = prop->maxSurface2DLayered[2] = 2048;
+    prop->maxSurface2D[0] = 131072;
+    prop->maxSurface2D[1] = 65536;
+    prop->maxSurface3D[0] = prop->maxSurface3D[1] = prop->maxSurface3D[2] = 16384;
+    prop->maxSurfaceCubemap = prop->maxSurfaceCubemapLayered[0] = 32768;
+    prop->maxSurfaceCubemapLayered[1] = 2046;
+    prop->surfaceAlignment = 512;
     prop->multiProcessorCount = p.sms;
     prop->canMapHostMemory = 1;
     prop->concurrentKernels = 1;
@@ -1088,6 +1101,20 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr at
     case cudaDevAttrMaxTexture1DWidth: v = 131072; break;
     case cudaDevAttrMaxTexture2DWidth: case cudaDevAttrMaxTexture2DHeight: v = 131072; break;
     case cudaDevAttrMaxTexture3DWidth: case cudaDevAttrMaxTexture3DHeight: case cudaDevAttrMaxTexture3DDepth: v = 16384; break;
+    /* layered, cubemap and surface limits of compute capability 5.0 and up
+       (Programming Guide, "Features and Technical Specifications"; the
+       arrays in texture.cpp hold to the texture ones) */
+    case cudaDevAttrMaxTexture1DLayeredWidth: case cudaDevAttrMaxTexture2DLayeredWidth:
+    case cudaDevAttrMaxTexture2DLayeredHeight: case cudaDevAttrMaxTextureCubemapWidth:
+    case cudaDevAttrMaxTextureCubemapLayeredWidth: case cudaDevAttrMaxSurface1DWidth: case cudaDevAttrMaxSurface1DLayeredWidth:
+    case cudaDevAttrMaxSurface2DLayeredWidth: case cudaDevAttrMaxSurface2DLayeredHeight: case cudaDevAttrMaxSurfaceCubemapWidth:
+    case cudaDevAttrMaxSurfaceCubemapLayeredWidth: v = 32768; break;
+    case cudaDevAttrMaxTexture1DLayeredLayers: case cudaDevAttrMaxTexture2DLayeredLayers:
+    case cudaDevAttrMaxSurface1DLayeredLayers: case cudaDevAttrMaxSurface2DLayeredLayers: v = 2048; break;
+    case cudaDevAttrMaxTextureCubemapLayeredLayers: case cudaDevAttrMaxSurfaceCubemapLayeredLayers: v = 2046; break;
+    case cudaDevAttrMaxSurface2DWidth: v = 131072; break;
+    case cudaDevAttrMaxSurface2DHeight: v = 65536; break;
+    case cudaDevAttrMaxSurface3DWidth: case cudaDevAttrMaxSurface3DHeight: case cudaDevAttrMaxSurface3DDepth: v = 16384; break;
     case cudaDevAttrSurfaceAlignment: v = 512; break;
     case cudaDevAttrTexturePitchAlignment: v = 32; break;
     case cudaDevAttrPciDomainId: v = 0; break;
@@ -1978,8 +2005,8 @@ extern "C" cudaError_t cudaStreamDestroy(cudaStream_t stream) { CUEMU_API_CALL()
 }
 
 /* >>3-D memory (Runtime API, cudaMalloc3D, cudaMemcpy3D, cudaMemset3D):
-   linear memory described by cudaPitchedPtr; CUDA arrays (srcArray /
-   dstArray) are not emulated and are refused with a message. "The extent
+   linear memory described by cudaPitchedPtr, and CUDA arrays (srcArray /
+   dstArray: 1-D, 2-D, layered and cubemap arrays, see texture.cpp). "The extent
    field defines the dimensions of the transferred area in elements ... If
    no CUDA array is participating in the copy then the extents are defined
    in elements of unsigned char"; positions likewise (x in bytes). Slice z
@@ -1999,10 +2026,33 @@ namespace {
 cudaError_t copy3d(const cudaMemcpy3DParms *p, cudaStream_t stream, bool async) {
     CUEMU_NEED_DEVICE();
     if (!p) return set_error(cudaErrorInvalidValue);
+    /* "Either srcArray or srcPtr can be specified ... Passing more than one
+       non-zero source or destination will cause cudaMemcpy3D() to return an
+       error." With a CUDA array "the extent is defined in terms of that
+       array's elements", its position too; a pitched pointer's position
+       stays in bytes. An array side becomes the pitched view of its layers
+       (layers of height rows; height 1 for a 1-D array). */
+    if ((p->srcArray && p->srcPtr.ptr) || (p->dstArray && p->dstPtr.ptr)) return set_error(cudaErrorInvalidValue);
+    cudaMemcpy3DParms q = *p;
     if (p->srcArray || p->dstArray) {
-        static std::atomic<int> said{0};
-        if (said++ < 1) fprintf(stderr, "cuemu: cudaMemcpy3D with a CUDA array (srcArray/dstArray) is not emulated\n");
-        return set_error(cudaErrorNotSupported);
+        ArrayView sv{}, dv{};
+        if ((p->srcArray && !array_view(p->srcArray, &sv)) || (p->dstArray && !array_view(p->dstArray, &dv)))
+            return set_error(cudaErrorInvalidValue);
+        if (p->srcArray && p->dstArray && sv.elem != dv.elem) return set_error(cudaErrorInvalidValue);
+        size_t elem = p->srcArray ? sv.elem : dv.elem;
+        const cudaExtent &e = p->extent;
+        for (int side = 0; side < 2; side++) {
+            const ArrayView &v = side ? dv : sv;
+            if (!(side ? p->dstArray : p->srcArray)) continue;
+            cudaPos &pos = side ? q.dstPos : q.srcPos;
+            if (pos.x + e.width > v.width || pos.y + e.height > v.height || pos.z + e.depth > v.layers)
+                return set_error(cudaErrorInvalidValue);
+            (side ? q.dstPtr : q.srcPtr) = cudaPitchedPtr{v.data, v.pitch, v.width * v.elem, v.height};
+            pos.x *= elem;
+        }
+        q.extent.width *= elem;
+        q.srcArray = q.dstArray = nullptr;
+        p = &q;
     }
     const cudaExtent &x = p->extent;
     if (!p->srcPtr.ptr || !p->dstPtr.ptr) return set_error(cudaErrorInvalidValue);
