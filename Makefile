@@ -29,7 +29,7 @@ endif
 $(call lazy,HAVE_NCCL,$(if $(HAVE_NVCC),printf '\043include <nccl.h>\n' | $(NVCC) $$(CUDA_FLAGS) -x cu -E - >/dev/null 2>&1 && echo yes))
 $(call lazy,HAVE_OPENBLAS,printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null && echo yes)
 
-.PHONY: test-samples test-embed all help demo demo-gpt bench-gpt doctor data matmul-demo grade grade-class plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention gpu-static model clean
+.PHONY: test-samples test-embed all help demo demo-gpt bench-gpt bench-cpu doctor data matmul-demo grade grade-class plots test test-extra test-all test-emu test-windows test-arm64 test-dist test-gpu test-gpu-suites test-gpu-sanitize test-sanitize fuzz bench bench-matmul bench-train bench-dist bench-contention gpu-static model clean
 EXAMPLES = build/cnn_fashion build/mlp_fashion build/mixed_precision build/cpu_vs_gpu build/gradcheck build/doctor build/gpt_text
 all: $(EXAMPLES)
 
@@ -53,6 +53,7 @@ help:
 	@echo "make fuzz          libFuzzer on the IDX and checkpoint loaders (clang)"
 	@echo "make bench         benchmarks: tables, CSV and pictures (bench/*.png) under bench/"
 	@echo "make bench-gpt     the GPT step on the CPU: gpudl against PyTorch and JAX, same threads (bench/gpt_step.py)"
+	@echo "make bench-cpu     issue 38's table: MLP, LeNet-5, GPT step, SGEMM on the CPU, README and -march=native builds against PyTorch, JAX, OpenBLAS (bench/bench_cpu.py)"
 	@echo "make bench-dist    data parallel on the CPU cores: 1 rank x 2 threads against 2 ranks x 1"
 	@echo "make bench-contention  1 and 2 OpenMP threads, idle and beside a busy core (bench/contention.csv)"
 	@echo "make gpu-static    NVIDIA's compiler on the kernels, no GPU needed: registers, spills, occupancy (sm_80/90/100/120),"
@@ -287,6 +288,11 @@ BENCH_PY ?= python3
 # build/torchvenv, build/jaxvenv, or BENCH_PY; bench/gpt_step.csv).
 bench-gpt: build/gpt_text_cpu
 	$(BENCH_PY) bench/gpt_step.py $(BENCH_ARGS)
+# Issue 38's table: MLP, LeNet-5, the GPT step and SGEMM on the CPU, gpudl
+# built as the README says (cc -O2 -fopenmp) and with -march=native, against
+# PyTorch, JAX and OpenBLAS, interleaved rounds, same threads (bench/cpu.csv).
+bench-cpu:
+	python3 bench/bench_cpu.py $(BENCH_ARGS)
 # Data parallel on this machine's cores: 1 rank x 2 threads against 2 ranks x 1 (bench/dist.csv).
 bench-dist:
 	bash bench/bench_dist.sh $(BENCH_ROUNDS)
