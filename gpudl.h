@@ -3535,6 +3535,20 @@ static gpudl_status gpudl__check_float(gpudl_ctx *ctx, const gpudl_tensor *t, co
     return GPUDL_OK;
 }
 
+/* The F32 element-wise loops of fill, add/mul and axpby, for this CPU's
+   instruction set (the other dtypes take the generic per-element path). */
+GPUDL__MULTI_ISA(gpudl__fill_f32, (float *y, float v, int64_t n), (y, v, n),
+    int64_t i;
+    GPUDL__EACH(i, n, n > 65536, y[i] = v);)
+GPUDL__MULTI_ISA(gpudl__binary_f32, (int op, float *o, const float *a, const float *b, int64_t n), (op, o, a, b, n),
+    int64_t i;
+    if (op == 0) GPUDL__EACH(i, n, n > 65536, o[i] = a[i] + b[i]);
+    else GPUDL__EACH(i, n, n > 65536, o[i] = a[i] * b[i]);)
+GPUDL__MULTI_ISA(gpudl__axpby_f32, (float *y, float alpha, const float *x, float beta, int64_t n), (y, alpha, x, beta, n),
+    int64_t i;
+    if (beta == 0.0f) GPUDL__EACH(i, n, n > 65536, y[i] = alpha * x[i] + 0.0f);   /* y's old value unread (a NaN there stays out) */
+    else GPUDL__EACH(i, n, n > 65536, y[i] = alpha * x[i] + beta * y[i]);)
+
 GPUDL__DEF gpudl_status gpudl_tensor_fill(gpudl_ctx *ctx, gpudl_tensor *t, float value) {
     int64_t i, n;
     GPUDL__ENTER(ctx);
@@ -3554,6 +3568,10 @@ GPUDL__DEF gpudl_status gpudl_tensor_fill(gpudl_ctx *ctx, gpudl_tensor *t, float
         return GPUDL_OK;
     }
 #endif
+    if (t->dtype == GPUDL_F32) {
+        gpudl__fill_f32((float *)t->data, value, n);
+        return GPUDL_OK;
+    }
     GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
     for (i = 0; i < n; i++) gpudl__elem_set(t->data, t->dtype, i, value);
     return GPUDL_OK;
@@ -4101,7 +4119,10 @@ static void gpudl__pack_a(int64_t mc, int64_t kc, const float *A, int64_t rs, in
 #endif
         if (rs == 1)   /* op(A) = a column-major A (the weight gradients' A^T): runs of mm contiguous values */
             for (; k < kc; k++, buf += mr) {
-                memcpy(buf, src + k * cs, sizeof(float) * (size_t)mm);
+                if (mm == 14) memcpy(buf, src + k * cs, sizeof(float) * 14);   /* the kernels' mr: fixed-size copies, inlined */
+                else if (mm == 8) memcpy(buf, src + k * cs, sizeof(float) * 8);
+                else if (mm == 6) memcpy(buf, src + k * cs, sizeof(float) * 6);
+                else memcpy(buf, src + k * cs, sizeof(float) * (size_t)mm);
                 for (i = mm; i < mr; i++) buf[i] = 0.0f;
             }
         for (; k < kc; k++, buf += mr) {
@@ -4878,6 +4899,10 @@ static gpudl_status gpudl__binary(gpudl_ctx *ctx, int op, gpudl_tensor *out, con
         return GPUDL_OK;
     }
 #endif
+    if (out->dtype == GPUDL_F32 && a->dtype == GPUDL_F32 && b->dtype == GPUDL_F32) {
+        gpudl__binary_f32(op, (float *)out->data, (const float *)a->data, (const float *)b->data, n);
+        return GPUDL_OK;
+    }
     GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
     for (i = 0; i < n; i++) {
         float x = gpudl__elem_get(a->data, (int)a->dtype, i), y = gpudl__elem_get(b->data, (int)b->dtype, i);
@@ -4909,6 +4934,10 @@ static gpudl_status gpudl__axpby(gpudl_ctx *ctx, gpudl_tensor *y, float alpha, c
         return GPUDL_OK;
     }
 #endif
+    if (y->dtype == GPUDL_F32 && x->dtype == GPUDL_F32) {
+        gpudl__axpby_f32((float *)y->data, alpha, (const float *)x->data, beta, n);
+        return GPUDL_OK;
+    }
     GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
     for (i = 0; i < n; i++)
         gpudl__elem_set(y->data, y->dtype, i, alpha * gpudl__elem_get(x->data, (int)x->dtype, i)
@@ -5332,6 +5361,24 @@ static double gpudl__sum_f64(const float *x, int64_t n, double mu, int squares) 
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
+/* o[c] += the sum of column c of x (N, C) row-major, in double: blocks of
+   64 columns, rows walked in order, so reads are contiguous and each sum
+   keeps a fixed order (whatever the threads), for this CPU's instruction set. */
+GPUDL__MULTI_ISA(gpudl__colsum_acc, (float *o, const float *xs, int64_t N, int64_t C, int team), (o, xs, N, C, team),
+    int64_t c;
+    (void)team;
+    GPUDL__OMP(omp parallel for num_threads(team) if (N * C > 65536))
+    for (c = 0; c < C; c += 64) {
+        double acc[64];
+        int64_t n, k, w = GPUDL__MIN((int64_t)64, C - c);
+        for (k = 0; k < w; k++) acc[k] = 0.0;
+        for (n = 0; n < N; n++) {
+            const float *row = xs + n * C + c;
+            GPUDL__SIMD
+            for (k = 0; k < w; k++) acc[k] += row[k];
+        }
+        for (k = 0; k < w; k++) o[c + k] += (float)acc[k];
+    })
 static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, const gpudl_tensor *x, int64_t N, int64_t C,
                                            int64_t inner) {
     const float *xs = (const float *)x->data;
@@ -5350,20 +5397,7 @@ static gpudl_status gpudl__channel_sum_acc(gpudl_ctx *ctx, gpudl_tensor *out, co
         return gpudl__wide_end(&W, W.s ? W.s : gpudl__channel_sum_acc(ctx, out, xw, N, C, inner));
     }
     if (inner == 1) {
-        /* (N, C) row-major: blocks of 64 columns, rows walked in order, so
-           reads are contiguous and each sum keeps a fixed order */
-        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (N * C > 65536))
-        for (c = 0; c < C; c += 64) {
-            double acc[64];
-            int64_t n, k, w = GPUDL__MIN((int64_t)64, C - c);
-            for (k = 0; k < w; k++) acc[k] = 0.0;
-            for (n = 0; n < N; n++) {
-                const float *row = xs + n * C + c;
-                GPUDL__SIMD
-                for (k = 0; k < w; k++) acc[k] += row[k];
-            }
-            for (k = 0; k < w; k++) o[c + k] += (float)acc[k];
-        }
+        gpudl__colsum_acc(o, xs, N, C, gpudl__team());
         return GPUDL_OK;
     }
     GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (N * C * inner > 65536))
