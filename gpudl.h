@@ -2404,7 +2404,8 @@ int fileno(FILE *stream);   /* POSIX's, hidden when <stdio.h> came first under -
 #endif
 /* CPU loops for the instruction set this CPU has, chosen at run time, so the
    README's plain "cc -O2" build runs them with AVX2 or AVX-512 where the
-   CPU has them (the activation loops so far), and the same binary still
+   CPU has them (activations, the attention core, conversions, fill, add,
+   mul, axpby, column sums), and the same binary still
    runs on a CPU without (issue 38). GPUDL__MULTI_ISA
    defines name##_base (the build's flags), name##_avx2 (AVX2, FMA, F16C)
    and name##_avx512 (AVX-512 F/VL/BW/DQ) from one body, and name, which
