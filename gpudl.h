@@ -2402,6 +2402,12 @@ int fileno(FILE *stream);   /* POSIX's, hidden when <stdio.h> came first under -
 #  define GPUDL__X86_SIMD 1
 #  include <immintrin.h>
 #endif
+/* a helper inlined into each GPUDL__MULTI_ISA version (compiled for its instruction set) */
+#if defined(__GNUC__)
+#  define GPUDL__INLINE_ALWAYS __attribute__((always_inline)) inline
+#else
+#  define GPUDL__INLINE_ALWAYS inline
+#endif
 /* CPU loops for the instruction set this CPU has, chosen at run time, so the
    README's plain "cc -O2" build runs them with AVX2 or AVX-512 where the
    CPU has them (activations, the attention core, conversions, fill, add,
@@ -5346,7 +5352,7 @@ static gpudl_status gpudl__bias_add(gpudl_ctx *ctx, gpudl_tensor *y, const gpudl
    interleaved partial sums: one double accumulator is bound by the add
    latency (4 cycles per element; 2 ms per batch-norm layer of the demo
    CNN). The order is fixed, so the result is the same every run. */
-static double gpudl__sum_f64(const float *x, int64_t n, double mu, int squares) {
+static GPUDL__INLINE_ALWAYS double gpudl__sum_f64(const float *x, int64_t n, double mu, int squares) {
     double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i;
     int k;
@@ -6890,10 +6896,82 @@ static gpudl_status gpudl__ln_vec(gpudl_ctx *ctx, const gpudl_tensor *t, const c
 
 /* res, sum (the model's residual end before a layer norm; or NULL):
    sum = x + res, then y = layernorm(sum); one kernel on the GPU. */
+/* The CPU's layer norm, for this CPU's instruction set: per row, the mean
+   and the variance as double sums in 8 fixed interleaved parts
+   (gpudl__sum_f64), then y. */
+GPUDL__MULTI_ISA(gpudl__ln_fwd_cpu, (float *y, float *mean, float *rstd, const float *x, const float *g, const float *b,
+                                     int64_t R, int64_t C, float eps, int team), (y, mean, rstd, x, g, b, R, C, eps, team),
+    int64_t r;
+    (void)team;
+    GPUDL__OMP(omp parallel for num_threads(team) if (R * C > 16384))
+    for (r = 0; r < R; r++) {
+        const float *xr = x + r * C;
+        float *yr = y + r * C, m, rs;
+        double mu = gpudl__sum_f64(xr, C, 0.0, 0) / (double)C;
+        int64_t c;
+        m = (float)mu;
+        rs = gpudl__ln_rstd((float)(gpudl__sum_f64(xr, C, mu, 1) / (double)C), eps);
+        mean[r] = m;
+        rstd[r] = rs;
+        GPUDL__SIMD
+        for (c = 0; c < C; c++) yr[c] = gpudl__ln_fwd_elem(xr[c], m, rs, g[c], b[c]);
+    })
+/* Its backward: dgamma, dbeta as column sums in row order (double, blocks
+   of 64 columns over the threads: the same sums whatever the threads), then
+   dx per row, its two row sums in 8 fixed interleaved double parts (one
+   dependent chain of C adds was the loop's speed). */
+GPUDL__MULTI_ISA(gpudl__ln_bwd_cpu, (float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *g,
+                                     const float *mean, const float *rstd, int64_t R, int64_t C, int team),
+                 (dx, dgamma, dbeta, dy, x, g, mean, rstd, R, C, team),
+    int64_t c0, r;
+    (void)team;
+    if (dgamma || dbeta) {   /* first: dx may be dy or x */
+        GPUDL__OMP(omp parallel for num_threads(team) if (R * C > 16384))
+        for (c0 = 0; c0 < C; c0 += 64) {
+            double ag[64], ab[64];
+            int64_t w = GPUDL__MIN((int64_t)64, C - c0), k, rr;
+            for (k = 0; k < w; k++) ag[k] = ab[k] = 0.0;
+            for (rr = 0; rr < R; rr++) {
+                const float *xr = x + rr * C + c0, *dyr = dy + rr * C + c0;
+                float m = mean[rr], rs = rstd[rr];
+                GPUDL__SIMD
+                for (k = 0; k < w; k++) { ag[k] += (double)dyr[k] * ((xr[k] - m) * rs); ab[k] += dyr[k]; }
+            }
+            for (k = 0; k < w; k++) {
+                if (dgamma) dgamma[c0 + k] += (float)ag[k];
+                if (dbeta) dbeta[c0 + k] += (float)ab[k];
+            }
+        }
+    }
+    if (dx) {
+        GPUDL__OMP(omp parallel for num_threads(team) if (R * C > 16384))
+        for (r = 0; r < R; r++) {
+            const float *xr = x + r * C, *dyr = dy + r * C;
+            float m = mean[r], rs = rstd[r], *dxr = dx + r * C;
+            double sg[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sgx[8] = {0, 0, 0, 0, 0, 0, 0, 0}, tg, tgx;
+            int64_t k;
+            int j;
+            for (k = 0; k + 8 <= C; k += 8)
+                for (j = 0; j < 8; j++) {
+                    double dyg = (double)dyr[k + j] * g[k + j];
+                    sg[j] += dyg;
+                    sgx[j] += dyg * ((xr[k + j] - m) * rs);
+                }
+            for (; k < C; k++) {
+                double dyg = (double)dyr[k] * g[k];
+                sg[0] += dyg;
+                sgx[0] += dyg * ((xr[k] - m) * rs);
+            }
+            tg = ((sg[0] + sg[1]) + (sg[2] + sg[3])) + ((sg[4] + sg[5]) + (sg[6] + sg[7]));
+            tgx = ((sgx[0] + sgx[1]) + (sgx[2] + sgx[3])) + ((sgx[4] + sgx[5]) + (sgx[6] + sgx[7]));
+            for (k = 0; k < C; k++)
+                dxr[k] = gpudl__ln_bwd_elem(dyr[k], xr[k], m, rs, g[k], (float)(tg / (double)C), (float)(tgx / (double)C));
+        }
+    })
 static gpudl_status gpudl__layernorm_fwd(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *mean, gpudl_tensor *rstd,
                                          const gpudl_tensor *x, const gpudl_tensor *res, gpudl_tensor *sum,
                                          const gpudl_tensor *gamma, const gpudl_tensor *beta, float eps) {
-    int64_t R, C, r;
+    int64_t R, C;
     GPUDL__ENTER(ctx);
     if (res) {   /* shaped like x, in its dtype, on its device (the model's own buffers) */
         if (!sum || !gpudl__same_shape(x, res) || !gpudl__same_shape(x, sum) || res->dtype != x->dtype ||
@@ -6933,21 +7011,8 @@ static gpudl_status gpudl__layernorm_fwd(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_
         gpudl_tensor *yw = gpudl__widen(&W, y, 1), *xw = gpudl__widen(&W, x, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_layernorm_forward(ctx, yw, mean, rstd, xw, gamma, beta, eps));
     }
-    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (R * C > 16384))
-    for (r = 0; r < R; r++) {
-        const float *xr = (const float *)x->data + r * C, *g = (const float *)gamma->data, *b = (const float *)beta->data;
-        float *yr = (float *)y->data + r * C, m, rs;
-        double mu = gpudl__sum_f64(xr, C, 0.0, 0) / (double)C;
-        m = (float)mu;
-        rs = gpudl__ln_rstd((float)(gpudl__sum_f64(xr, C, mu, 1) / (double)C), eps);
-        ((float *)mean->data)[r] = m;
-        ((float *)rstd->data)[r] = rs;
-        {
-            int64_t c;
-            GPUDL__SIMD
-            for (c = 0; c < C; c++) yr[c] = gpudl__ln_fwd_elem(xr[c], m, rs, g[c], b[c]);
-        }
-    }
+    gpudl__ln_fwd_cpu((float *)y->data, (float *)mean->data, (float *)rstd->data, (const float *)x->data,
+                      (const float *)gamma->data, (const float *)beta->data, R, C, eps, gpudl__team());
     return GPUDL_OK;
 }
 GPUDL__DEF gpudl_status gpudl_layernorm_forward(gpudl_ctx *ctx, gpudl_tensor *y, gpudl_tensor *mean, gpudl_tensor *rstd,
@@ -6961,7 +7026,7 @@ static gpudl_status gpudl__layernorm_bwd(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl
                                          const gpudl_tensor *dy, const gpudl_tensor *x, const gpudl_tensor *gamma,
                                          const gpudl_tensor *mean, const gpudl_tensor *rstd, const gpudl_tensor *dadd,
                                          int overwrite) {
-    int64_t R, C, r, c;
+    int64_t R, C;
     GPUDL__ENTER(ctx);
     GPUDL__TRY(gpudl__check_act(ctx, x, "x"));
     GPUDL__TRY(gpudl__check_dt(ctx, dy, "dy", x->dtype));
@@ -7001,36 +7066,9 @@ static gpudl_status gpudl__layernorm_bwd(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl
         gpudl_tensor *dxw = gpudl__widen(&W, dx, 1), *dyw = gpudl__widen(&W, dy, 0), *xw = gpudl__widen(&W, x, 0);
         return gpudl__wide_end(&W, W.s ? W.s : gpudl_layernorm_backward(ctx, dxw, dgamma, dbeta, dyw, xw, gamma, mean, rstd));
     }
-    if (dgamma || dbeta) {   /* column sums in row order (double): deterministic; first, as dx may be dy or x */
-        double *acc = NULL;
-        GPUDL__TRY(gpudl__host_ws(ctx, sizeof(double) * 2 * (size_t)C, (void **)&acc));
-        memset(acc, 0, sizeof(double) * 2 * (size_t)C);
-        for (r = 0; r < R; r++) {
-            const float *xr = (const float *)x->data + r * C, *dyr = (const float *)dy->data + r * C;
-            float m = ((const float *)mean->data)[r], rs = ((const float *)rstd->data)[r];
-            for (c = 0; c < C; c++) { acc[c] += (double)dyr[c] * ((xr[c] - m) * rs); acc[C + c] += dyr[c]; }
-        }
-        for (c = 0; c < C; c++) {
-            if (dgamma) ((float *)dgamma->data)[c] += (float)acc[c];
-            if (dbeta) ((float *)dbeta->data)[c] += (float)acc[C + c];
-        }
-    }
-    if (dx) {
-        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (R * C > 16384))
-        for (r = 0; r < R; r++) {
-            const float *xr = (const float *)x->data + r * C, *dyr = (const float *)dy->data + r * C, *g = (const float *)gamma->data;
-            float m = ((const float *)mean->data)[r], rs = ((const float *)rstd->data)[r], *dxr = (float *)dx->data + r * C;
-            double sg = 0, sgx = 0;
-            int64_t k;
-            for (k = 0; k < C; k++) {
-                double dyg = (double)dyr[k] * g[k];
-                sg += dyg;
-                sgx += dyg * ((xr[k] - m) * rs);
-            }
-            for (k = 0; k < C; k++)
-                dxr[k] = gpudl__ln_bwd_elem(dyr[k], xr[k], m, rs, g[k], (float)(sg / (double)C), (float)(sgx / (double)C));
-        }
-    }
+    gpudl__ln_bwd_cpu(dx ? (float *)dx->data : NULL, dgamma ? (float *)dgamma->data : NULL, dbeta ? (float *)dbeta->data : NULL,
+                      (const float *)dy->data, (const float *)x->data, (const float *)gamma->data, (const float *)mean->data,
+                      (const float *)rstd->data, R, C, gpudl__team());
     return GPUDL_OK;
 }
 GPUDL__DEF gpudl_status gpudl_layernorm_backward(gpudl_ctx *ctx, gpudl_tensor *dx, gpudl_tensor *dgamma, gpudl_tensor *dbeta,
@@ -7153,11 +7191,6 @@ static gpudl_status gpudl__attn_softmax_bwd(gpudl_ctx *ctx, int on_gpu, float *d
    instruction set (it is inlined into the GPUDL__MULTI_ISA functions).
    A sum in memory (out[n] += a m[n], k by k) waits for its own store each
    step: that was the old loops' speed, 5 ms for the example's forward core. */
-#if defined(__GNUC__)
-#  define GPUDL__INLINE_ALWAYS __attribute__((always_inline)) inline
-#else
-#  define GPUDL__INLINE_ALWAYS inline
-#endif
 static GPUDL__INLINE_ALWAYS int gpudl__attn_mm_uses(int tri, int64_t kd, int64_t r, int64_t k) {
     return tri > 0 ? k <= kd + r : tri < 0 ? k >= kd + r : 1;
 }
