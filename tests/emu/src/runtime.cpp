@@ -1205,6 +1205,16 @@ extern "C" cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit) 
     return cudaSuccess;
 }
 
+// CUDA Runtime API, Device Management: cudaCtxResetPersistingL2Cache "resets
+// all persisting lines in cache to normal status; takes effect on function
+// return" (Programming Guide, L2 Cache Set-Aside: "Reset all persisting L2
+// cache lines to normal"). The emulated device models no cache, so there is
+// nothing to reset beyond needing a device.
+extern "C" cudaError_t cudaCtxResetPersistingL2Cache(void) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    return cudaSuccess;
+}
+
 extern "C" cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *c) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!c) return set_error(cudaErrorInvalidValue);

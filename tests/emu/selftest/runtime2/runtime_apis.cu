@@ -1,7 +1,7 @@
 /* runtime_apis.cu - runtime API calls of CUDA 13 that NVIDIA's samples use
    (issue 37): __dp4a / __dp2a, stream-ordered memory pools,
    cudaStreamAttachMemAsync, stream attributes (the L2 access policy
-   window), 3-D copies and memsets. Each rule is checked with its control;
+   window, cudaCtxResetPersistingL2Cache), 3-D copies and memsets. Each rule is checked with its control;
    the source of each rule is named at its test. */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -153,6 +153,15 @@ ST_TEST(stream_access_policy_window) {
     int h[64];
     cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, s);
     ST_CHECK(cudaStreamSynchronize(s) == cudaSuccess && h[0] == 3 && h[63] == 3);
+    /* Runtime API, Device Management, cudaCtxResetPersistingL2Cache: the
+       persisting lines go back to normal; the window stays set, results are
+       unchanged */
+    ST_CHECK(cudaCtxResetPersistingL2Cache() == cudaSuccess && cudaGetLastError() == cudaSuccess);
+    ST_CHECK(cudaStreamGetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &out) == cudaSuccess &&
+             out.accessPolicyWindow.base_ptr == d);
+    fill_k<<<1, 64, 0, s>>>(d, 64, 4);
+    cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, s);
+    ST_CHECK(cudaStreamSynchronize(s) == cudaSuccess && h[0] == 4 && h[63] == 4);
     cudaFree(d);
     cudaStreamDestroy(s);
 }
