@@ -49,3 +49,6 @@ build_and_run runtime2_libcuxx_pipeline "$HERE/runtime2/libcuxx_pipeline.cu" -O2
 if [ -x "$OUT/runtime2_libcuxx_pipeline" ]; then
     CUEMU_SCHEDULE=shuffle CUEMU_SEED=2 program runtime2_libcuxx_pipeline_shuffle "$OUT/runtime2_libcuxx_pipeline"
 fi
+# graph_nodes.cu: graph memcpy nodes (3-D and 1-D, get/set params, the exec
+# forms, exec updates of them)
+build_and_run runtime2_graph_nodes "$HERE/runtime2/graph_nodes.cu" -O2

@@ -14,6 +14,7 @@
    capture and joins them back. */
 #include "state.h"
 #include <cuemu.h>
+#include <driver_functions.h>
 #include <algorithm>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +37,7 @@ struct GNode {
     cudaKernelNodeParams kparams{};
     cudaMemsetParams mparams{};
     cudaHostNodeParams hparams{};
+    cudaMemcpy3DParms cparams{};         /* memcpy nodes (a 1-D one as a 1-row, 1-slice copy) */
     cudaMemAllocNodeParams aparams{};    /* memory allocation nodes */
     void *fptr = nullptr;                /* memory free nodes */
     GNode *origin = nullptr;             /* in a clone: the node it was cloned from */
@@ -495,31 +497,174 @@ extern "C" cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
-                                               size_t ndeps, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) { CUEMU_API_CALL();
+/* >>memcpy nodes (Runtime API, Graph Management: cudaGraphAddMemcpyNode,
+   cudaGraphAddMemcpyNode1D, cudaGraphMemcpyNodeGetParams / SetParams /
+   SetParams1D, cudaGraphExecMemcpyNodeSetParams / SetParams1D). A node
+   holds a cudaMemcpy3DParms, read as cudaMemcpy3D reads it (linear memory
+   through cudaPitchedPtr, extents and x positions in bytes, slice z at
+   z * pitch * ysize); a 1-D node is the copy of one row of count bytes.
+   CUDA arrays are not emulated (refused, as cudaMemcpy3D does here). The
+   kind must agree with the memory, as for cudaMemcpy; device ranges are
+   checked again when the graph runs. */
+namespace {
+bool memcpy_side_ok(const void *p, size_t extent, bool want_device, cudaMemcpyKind kind) {
+    Region r;
+    MemKind k = classify(p, &r);
+    if (k == MEM_FREED) return false;
+    if (k == MEM_DEVICE && (uintptr_t)p + extent > (uintptr_t)r.base + r.size) return false;
+    if (kind == cudaMemcpyDefault) return true;
+    if (want_device) return k != MEM_UNKNOWN;   /* device, pinned or managed memory */
+    return k != MEM_DEVICE;
+}
+
+/* cudaErrorInvalidValue etc. for params a copy cannot take; cudaSuccess otherwise */
+cudaError_t check_memcpy_params(const cudaMemcpy3DParms *p) {
+    if (!p) return cudaErrorInvalidValue;
+    if ((int)p->kind < 0 || (int)p->kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
+    if (p->srcArray || p->dstArray) {
+        static std::atomic<int> said{0};
+        if (said++ < 1) fprintf(stderr, "cuemu: a graph memcpy node with a CUDA array (srcArray/dstArray) is not emulated\n");
+        return cudaErrorNotSupported;
+    }
+    if (!p->srcPtr.ptr || !p->dstPtr.ptr) return cudaErrorInvalidValue;
+    const cudaExtent &x = p->extent;
+    if (x.width == 0 || x.height == 0 || x.depth == 0) return cudaSuccess;
+    if (p->srcPos.x + x.width > p->srcPtr.pitch || p->dstPos.x + x.width > p->dstPtr.pitch) return cudaErrorInvalidPitchValue;
+    if (x.depth > 1 && (p->srcPos.y + x.height > p->srcPtr.ysize || p->dstPos.y + x.height > p->dstPtr.ysize))
+        return cudaErrorInvalidValue;
+    bool dst_dev = p->kind == cudaMemcpyHostToDevice || p->kind == cudaMemcpyDeviceToDevice;
+    bool src_dev = p->kind == cudaMemcpyDeviceToHost || p->kind == cudaMemcpyDeviceToDevice;
+    size_t sslice = p->srcPtr.pitch * p->srcPtr.ysize, dslice = p->dstPtr.pitch * p->dstPtr.ysize;
+    const char *s0 = (const char *)p->srcPtr.ptr + p->srcPos.z * sslice + p->srcPos.y * p->srcPtr.pitch + p->srcPos.x;
+    const char *d0 = (const char *)p->dstPtr.ptr + p->dstPos.z * dslice + p->dstPos.y * p->dstPtr.pitch + p->dstPos.x;
+    size_t sext = (x.depth - 1) * sslice + (x.height - 1) * p->srcPtr.pitch + x.width;
+    size_t dext = (x.depth - 1) * dslice + (x.height - 1) * p->dstPtr.pitch + x.width;
+    if (!memcpy_side_ok(s0, sext, src_dev, p->kind) || !memcpy_side_ok(d0, dext, dst_dev, p->kind)) return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+cudaMemcpy3DParms params_1d(void *dst, const void *src, size_t count, cudaMemcpyKind kind) {
+    cudaMemcpy3DParms p{};
+    p.srcPtr = make_cudaPitchedPtr((void *)src, count, count, 1);
+    p.dstPtr = make_cudaPitchedPtr(dst, count, count, 1);
+    p.extent = make_cudaExtent(count, 1, 1);
+    p.kind = kind;
+    return p;
+}
+
+bool is_1d(const cudaMemcpy3DParms &p) { return p.extent.height == 1 && p.extent.depth == 1; }
+
+void fill_memcpy_body(GNode *n, int dev, const cudaMemcpy3DParms &p) {
+    n->cparams = p;
+    n->body = [p, dev] {
+        const cudaExtent &x = p.extent;
+        size_t sslice = p.srcPtr.pitch * p.srcPtr.ysize, dslice = p.dstPtr.pitch * p.dstPtr.ysize;
+        for (size_t z = 0; z < x.depth; z++)
+            for (size_t y = 0; y < x.height; y++) {
+                const char *from = (const char *)p.srcPtr.ptr + (p.srcPos.z + z) * sslice + (p.srcPos.y + y) * p.srcPtr.pitch + p.srcPos.x;
+                char *to = (char *)p.dstPtr.ptr + (p.dstPos.z + z) * dslice + (p.dstPos.y + y) * p.dstPtr.pitch + p.dstPos.x;
+                std::string why;
+                Region r;
+                bool to_dev = classify(to, &r) == MEM_DEVICE;
+                if ((classify(from, &r) == MEM_DEVICE && !device_range(dev, from, x.width, &why)) ||
+                    (to_dev && !device_range(dev, to, x.width, &why))) {
+                    fault(cudaErrorIllegalAddress, "graph memcpy node: %s", why.c_str());
+                    return;
+                }
+                memmove(to, from, x.width);
+                if (to_dev) san_written(to, x.width);
+            }
+    };
+}
+
+cudaError_t add_memcpy_node(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+                            const cudaMemcpy3DParms *p) {
     GRAPH_LOCK();
-    if (!pNode || !graph_ok(graph) || !dst || !src) return fail(cudaErrorInvalidValue);
-    if ((int)kind < 0 || (int)kind > cudaMemcpyDefault) return fail(cudaErrorInvalidMemcpyDirection);
-    std::vector<GNode *> d;
-    cudaError_t e = take_deps(graph, deps, ndeps, &d);
+    if (!pNode || !graph_ok(graph)) return fail(cudaErrorInvalidValue);
+    cudaError_t e = check_memcpy_params(p);
     if (e) return fail(e);
-    int dev = graph->device;
-    char *to = (char *)dst;
-    const char *from = (const char *)src;
-    GNode *n = add_node(graph, cudaGraphNodeTypeMemcpy, "memcpy", d, [=] {
-        std::string why;
-        Region r;
-        bool to_dev = classify(to, &r) == MEM_DEVICE;
-        if ((classify(from, &r) == MEM_DEVICE && !device_range(dev, from, count, &why)) ||
-            (to_dev && !device_range(dev, to, count, &why))) {
-            fault(cudaErrorIllegalAddress, "graph memcpy node: %s", why.c_str());
-            return;
-        }
-        memcpy(to, from, count);
-        if (to_dev) san_written(to, count);
-    });
+    std::vector<GNode *> d;
+    if ((e = take_deps(graph, deps, ndeps, &d))) return fail(e);
+    GNode *n = add_node(graph, cudaGraphNodeTypeMemcpy, "memcpy", d, nullptr);
+    fill_memcpy_body(n, graph->device, *p);
     *pNode = (cudaGraphNode_t)n;
     return cudaSuccess;
+}
+
+cudaError_t set_memcpy_node(cudaGraphNode_t node, const cudaMemcpy3DParms *p) {
+    GRAPH_LOCK();
+    GNode *n = (GNode *)node;
+    if (!node_ok(node) || n->type != cudaGraphNodeTypeMemcpy) return fail(cudaErrorInvalidValue);
+    cudaError_t e = check_memcpy_params(p);
+    if (e) return fail(e);
+    fill_memcpy_body(n, n->graph->device, *p);
+    return cudaSuccess;
+}
+
+/* cudaGraphExecMemcpyNodeSetParams: "Both the instantiation-time memory
+   operands and the memory operands in pNodeParams must be 1-dimensional.
+   Zero-length operations are not supported"; the operands' memory may not
+   move to another device or kind of memory (cudaErrorInvalidValue). */
+bool same_mapping(const void *a, const void *b) {
+    Region ra, rb;
+    MemKind ka = classify(a, &ra), kb = classify(b, &rb);
+    return ka == kb && (ka != MEM_DEVICE || ra.device == rb.device);
+}
+cudaError_t exec_set_memcpy_node(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaMemcpy3DParms *p) {
+    GRAPH_LOCK();
+    if (!exec || !g_execs.count(exec)) return fail(cudaErrorInvalidValue);
+    auto it = exec->of.find((GNode *)node);
+    if (it == exec->of.end() || exec->nodes[it->second].type != cudaGraphNodeTypeMemcpy) return fail(cudaErrorInvalidValue);
+    GNode &n = exec->nodes[it->second];
+    cudaError_t e = check_memcpy_params(p);
+    if (e) return fail(e);
+    const cudaMemcpy3DParms &old = n.cparams;
+    if (!is_1d(old) || !is_1d(*p) || !p->extent.width || !same_mapping(old.srcPtr.ptr, p->srcPtr.ptr) ||
+        !same_mapping(old.dstPtr.ptr, p->dstPtr.ptr))
+        return fail(cudaErrorInvalidValue);
+    fill_memcpy_body(&n, exec->device, *p);
+    return cudaSuccess;
+}
+} /* namespace */
+
+extern "C" cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+                                             const struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    return add_memcpy_node(pNode, graph, deps, ndeps, p);
+}
+
+extern "C" cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                               size_t ndeps, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) { CUEMU_API_CALL();
+    cudaMemcpy3DParms p = params_1d(dst, src, count, kind);
+    return add_memcpy_node(pNode, graph, deps, ndeps, &p);
+}
+
+extern "C" cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    GRAPH_LOCK();
+    GNode *n = (GNode *)node;
+    if (!p || !node_ok(node) || n->type != cudaGraphNodeTypeMemcpy) return fail(cudaErrorInvalidValue);
+    *p = n->cparams;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    return set_memcpy_node(node, p);
+}
+
+extern "C" cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void *dst, const void *src, size_t count,
+                                                     enum cudaMemcpyKind kind) { CUEMU_API_CALL();
+    cudaMemcpy3DParms p = params_1d(dst, src, count, kind);
+    return set_memcpy_node(node, &p);
+}
+
+extern "C" cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                       const struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    return exec_set_memcpy_node(exec, node, p);
+}
+
+extern "C" cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t exec, cudaGraphNode_t node, void *dst, const void *src,
+                                                         size_t count, enum cudaMemcpyKind kind) { CUEMU_API_CALL();
+    cudaMemcpy3DParms p = params_1d(dst, src, count, kind);
+    return exec_set_memcpy_node(exec, node, &p);
 }
 
 extern "C" cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
@@ -976,6 +1121,14 @@ extern "C" cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t gra
         }
         if (cur.type == cudaGraphNodeTypeKernel && cur.kparams.func != nw->kparams.func) {
             info->result = cudaGraphExecUpdateErrorFunctionChanged;
+            info->errorNode = (cudaGraphNode_t)nw;
+            return fail(cudaErrorGraphExecUpdateFailure);
+        }
+        /* memset and memcpy nodes: the operands' devices and memory types
+           may not change (cudaGraphExecUpdate's limitations) */
+        if (cur.type == cudaGraphNodeTypeMemcpy &&
+            (!same_mapping(cur.cparams.srcPtr.ptr, nw->cparams.srcPtr.ptr) || !same_mapping(cur.cparams.dstPtr.ptr, nw->cparams.dstPtr.ptr))) {
+            info->result = cudaGraphExecUpdateErrorParametersChanged;
             info->errorNode = (cudaGraphNode_t)nw;
             return fail(cudaErrorGraphExecUpdateFailure);
         }
