@@ -12,7 +12,7 @@
 # A sample passes when it exits 0 and prints no FAIL; exit 2 is "waived" (the
 # samples' EXIT_WAIVED: a feature the device says it lacks). Samples that
 # need what the emulator does not claim (OpenGL/EGL/Vulkan/Direct3D, NVRTC,
-# the driver API's JIT/IPC, MPI, cuFFT/cuRAND/cuSPARSE/cuSOLVER/NPP/nvJPEG,
+# the driver API's JIT/IPC, MPI, cuBLASXt, cuFFT/cuRAND/cuSPARSE/cuSOLVER/NPP/nvJPEG,
 # Thrust/CUB, NvSci, several processes) are listed as "not claimed" with the reason.
 set -u
 ROOT=${1:?usage: tools/cuda_samples.sh SAMPLES_ROOT [NAME...]}; shift
@@ -31,7 +31,7 @@ pass=0 fail=0 waived=0 unclaimed=0
 UNCLAIMED_INCLUDES=(
     '<GL/|<GLFW|helper_gl|<EGL|vulkan|d3d1|d3d9|<X11=graphics'
     'nvrtc=NVRTC' 'cufft=cuFFT' 'curand=cuRAND' 'cusparse=cuSPARSE' 'cusolver=cuSOLVER' '<npp|"npp=NPP'
-    'nvjpeg|FreeImage=nvJPEG/FreeImage' 'nvscibuf|nvscisync=NvSci' '<mpi.h>=MPI'
+    'nvjpeg|nvJPEG|FreeImage=nvJPEG/FreeImage' 'cublasXt=cuBLASXt' 'nvscibuf|nvscisync=NvSci' '<mpi.h>=MPI'
     "<thrust/|<cub/=Thrust/CUB (CCCL's algorithms)" 'nvJitLink|nvvm=nvJitLink/libNVVM'
 )
 unclaimed_reason() {
@@ -56,6 +56,8 @@ run_sample() {   # run_sample DIR
     [ ${#srcs[@]} = 0 ] && return
     grep -qs 'cublas' "${srcs[@]}" "$d"/*.h && libs+=(-lcublas -lcublasLt)
     grep -qs 'cudnn' "${srcs[@]}" "$d"/*.h && libs+=(-lcudnn)
+    # OpenMP, as NVIDIA's Makefiles/CMake build these samples (-Xcompiler -fopenmp, libgomp)
+    grep -qsE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<omp.h>' "${srcs[@]}" "$d"/*.h && libs+=(-Xcompiler -fopenmp -lgomp)
     t0=$(date +%s.%N)
     if ! (cd "$d" && "$NVCC_EMU" -O2 -I"$ROOT/Common" -o "$OUT/$name.bin" "${srcs[@]}" "${libs[@]}") >"$OUT/$name.build.log" 2>&1; then
         t1=$(date +%s.%N)
