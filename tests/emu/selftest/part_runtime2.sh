@@ -52,3 +52,6 @@ fi
 # graph_nodes.cu: graph memcpy nodes (3-D and 1-D, get/set params, the exec
 # forms, exec updates of them)
 build_and_run runtime2_graph_nodes "$HERE/runtime2/graph_nodes.cu" -O2
+# cublas_lu.cu: cuBLAS batched LU (getrfBatched with and without pivoting,
+# info for singular matrices, getriBatched)
+build_and_run runtime2_cublas_lu "$HERE/runtime2/cublas_lu.cu" -O2
