@@ -27,6 +27,9 @@ fi
 # runtime_apis.cu: __dp4a/__dp2a, memory pools, cudaStreamAttachMemAsync,
 # stream attributes, 3-D copies (before issue 37 it did not compile)
 build_and_run runtime2_runtime_apis "$HERE/runtime2/runtime_apis.cu" -O2
+if [ -x "$OUT/runtime2_runtime_apis" ]; then   # memory pool access from a second device
+    GPUDL_EMU_DEVICE=9.0:80G,9.0:80G CUEMU_ST_CASE=two_devices program runtime2_runtime_apis_two_devices "$OUT/runtime2_runtime_apis"
+fi
 # textures.cu: texture objects over linear, pitch-2D memory and CUDA arrays
 # (before issue 37 it did not compile)
 build_and_run runtime2_textures "$HERE/runtime2/textures.cu" -O2
