@@ -53,7 +53,8 @@ if [ -x "$OUT/runtime2_libcuxx_pipeline" ]; then
     CUEMU_SCHEDULE=shuffle CUEMU_SEED=2 program runtime2_libcuxx_pipeline_shuffle "$OUT/runtime2_libcuxx_pipeline"
 fi
 # graph_nodes.cu: graph memcpy nodes (3-D and 1-D, get/set params, the exec
-# forms, exec updates of them)
+# forms, exec updates of them); conditional nodes (IF, WHILE, SWITCH, default
+# values, capture into a body graph, capture dependencies updated)
 build_and_run runtime2_graph_nodes "$HERE/runtime2/graph_nodes.cu" -O2
 # cublas_lu.cu: cuBLAS batched LU (getrfBatched with and without pivoting,
 # info for singular matrices, getriBatched)
