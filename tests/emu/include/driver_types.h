@@ -865,6 +865,9 @@ struct cudaHostNodeParamsV2 {
 struct cudaGraphNodeParams {
     enum cudaGraphNodeType type;
     int reserved0[3];
+#if defined(__GNUC__) && !defined(__cplusplus)
+    __extension__   /* an anonymous union, as NVIDIA's header has: C11, and C99 with GNU extensions */
+#endif
     union {
         long long reserved1[29];
         struct cudaKernelNodeParamsV2 kernel;
