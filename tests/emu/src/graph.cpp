@@ -720,6 +720,14 @@ cudaError_t check_memcpy_params(const cudaMemcpy3DParms *p) {
     return cudaSuccess;
 }
 
+/* A memcpy node made by stream capture keeps no cudaMemcpy3DParms here:
+   reading or changing its parameters is refused, not answered with zeros. */
+cudaError_t captured_memcpy_params() {
+    static std::atomic<int> said{0};
+    if (said++ < 1) fprintf(stderr, "cuemu: the parameters of a memcpy node made by stream capture are not emulated (get/set params)\n");
+    return cudaErrorNotSupported;
+}
+
 cudaMemcpy3DParms params_1d(void *dst, const void *src, size_t count, cudaMemcpyKind kind) {
     cudaMemcpy3DParms p{};
     p.srcPtr = make_cudaPitchedPtr((void *)src, count, count, 1);
@@ -793,6 +801,7 @@ cudaError_t exec_set_memcpy_node(cudaGraphExec_t exec, cudaGraphNode_t node, con
     auto it = exec->of.find((GNode *)node);
     if (it == exec->of.end() || exec->nodes[it->second].type != cudaGraphNodeTypeMemcpy) return fail(cudaErrorInvalidValue);
     GNode &n = exec->nodes[it->second];
+    if (!n.cparams.srcPtr.ptr) return fail(captured_memcpy_params());
     cudaError_t e = check_memcpy_params(p);
     if (e) return fail(e);
     const cudaMemcpy3DParms &old = n.cparams;
@@ -819,6 +828,7 @@ extern "C" cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct
     GRAPH_LOCK();
     GNode *n = (GNode *)node;
     if (!p || !node_ok(node) || n->type != cudaGraphNodeTypeMemcpy) return fail(cudaErrorInvalidValue);
+    if (!n->cparams.srcPtr.ptr) return fail(captured_memcpy_params());
     *p = n->cparams;
     return cudaSuccess;
 }

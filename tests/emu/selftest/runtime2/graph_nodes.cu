@@ -132,6 +132,26 @@ ST_TEST(memcpy_nodes) {
              info.result == cudaGraphExecUpdateErrorParametersChanged);
     cudaGetLastError();
 
+    /* a memcpy node made by stream capture: the emulator keeps no
+       cudaMemcpy3DParms for it and refuses to report them (not zeros) */
+    cudaStream_t cs;
+    cudaStreamCreate(&cs);
+    cudaGraph_t cap;
+    cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal);
+    cudaMemcpyAsync(b, a, sizeof h, cudaMemcpyDeviceToDevice, cs);
+    ST_CHECK(cudaStreamEndCapture(cs, &cap) == cudaSuccess);
+    cudaGraphNode_t cn[1];
+    size_t ncn = 1;
+    ST_CHECK(cudaGraphGetNodes(cap, cn, &ncn) == cudaSuccess && ncn == 1);
+#ifdef __CUEMU__
+    ST_CHECK(cudaGraphMemcpyNodeGetParams(cn[0], &got) == cudaErrorNotSupported);
+#else
+    ST_CHECK(cudaGraphMemcpyNodeGetParams(cn[0], &got) == cudaSuccess && got.dstPtr.ptr == b);
+#endif
+    cudaGetLastError();
+    cudaGraphDestroy(cap);
+    cudaStreamDestroy(cs);
+
     cudaGraphExecDestroy(ex);
     cudaGraphExecDestroy(ex1);
     cudaGraphDestroy(g);
