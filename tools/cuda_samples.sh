@@ -9,6 +9,8 @@
 #   bash tools/cuda_samples.sh SAMPLES_ROOT [NAME...]   (SAMPLES_ROOT holds Samples/ and Common/)
 # Environment: LIMIT (seconds per run, default 60), OUT (default
 # build/cuda_samples: logs and results.csv), JOBS (parallel builds, default 1).
+# GPUDL_EMU_DEVICE is passed on; unset, samples that ask cudaDeviceCanAccessPeer
+# run on two emulated H100s (9.0:80G,9.0:80G), the rest on one.
 # A sample passes when it exits 0 and prints no FAIL; exit 2 is "waived" (the
 # samples' EXIT_WAIVED: a feature the device says it lacks). Samples that
 # need what the emulator does not claim (OpenGL/EGL/Vulkan/Direct3D, NVRTC,
@@ -66,7 +68,11 @@ run_sample() {   # run_sample DIR
         echo "$name,build failed,$(echo "$t1 - $t0" | bc),,$reason" >> "$CSV"; return
     fi
     t1=$(date +%s.%N)
-    out=$(cd "$d" && timeout "$LIMIT" "$OUT/$name.bin" 2>&1 </dev/null); rc=$?
+    # peer-to-peer samples (cudaDeviceCanAccessPeer) waive on one GPU: two
+    # emulated H100s unless GPUDL_EMU_DEVICE says otherwise
+    local devs=${GPUDL_EMU_DEVICE:-}
+    [ -z "$devs" ] && grep -qs 'cudaDeviceCanAccessPeer' "${srcs[@]}" && devs=9.0:80G,9.0:80G
+    out=$(cd "$d" && { [ -n "$devs" ] && export GPUDL_EMU_DEVICE=$devs; timeout "$LIMIT" "$OUT/$name.bin" 2>&1 </dev/null; }); rc=$?
     t2=$(date +%s.%N)
     printf '%s\n' "$out" > "$OUT/$name.run.log"
     local bs rs; bs=$(printf '%.1f' "$(echo "$t1 - $t0" | bc)"); rs=$(printf '%.1f' "$(echo "$t2 - $t1" | bc)")
