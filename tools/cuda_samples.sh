@@ -9,10 +9,12 @@
 #   bash tools/cuda_samples.sh SAMPLES_ROOT [NAME...]   (SAMPLES_ROOT holds Samples/ and Common/)
 # Environment: LIMIT (seconds per run, default 60), OUT (default
 # build/cuda_samples: logs and results.csv), JOBS (parallel builds, default 1).
+# GPUDL_EMU_DEVICE is passed on; unset, samples that ask cudaDeviceCanAccessPeer
+# run on two emulated H100s (9.0:80G,9.0:80G), the rest on one.
 # A sample passes when it exits 0 and prints no FAIL; exit 2 is "waived" (the
 # samples' EXIT_WAIVED: a feature the device says it lacks). Samples that
 # need what the emulator does not claim (OpenGL/EGL/Vulkan/Direct3D, NVRTC,
-# the driver API's JIT/IPC, MPI, cuFFT/cuRAND/cuSPARSE/cuSOLVER/NPP/nvJPEG,
+# the driver API's JIT/IPC, MPI, cuBLASXt, cuFFT/cuRAND/cuSPARSE/cuSOLVER/NPP/nvJPEG,
 # Thrust/CUB, NvSci, several processes) are listed as "not claimed" with the reason.
 set -u
 ROOT=${1:?usage: tools/cuda_samples.sh SAMPLES_ROOT [NAME...]}; shift
@@ -31,7 +33,7 @@ pass=0 fail=0 waived=0 unclaimed=0
 UNCLAIMED_INCLUDES=(
     '<GL/|<GLFW|helper_gl|<EGL|vulkan|d3d1|d3d9|<X11=graphics'
     'nvrtc=NVRTC' 'cufft=cuFFT' 'curand=cuRAND' 'cusparse=cuSPARSE' 'cusolver=cuSOLVER' '<npp|"npp=NPP'
-    'nvjpeg|FreeImage=nvJPEG/FreeImage' 'nvscibuf|nvscisync=NvSci' '<mpi.h>=MPI'
+    'nvjpeg|nvJPEG|FreeImage=nvJPEG/FreeImage' 'cublasXt=cuBLASXt' 'nvscibuf|nvscisync=NvSci' '<mpi.h>=MPI'
     "<thrust/|<cub/=Thrust/CUB (CCCL's algorithms)" 'nvJitLink|nvvm=nvJitLink/libNVVM'
 )
 unclaimed_reason() {
@@ -56,6 +58,8 @@ run_sample() {   # run_sample DIR
     [ ${#srcs[@]} = 0 ] && return
     grep -qs 'cublas' "${srcs[@]}" "$d"/*.h && libs+=(-lcublas -lcublasLt)
     grep -qs 'cudnn' "${srcs[@]}" "$d"/*.h && libs+=(-lcudnn)
+    # OpenMP, as NVIDIA's Makefiles/CMake build these samples (-Xcompiler -fopenmp, libgomp)
+    grep -qsE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<omp.h>' "${srcs[@]}" "$d"/*.h && libs+=(-Xcompiler -fopenmp -lgomp)
     t0=$(date +%s.%N)
     if ! (cd "$d" && "$NVCC_EMU" -O2 -I"$ROOT/Common" -o "$OUT/$name.bin" "${srcs[@]}" "${libs[@]}") >"$OUT/$name.build.log" 2>&1; then
         t1=$(date +%s.%N)
@@ -64,7 +68,11 @@ run_sample() {   # run_sample DIR
         echo "$name,build failed,$(echo "$t1 - $t0" | bc),,$reason" >> "$CSV"; return
     fi
     t1=$(date +%s.%N)
-    out=$(cd "$d" && timeout "$LIMIT" "$OUT/$name.bin" 2>&1 </dev/null); rc=$?
+    # peer-to-peer samples (cudaDeviceCanAccessPeer) waive on one GPU: two
+    # emulated H100s unless GPUDL_EMU_DEVICE says otherwise
+    local devs=${GPUDL_EMU_DEVICE:-}
+    [ -z "$devs" ] && grep -qs 'cudaDeviceCanAccessPeer' "${srcs[@]}" && devs=9.0:80G,9.0:80G
+    out=$(cd "$d" && { [ -n "$devs" ] && export GPUDL_EMU_DEVICE=$devs; timeout "$LIMIT" "$OUT/$name.bin" 2>&1 </dev/null; }); rc=$?
     t2=$(date +%s.%N)
     printf '%s\n' "$out" > "$OUT/$name.run.log"
     local bs rs; bs=$(printf '%.1f' "$(echo "$t1 - $t0" | bc)"); rs=$(printf '%.1f' "$(echo "$t2 - $t1" | bc)")

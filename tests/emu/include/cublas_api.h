@@ -204,6 +204,16 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t handle, cublasOperation_
                                          void *C, cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
                                          cublasGemmAlgo_t algo);
 
+/* batched LU factorization and inversion (cuBLAS docs, BLAS-like extension) */
+cublasStatus_t CUBLASWINAPI cublasSgetrfBatched(cublasHandle_t handle, int n, float *const A[], int lda, int *P, int *info,
+                                                int batchSize);
+cublasStatus_t CUBLASWINAPI cublasDgetrfBatched(cublasHandle_t handle, int n, double *const A[], int lda, int *P, int *info,
+                                                int batchSize);
+cublasStatus_t CUBLASWINAPI cublasSgetriBatched(cublasHandle_t handle, int n, const float *const A[], int lda, const int *P,
+                                                float *const C[], int ldc, int *info, int batchSize);
+cublasStatus_t CUBLASWINAPI cublasDgetriBatched(cublasHandle_t handle, int n, const double *const A[], int lda, const int *P,
+                                                double *const C[], int ldc, int *info, int batchSize);
+
 cublasStatus_t CUBLASWINAPI cublasSgemmBatched(cublasHandle_t handle, cublasOperation_t transa,
                                                cublasOperation_t transb, int m, int n, int k, const float *alpha,
                                                const float *const Aarray[], int lda, const float *const Barray[],

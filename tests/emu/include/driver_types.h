@@ -834,6 +834,58 @@ struct cudaHostNodeParams {
     void *userData;
 };
 
+/* >>conditional nodes and cudaGraphAddNode (Runtime API "Data types":
+   cudaGraphConditionalHandle, cudaGraphConditionalNodeType,
+   cudaConditionalNodeParams, cudaGraphNodeParams; Programming Guide "CUDA
+   Graphs > Conditional Graph Nodes"). The union of cudaGraphNodeParams
+   holds the kinds emulated here (kernel, host, conditional) and NVIDIA's
+   padding; the execution-context fields (ctx) are not emulated. */
+typedef unsigned long long cudaGraphConditionalHandle;
+enum cudaGraphConditionalHandleFlags {
+    cudaGraphCondAssignDefault = 1
+};
+enum cudaGraphConditionalNodeType {
+    cudaGraphCondTypeIf = 0,
+    cudaGraphCondTypeWhile = 1,
+    cudaGraphCondTypeSwitch = 2
+};
+struct cudaConditionalNodeParams {
+    cudaGraphConditionalHandle handle;
+    enum cudaGraphConditionalNodeType type;
+    unsigned int size;
+    struct CUgraph_st **phGraph_out;
+};
+struct cudaKernelNodeParamsV2 {
+    void *func;
+    dim3 gridDim;
+    dim3 blockDim;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+};
+struct cudaHostNodeParamsV2 {
+    cudaHostFn_t fn;
+    void *userData;
+};
+struct cudaGraphNodeParams {
+    enum cudaGraphNodeType type;
+    int reserved0[3];
+#if defined(__GNUC__) && !defined(__cplusplus)
+    __extension__   /* an anonymous union, as NVIDIA's header has: C11, and C99 with GNU extensions */
+#endif
+    union {
+        long long reserved1[29];
+        struct cudaKernelNodeParamsV2 kernel;
+        struct cudaHostNodeParamsV2 host;
+        struct cudaConditionalNodeParams conditional;
+    };
+    long long reserved2;
+};
+enum cudaStreamUpdateCaptureDependenciesFlags {
+    cudaStreamAddCaptureDependencies = 0x0,
+    cudaStreamSetCaptureDependencies = 0x1
+};
+
 typedef struct cudaGraphEdgeData_st {
     unsigned char from_port;
     unsigned char to_port;

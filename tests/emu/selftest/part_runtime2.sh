@@ -27,6 +27,9 @@ fi
 # runtime_apis.cu: __dp4a/__dp2a, memory pools, cudaStreamAttachMemAsync,
 # stream attributes, 3-D copies (before issue 37 it did not compile)
 build_and_run runtime2_runtime_apis "$HERE/runtime2/runtime_apis.cu" -O2
+if [ -x "$OUT/runtime2_runtime_apis" ]; then   # memory pool access from a second device
+    GPUDL_EMU_DEVICE=9.0:80G,9.0:80G CUEMU_ST_CASE=two_devices program runtime2_runtime_apis_two_devices "$OUT/runtime2_runtime_apis"
+fi
 # textures.cu: texture objects over linear, pitch-2D memory and CUDA arrays
 # (before issue 37 it did not compile)
 build_and_run runtime2_textures "$HERE/runtime2/textures.cu" -O2
@@ -58,3 +61,10 @@ build_and_run runtime2_libcuxx_pipeline "$HERE/runtime2/libcuxx_pipeline.cu" -O2
 if [ -x "$OUT/runtime2_libcuxx_pipeline" ]; then
     CUEMU_SCHEDULE=shuffle CUEMU_SEED=2 program runtime2_libcuxx_pipeline_shuffle "$OUT/runtime2_libcuxx_pipeline"
 fi
+# graph_nodes.cu: graph memcpy nodes (3-D and 1-D, get/set params, the exec
+# forms, exec updates of them); conditional nodes (IF, WHILE, SWITCH, default
+# values, capture into a body graph, capture dependencies updated)
+build_and_run runtime2_graph_nodes "$HERE/runtime2/graph_nodes.cu" -O2
+# cublas_lu.cu: cuBLAS batched LU (getrfBatched with and without pivoting,
+# info for singular matrices, getriBatched)
+build_and_run runtime2_cublas_lu "$HERE/runtime2/cublas_lu.cu" -O2

@@ -20,6 +20,8 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
+#include <algorithm>
 
 using namespace cuemu;
 using blas::Acc;
@@ -548,6 +550,128 @@ cublasStatus_t gemv(const char *api, cublasHandle_t h, int trans, int m, int n, 
     });
 }
 
+/* ---- batched LU (cuBLAS docs, "BLAS-like Extension": cublas<t>getrfBatched,
+   cublas<t>getriBatched) ---------------------------------------------------
+   getrf factors each n x n A[i] (column-major, lda) in place as
+   P * A = L * U, L unit lower triangular, by Gaussian elimination with
+   partial pivoting (row interchanges); P holds n ints per matrix, LAPACK's
+   ipiv: P[j] = k (1-based) means row j was swapped with row k. P == NULL:
+   no pivoting. info[i] = 0, or k > 0 when U(k,k) is exactly zero (the
+   first such k; the factorization still completes, as LAPACK's getf2).
+   getri computes C[i] = inv(A[i]) out of place from getrf's output (the
+   same P, or NULL when getrf had none); info[i] = k > 0 when U(k,k) is
+   zero (C[i] is then not written). INVALID_VALUE: n < 0, batchSize < 0,
+   lda < max(1, n), ldc < max(1, n). */
+template <typename F>
+bool batch_ptrs(int dev, const char *api, const char *what, const void *arr, int batch, std::vector<F *> *out) {
+    if (!vec_ok(dev, api, what, arr, int64_t(batch) * int64_t(sizeof(void *)), sizeof(void *))) return false;
+    F *const *a = static_cast<F *const *>(arr);
+    out->assign(a, a + batch);
+    return true;
+}
+
+template <typename F>
+cublasStatus_t getrf_batched(const char *api, cublasHandle_t h, int n, F *const A[], int lda, int *P, int *info, int batch) {
+    cublasContext *ctx;
+    if (begin(h, &ctx) != CUBLAS_STATUS_SUCCESS) return done(CUBLAS_STATUS_NOT_INITIALIZED);
+    if (n < 0 || batch < 0 || lda < (n > 1 ? n : 1)) return done(CUBLAS_STATUS_INVALID_VALUE);
+    if (n == 0 || batch == 0) return done(CUBLAS_STATUS_SUCCESS);
+    int dev;
+    cublasStatus_t st = launch_device(ctx, &dev);
+    if (st != CUBLAS_STATUS_SUCCESS) return done(st);
+    return submit(ctx, api, [=]() {
+        std::vector<F *> mats;
+        if (!batch_ptrs<F>(dev, api, "Aarray", (const void *)A, batch, &mats)) return;
+        if (!vec_ok(dev, api, "info", info, int64_t(batch) * int64_t(sizeof(int)), sizeof(int))) return;
+        if (P && !vec_ok(dev, api, "P", P, int64_t(batch) * n * int64_t(sizeof(int)), sizeof(int))) return;
+        int64_t bytes = (int64_t(n - 1) * lda + n) * int64_t(sizeof(F));
+        for (int b = 0; b < batch; b++)
+            if (!vec_ok(dev, api, "Aarray[i]", mats[size_t(b)], bytes, sizeof(F))) return;
+        parallel_for(batch, 64, [&](int64_t b0, int64_t b1) {
+            for (int64_t b = b0; b < b1; ++b) {
+                F *a = mats[size_t(b)];
+                int *piv = P ? P + b * n : nullptr;
+                int first_zero = 0;
+                for (int j = 0; j < n; j++) {
+                    int p = j;
+                    if (piv) {
+                        for (int i = j + 1; i < n; i++)
+                            if (fabs(double(a[i + int64_t(j) * lda])) > fabs(double(a[p + int64_t(j) * lda]))) p = i;
+                        piv[j] = p + 1;
+                        if (p != j)
+                            for (int c = 0; c < n; c++) std::swap(a[j + int64_t(c) * lda], a[p + int64_t(c) * lda]);
+                    }
+                    F d = a[j + int64_t(j) * lda];
+                    if (d == F(0)) {
+                        if (!first_zero) first_zero = j + 1;
+                        continue;
+                    }
+                    for (int i = j + 1; i < n; i++) a[i + int64_t(j) * lda] /= d;
+                    for (int c = j + 1; c < n; c++) {
+                        F u = a[j + int64_t(c) * lda];
+                        for (int i = j + 1; i < n; i++) a[i + int64_t(c) * lda] -= a[i + int64_t(j) * lda] * u;
+                    }
+                }
+                info[b] = first_zero;
+            }
+        });
+    });
+}
+
+template <typename F>
+cublasStatus_t getri_batched(const char *api, cublasHandle_t h, int n, const F *const A[], int lda, const int *P,
+                             F *const C[], int ldc, int *info, int batch) {
+    cublasContext *ctx;
+    if (begin(h, &ctx) != CUBLAS_STATUS_SUCCESS) return done(CUBLAS_STATUS_NOT_INITIALIZED);
+    if (n < 0 || batch < 0 || lda < (n > 1 ? n : 1) || ldc < (n > 1 ? n : 1)) return done(CUBLAS_STATUS_INVALID_VALUE);
+    if (n == 0 || batch == 0) return done(CUBLAS_STATUS_SUCCESS);
+    int dev;
+    cublasStatus_t st = launch_device(ctx, &dev);
+    if (st != CUBLAS_STATUS_SUCCESS) return done(st);
+    return submit(ctx, api, [=]() {
+        std::vector<F *> as, cs;
+        if (!batch_ptrs<F>(dev, api, "Aarray", (const void *)A, batch, &as) ||
+            !batch_ptrs<F>(dev, api, "Carray", (const void *)C, batch, &cs))
+            return;
+        if (!vec_ok(dev, api, "info", info, int64_t(batch) * int64_t(sizeof(int)), sizeof(int))) return;
+        if (P && !vec_ok(dev, api, "P", P, int64_t(batch) * n * int64_t(sizeof(int)), sizeof(int))) return;
+        int64_t abytes = (int64_t(n - 1) * lda + n) * int64_t(sizeof(F)), cbytes = (int64_t(n - 1) * ldc + n) * int64_t(sizeof(F));
+        for (int b = 0; b < batch; b++)
+            if (!vec_ok(dev, api, "Aarray[i]", as[size_t(b)], abytes, sizeof(F)) ||
+                !vec_ok(dev, api, "Carray[i]", cs[size_t(b)], cbytes, sizeof(F)))
+                return;
+        parallel_for(batch, 64, [&](int64_t b0, int64_t b1) {
+            std::vector<F> col(size_t(n), F(0));
+            for (int64_t b = b0; b < b1; ++b) {
+                const F *a = as[size_t(b)];
+                F *c = cs[size_t(b)];
+                int zero = 0;
+                for (int j = 0; j < n && !zero; j++)
+                    if (a[j + int64_t(j) * lda] == F(0)) zero = j + 1;
+                info[b] = zero;
+                if (zero) continue;
+                /* column k of inv(A) solves L U x = P e_k: the interchanges in order */
+                for (int k = 0; k < n; k++) {
+                    std::fill(col.begin(), col.end(), F(0));
+                    col[size_t(k)] = F(1);
+                    if (P)
+                        for (int j = 0; j < n; j++) {
+                            int p = P[b * n + j] - 1;
+                            if (p >= 0 && p < n && p != j) std::swap(col[size_t(j)], col[size_t(p)]);
+                        }
+                    for (int j = 0; j < n; j++)
+                        for (int i = j + 1; i < n; i++) col[size_t(i)] -= a[i + int64_t(j) * lda] * col[size_t(j)];
+                    for (int j = n - 1; j >= 0; j--) {
+                        col[size_t(j)] /= a[j + int64_t(j) * lda];
+                        for (int i = 0; i < j; i++) col[size_t(i)] -= a[i + int64_t(j) * lda] * col[size_t(j)];
+                    }
+                    for (int i = 0; i < n; i++) c[i + int64_t(k) * ldc] = col[size_t(i)];
+                }
+            }
+        });
+    });
+}
+
 }  // namespace
 
 /* ---- helper functions --------------------------------------------------- */
@@ -1023,6 +1147,22 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
     g.algo = raw(algo);
     g.typed_single = true;
     return gemm(h, g);
+}
+
+/* batched LU: cuBLAS docs, cublas<t>getrfBatched / cublas<t>getriBatched */
+cublasStatus_t cublasSgetrfBatched(cublasHandle_t h, int n, float *const A[], int lda, int *P, int *info, int batchSize) {
+    return getrf_batched<float>("cublasSgetrfBatched", h, n, A, lda, P, info, batchSize);
+}
+cublasStatus_t cublasDgetrfBatched(cublasHandle_t h, int n, double *const A[], int lda, int *P, int *info, int batchSize) {
+    return getrf_batched<double>("cublasDgetrfBatched", h, n, A, lda, P, info, batchSize);
+}
+cublasStatus_t cublasSgetriBatched(cublasHandle_t h, int n, const float *const A[], int lda, const int *P, float *const C[],
+                                   int ldc, int *info, int batchSize) {
+    return getri_batched<float>("cublasSgetriBatched", h, n, A, lda, P, C, ldc, info, batchSize);
+}
+cublasStatus_t cublasDgetriBatched(cublasHandle_t h, int n, const double *const A[], int lda, const int *P, double *const C[],
+                                   int ldc, int *info, int batchSize) {
+    return getri_batched<double>("cublasDgetriBatched", h, n, A, lda, P, C, ldc, info, batchSize);
 }
 
 }  // extern "C"

@@ -14,6 +14,7 @@
    capture and joins them back. */
 #include "state.h"
 #include <cuemu.h>
+#include <driver_functions.h>
 #include <algorithm>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 struct CUgraph_st {
     int device;
     std::vector<std::unique_ptr<cuemu::GNode>> nodes;
+    cuemu::GNode *owner = nullptr;   /* a conditional node's body graph: that node */
 };
 
 namespace cuemu {
@@ -36,9 +38,13 @@ struct GNode {
     cudaKernelNodeParams kparams{};
     cudaMemsetParams mparams{};
     cudaHostNodeParams hparams{};
+    cudaMemcpy3DParms cparams{};         /* memcpy nodes (a 1-D one as a 1-row, 1-slice copy) */
     cudaMemAllocNodeParams aparams{};    /* memory allocation nodes */
     void *fptr = nullptr;                /* memory free nodes */
     GNode *origin = nullptr;             /* in a clone: the node it was cloned from */
+    /* conditional nodes: the parameters and the body graphs the node owns */
+    cudaConditionalNodeParams cond{};
+    std::vector<cudaGraph_t> bodies;
 };
 
 /* One capture sequence: the streams that take part, the graph being built. */
@@ -50,6 +56,7 @@ struct Capture {
     Stream *origin;
     std::vector<Stream *> streams;
     bool invalidated = false;
+    bool into_existing = false;   /* cudaStreamBeginCaptureToGraph: the graph is the caller's */
 };
 
 } /* namespace cuemu */
@@ -59,6 +66,7 @@ struct CUgraphExec_st {
     std::vector<cuemu::GNode> nodes;                      /* copies, in an order that respects every dependency */
     std::unordered_map<const cuemu::GNode *, size_t> of;  /* the graph's node -> its copy here */
     std::vector<size_t> topo_key;                         /* per copy: its type and dependency indices, for updates */
+    std::vector<unsigned long long> cond_handles;         /* conditional handles of the graph and its bodies */
 };
 
 namespace cuemu {
@@ -167,6 +175,109 @@ void ancestry(const std::vector<GNode *> &from, std::unordered_set<GNode *> *out
 void fill_kernel_body(GNode *n) {
     std::shared_ptr<GridOp> op = n->grid;
     n->body = [op] { run_device_grid(*op); };
+}
+
+/* A graph and the body graphs its conditional nodes own. */
+void destroy_graph(cudaGraph_t g) {
+    for (auto &n : g->nodes)
+        for (cudaGraph_t b : n->bodies) destroy_graph(b);
+    g_graphs.erase(g);
+    delete g;
+}
+
+/* >>conditional handles (Runtime API cudaGraphConditionalHandleCreate,
+   cudaGraphSetConditional; Programming Guide "Conditional Handles"): a
+   handle belongs to one graph and to at most one conditional node; its
+   value is set by device code with cudaGraphSetConditional, and, with
+   cudaGraphCondAssignDefault, to defaultLaunchValue when each launch of the
+   graph begins (without it, the value at a launch's start is whatever it
+   was). The values live with the handle: two instances of one graph running
+   at the same time share them (not emulated apart). */
+struct CondHandle {
+    cudaGraph_t graph;
+    unsigned default_value, flags;
+    std::atomic<unsigned> value{0};
+    bool used = false;   /* a conditional node uses it */
+};
+std::mutex &cond_mu() {
+    static std::mutex *m = new std::mutex();
+    return *m;
+}
+std::unordered_map<unsigned long long, CondHandle *> &cond_handles() {
+    static auto *m = new std::unordered_map<unsigned long long, CondHandle *>();
+    return *m;
+}
+CondHandle *cond_handle(unsigned long long h) {
+    std::lock_guard<std::mutex> lk(cond_mu());
+    auto it = cond_handles().find(h);
+    return it == cond_handles().end() ? nullptr : it->second;
+}
+
+/* What running graph g's nodes does, in dependency order: each node's work;
+   a conditional node's runs its body graphs by its handle's value. Node
+   kinds a body may hold: kernel, empty, child graph, memset, memcpy,
+   conditional (cudaConditionalNodeParams' constraints): others
+   cudaErrorNotSupported. */
+cudaError_t flatten(cudaGraph_t g, bool is_body, std::vector<std::function<void()>> *out,
+                    std::vector<unsigned long long> *handles);
+std::function<void()> conditional_body(const GNode &n, std::vector<unsigned long long> *handles, cudaError_t *err) {
+    auto bodies = std::make_shared<std::vector<std::vector<std::function<void()>>>>();
+    for (cudaGraph_t b : n.bodies) {
+        bodies->emplace_back();
+        if ((*err = flatten(b, true, &bodies->back(), handles))) return nullptr;
+    }
+    CondHandle *h = cond_handle(n.cond.handle);
+    cudaGraphConditionalNodeType type = n.cond.type;
+    int dev = n.graph->device;
+    return [h, type, bodies, dev] {
+        auto run = [&](size_t i) {
+            for (auto &f : (*bodies)[i]) {
+                if (sticky_error(dev)) return false;
+                f();
+            }
+            return !sticky_error(dev);
+        };
+        unsigned v = h->value.load();
+        switch (type) {
+        case cudaGraphCondTypeIf:   /* body 0 when non-zero; body 1 (size 2) when zero */
+            if (v) run(0);
+            else if (bodies->size() == 2) run(1);
+            break;
+        case cudaGraphCondTypeWhile:   /* evaluated before each iteration */
+            while (h->value.load() != 0)
+                if (!run(0)) break;
+            break;
+        case cudaGraphCondTypeSwitch:   /* body v; none when v >= size */
+            if (v < bodies->size()) run(v);
+            break;
+        }
+    };
+}
+cudaError_t flatten(cudaGraph_t g, bool is_body, std::vector<std::function<void()>> *out,
+                    std::vector<unsigned long long> *handles) {
+    std::vector<GNode *> order;
+    if (!topo_order(g, &order)) return cudaErrorInvalidValue;
+    {
+        std::lock_guard<std::mutex> lk(cond_mu());
+        for (auto &kv : cond_handles())
+            if (kv.second->graph == g) handles->push_back(kv.first);
+    }
+    for (GNode *n : order) {
+        if (is_body && n->type != cudaGraphNodeTypeKernel && n->type != cudaGraphNodeTypeEmpty && n->type != cudaGraphNodeTypeGraph &&
+            n->type != cudaGraphNodeTypeMemset && n->type != cudaGraphNodeTypeMemcpy && n->type != cudaGraphNodeTypeConditional) {
+            fprintf(stderr, "cuemu: a %s node in a conditional node's body graph: not allowed there (cudaConditionalNodeParams)\n", n->name);
+            return cudaErrorNotSupported;
+        }
+        if (n->type == cudaGraphNodeTypeConditional) {
+            cudaError_t e = cudaSuccess;
+            std::function<void()> f = conditional_body(*n, handles, &e);
+            if (e) return e;
+            out->push_back(std::move(f));
+        } else if (n->body) {
+            out->push_back(n->body);
+        }
+    }
+    return cudaSuccess;
 }
 
 #define GRAPH_LOCK()        \
@@ -352,8 +463,10 @@ extern "C" cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pG
     int dev;
     cudaError_t e = stream_of(stream, &st, &dev);
     if (e) return fail(e);
-    if (!pGraph) return fail(cudaErrorInvalidValue);
     Capture *c = st->cap;
+    /* (a capture into an existing graph may pass pGraph null: NVIDIA's
+       graphConditionalNodes sample does) */
+    if (!pGraph && !(c && c->into_existing)) return fail(cudaErrorInvalidValue);
     if (!c) return fail(cudaErrorIllegalState);
     /* "cudaErrorStreamCaptureWrongThread: ... ended in a different thread"
        (modes Global and ThreadLocal; Relaxed captures may end anywhere) */
@@ -374,15 +487,81 @@ extern "C" cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pG
                 if (!joined.count(n)) unjoined = true;
     }
     cudaGraph_t graph = c->graph;
-    bool invalidated = c->invalidated;
+    bool invalidated = c->invalidated, owned = !c->into_existing;
     end_capture(c);
-    *pGraph = nullptr;
+    if (pGraph) *pGraph = nullptr;
     if (invalidated || unjoined) {
-        g_graphs.erase(graph);
-        delete graph;
+        if (owned) {
+            g_graphs.erase(graph);
+            delete graph;
+        }
         return fail(unjoined ? cudaErrorStreamCaptureUnjoined : cudaErrorStreamCaptureInvalidated);
     }
-    *pGraph = graph;
+    if (pGraph) *pGraph = graph;
+    return cudaSuccess;
+}
+
+/* Runtime API, cudaStreamBeginCaptureToGraph: as cudaStreamBeginCapture,
+   but the work becomes nodes of an existing graph, after the given
+   dependencies (edge data: only plain edges are emulated). */
+extern "C" cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                                    const cudaGraphEdgeData *edges, size_t ndeps,
+                                                    enum cudaStreamCaptureMode mode) { CUEMU_API_CALL();
+    GRAPH_LOCK();
+    if (sticky_error(-1)) return fail(sticky_error(-1));
+    Stream *st;
+    int dev;
+    cudaError_t e = stream_of(stream, &st, &dev);
+    if (e) return fail(e);
+    if ((int)mode < 0 || (int)mode > 2 || !graph_ok(graph)) return fail(cudaErrorInvalidValue);
+    if (is_legacy_stream(st)) return fail(cudaErrorStreamCaptureUnsupported);
+    if (st->cap) return fail(cudaErrorIllegalState);
+    for (Capture *c : g_captures)
+        if (c->graph == graph) return fail(cudaErrorIllegalState);
+    if (edges)
+        for (size_t i = 0; i < ndeps; i++)
+            if (edges[i].from_port || edges[i].to_port || edges[i].type) return fail(cudaErrorNotSupported);
+    std::vector<GNode *> d;
+    if ((e = take_deps(graph, deps, ndeps, &d))) return fail(e);
+    Capture *c = new Capture();
+    c->id = ++G().capture_ids;
+    c->graph = graph;
+    c->into_existing = true;
+    c->mode = mode;
+    c->thread = std::this_thread::get_id();
+    c->origin = st;
+    c->streams.push_back(st);
+    st->cap = c;
+    st->cap_tail = d;
+    g_captures.push_back(c);
+    return cudaSuccess;
+}
+
+/* Runtime API, cudaStreamUpdateCaptureDependencies: the nodes the stream's
+   next captured work depends on: flags cudaStreamAddCaptureDependencies
+   adds to them, cudaStreamSetCaptureDependencies replaces them; the nodes
+   must be of the capture's graph; the stream must be capturing
+   (cudaErrorIllegalState). */
+extern "C" cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t *deps,
+                                                          const cudaGraphEdgeData *edges, size_t ndeps,
+                                                          unsigned int flags) { CUEMU_API_CALL();
+    GRAPH_LOCK();
+    Stream *st;
+    int dev;
+    cudaError_t e = stream_of(stream, &st, &dev);
+    if (e) return fail(e);
+    if (flags != cudaStreamAddCaptureDependencies && flags != cudaStreamSetCaptureDependencies) return fail(cudaErrorInvalidValue);
+    if (!st->cap) return fail(cudaErrorIllegalState);
+    if (st->cap->invalidated) return fail(cudaErrorStreamCaptureInvalidated);
+    if (edges)
+        for (size_t i = 0; i < ndeps; i++)
+            if (edges[i].from_port || edges[i].to_port || edges[i].type) return fail(cudaErrorNotSupported);
+    std::vector<GNode *> d;
+    if ((e = take_deps(st->cap->graph, deps, ndeps, &d))) return fail(e);
+    if (flags == cudaStreamSetCaptureDependencies) st->cap_tail = d;
+    else
+        for (GNode *n : d)
+            if (std::find(st->cap_tail.begin(), st->cap_tail.end(), n) == st->cap_tail.end()) st->cap_tail.push_back(n);
     return cudaSuccess;
 }
 
@@ -445,8 +624,8 @@ extern "C" cudaError_t cudaGraphDestroy(cudaGraph_t graph) { CUEMU_API_CALL();
     if (!graph_ok(graph)) return fail(cudaErrorInvalidValue);
     for (Capture *c : g_captures)
         if (c->graph == graph) return fail(cudaErrorIllegalState);   /* still being captured into */
-    g_graphs.erase(graph);
-    delete graph;
+    if (graph->owner) return fail(cudaErrorInvalidValue);   /* a conditional node's body: its node owns it */
+    destroy_graph(graph);
     return cudaSuccess;
 }
 
@@ -495,31 +674,184 @@ extern "C" cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
-                                               size_t ndeps, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) { CUEMU_API_CALL();
+/* >>memcpy nodes (Runtime API, Graph Management: cudaGraphAddMemcpyNode,
+   cudaGraphAddMemcpyNode1D, cudaGraphMemcpyNodeGetParams / SetParams /
+   SetParams1D, cudaGraphExecMemcpyNodeSetParams / SetParams1D). A node
+   holds a cudaMemcpy3DParms, read as cudaMemcpy3D reads it (linear memory
+   through cudaPitchedPtr, extents and x positions in bytes, slice z at
+   z * pitch * ysize); a 1-D node is the copy of one row of count bytes.
+   CUDA arrays are not emulated (refused, as cudaMemcpy3D does here). The
+   kind must agree with the memory, as for cudaMemcpy; device ranges are
+   checked again when the graph runs. */
+namespace {
+bool memcpy_side_ok(const void *p, size_t extent, bool want_device, cudaMemcpyKind kind) {
+    Region r;
+    MemKind k = classify(p, &r);
+    if (k == MEM_FREED) return false;
+    if (k == MEM_DEVICE && (uintptr_t)p + extent > (uintptr_t)r.base + r.size) return false;
+    if (kind == cudaMemcpyDefault) return true;
+    if (want_device) return k != MEM_UNKNOWN;   /* device, pinned or managed memory */
+    return k != MEM_DEVICE;
+}
+
+/* cudaErrorInvalidValue etc. for params a copy cannot take; cudaSuccess otherwise */
+cudaError_t check_memcpy_params(const cudaMemcpy3DParms *p) {
+    if (!p) return cudaErrorInvalidValue;
+    if ((int)p->kind < 0 || (int)p->kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
+    if (p->srcArray || p->dstArray) {
+        static std::atomic<int> said{0};
+        if (said++ < 1) fprintf(stderr, "cuemu: a graph memcpy node with a CUDA array (srcArray/dstArray) is not emulated\n");
+        return cudaErrorNotSupported;
+    }
+    if (!p->srcPtr.ptr || !p->dstPtr.ptr) return cudaErrorInvalidValue;
+    const cudaExtent &x = p->extent;
+    if (x.width == 0 || x.height == 0 || x.depth == 0) return cudaSuccess;
+    if (p->srcPos.x + x.width > p->srcPtr.pitch || p->dstPos.x + x.width > p->dstPtr.pitch) return cudaErrorInvalidPitchValue;
+    if (x.depth > 1 && (p->srcPos.y + x.height > p->srcPtr.ysize || p->dstPos.y + x.height > p->dstPtr.ysize))
+        return cudaErrorInvalidValue;
+    bool dst_dev = p->kind == cudaMemcpyHostToDevice || p->kind == cudaMemcpyDeviceToDevice;
+    bool src_dev = p->kind == cudaMemcpyDeviceToHost || p->kind == cudaMemcpyDeviceToDevice;
+    size_t sslice = p->srcPtr.pitch * p->srcPtr.ysize, dslice = p->dstPtr.pitch * p->dstPtr.ysize;
+    const char *s0 = (const char *)p->srcPtr.ptr + p->srcPos.z * sslice + p->srcPos.y * p->srcPtr.pitch + p->srcPos.x;
+    const char *d0 = (const char *)p->dstPtr.ptr + p->dstPos.z * dslice + p->dstPos.y * p->dstPtr.pitch + p->dstPos.x;
+    size_t sext = (x.depth - 1) * sslice + (x.height - 1) * p->srcPtr.pitch + x.width;
+    size_t dext = (x.depth - 1) * dslice + (x.height - 1) * p->dstPtr.pitch + x.width;
+    if (!memcpy_side_ok(s0, sext, src_dev, p->kind) || !memcpy_side_ok(d0, dext, dst_dev, p->kind)) return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+/* A memcpy node made by stream capture keeps no cudaMemcpy3DParms here:
+   reading or changing its parameters is refused, not answered with zeros. */
+cudaError_t captured_memcpy_params() {
+    static std::atomic<int> said{0};
+    if (said++ < 1) fprintf(stderr, "cuemu: the parameters of a memcpy node made by stream capture are not emulated (get/set params)\n");
+    return cudaErrorNotSupported;
+}
+
+cudaMemcpy3DParms params_1d(void *dst, const void *src, size_t count, cudaMemcpyKind kind) {
+    cudaMemcpy3DParms p{};
+    p.srcPtr = make_cudaPitchedPtr((void *)src, count, count, 1);
+    p.dstPtr = make_cudaPitchedPtr(dst, count, count, 1);
+    p.extent = make_cudaExtent(count, 1, 1);
+    p.kind = kind;
+    return p;
+}
+
+bool is_1d(const cudaMemcpy3DParms &p) { return p.extent.height == 1 && p.extent.depth == 1; }
+
+void fill_memcpy_body(GNode *n, int dev, const cudaMemcpy3DParms &p) {
+    n->cparams = p;
+    n->body = [p, dev] {
+        const cudaExtent &x = p.extent;
+        size_t sslice = p.srcPtr.pitch * p.srcPtr.ysize, dslice = p.dstPtr.pitch * p.dstPtr.ysize;
+        for (size_t z = 0; z < x.depth; z++)
+            for (size_t y = 0; y < x.height; y++) {
+                const char *from = (const char *)p.srcPtr.ptr + (p.srcPos.z + z) * sslice + (p.srcPos.y + y) * p.srcPtr.pitch + p.srcPos.x;
+                char *to = (char *)p.dstPtr.ptr + (p.dstPos.z + z) * dslice + (p.dstPos.y + y) * p.dstPtr.pitch + p.dstPos.x;
+                std::string why;
+                Region r;
+                bool to_dev = classify(to, &r) == MEM_DEVICE;
+                if ((classify(from, &r) == MEM_DEVICE && !device_range(dev, from, x.width, &why)) ||
+                    (to_dev && !device_range(dev, to, x.width, &why))) {
+                    fault(cudaErrorIllegalAddress, "graph memcpy node: %s", why.c_str());
+                    return;
+                }
+                memmove(to, from, x.width);
+                if (to_dev) san_written(to, x.width);
+            }
+    };
+}
+
+cudaError_t add_memcpy_node(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+                            const cudaMemcpy3DParms *p) {
     GRAPH_LOCK();
-    if (!pNode || !graph_ok(graph) || !dst || !src) return fail(cudaErrorInvalidValue);
-    if ((int)kind < 0 || (int)kind > cudaMemcpyDefault) return fail(cudaErrorInvalidMemcpyDirection);
-    std::vector<GNode *> d;
-    cudaError_t e = take_deps(graph, deps, ndeps, &d);
+    if (!pNode || !graph_ok(graph)) return fail(cudaErrorInvalidValue);
+    cudaError_t e = check_memcpy_params(p);
     if (e) return fail(e);
-    int dev = graph->device;
-    char *to = (char *)dst;
-    const char *from = (const char *)src;
-    GNode *n = add_node(graph, cudaGraphNodeTypeMemcpy, "memcpy", d, [=] {
-        std::string why;
-        Region r;
-        bool to_dev = classify(to, &r) == MEM_DEVICE;
-        if ((classify(from, &r) == MEM_DEVICE && !device_range(dev, from, count, &why)) ||
-            (to_dev && !device_range(dev, to, count, &why))) {
-            fault(cudaErrorIllegalAddress, "graph memcpy node: %s", why.c_str());
-            return;
-        }
-        memcpy(to, from, count);
-        if (to_dev) san_written(to, count);
-    });
+    std::vector<GNode *> d;
+    if ((e = take_deps(graph, deps, ndeps, &d))) return fail(e);
+    GNode *n = add_node(graph, cudaGraphNodeTypeMemcpy, "memcpy", d, nullptr);
+    fill_memcpy_body(n, graph->device, *p);
     *pNode = (cudaGraphNode_t)n;
     return cudaSuccess;
+}
+
+cudaError_t set_memcpy_node(cudaGraphNode_t node, const cudaMemcpy3DParms *p) {
+    GRAPH_LOCK();
+    GNode *n = (GNode *)node;
+    if (!node_ok(node) || n->type != cudaGraphNodeTypeMemcpy) return fail(cudaErrorInvalidValue);
+    cudaError_t e = check_memcpy_params(p);
+    if (e) return fail(e);
+    fill_memcpy_body(n, n->graph->device, *p);
+    return cudaSuccess;
+}
+
+/* cudaGraphExecMemcpyNodeSetParams: "Both the instantiation-time memory
+   operands and the memory operands in pNodeParams must be 1-dimensional.
+   Zero-length operations are not supported"; the operands' memory may not
+   move to another device or kind of memory (cudaErrorInvalidValue). */
+bool same_mapping(const void *a, const void *b) {
+    Region ra, rb;
+    MemKind ka = classify(a, &ra), kb = classify(b, &rb);
+    return ka == kb && (ka != MEM_DEVICE || ra.device == rb.device);
+}
+cudaError_t exec_set_memcpy_node(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaMemcpy3DParms *p) {
+    GRAPH_LOCK();
+    if (!exec || !g_execs.count(exec)) return fail(cudaErrorInvalidValue);
+    auto it = exec->of.find((GNode *)node);
+    if (it == exec->of.end() || exec->nodes[it->second].type != cudaGraphNodeTypeMemcpy) return fail(cudaErrorInvalidValue);
+    GNode &n = exec->nodes[it->second];
+    if (!n.cparams.srcPtr.ptr) return fail(captured_memcpy_params());
+    cudaError_t e = check_memcpy_params(p);
+    if (e) return fail(e);
+    const cudaMemcpy3DParms &old = n.cparams;
+    if (!is_1d(old) || !is_1d(*p) || !p->extent.width || !same_mapping(old.srcPtr.ptr, p->srcPtr.ptr) ||
+        !same_mapping(old.dstPtr.ptr, p->dstPtr.ptr))
+        return fail(cudaErrorInvalidValue);
+    fill_memcpy_body(&n, exec->device, *p);
+    return cudaSuccess;
+}
+} /* namespace */
+
+extern "C" cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+                                             const struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    return add_memcpy_node(pNode, graph, deps, ndeps, p);
+}
+
+extern "C" cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                               size_t ndeps, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) { CUEMU_API_CALL();
+    cudaMemcpy3DParms p = params_1d(dst, src, count, kind);
+    return add_memcpy_node(pNode, graph, deps, ndeps, &p);
+}
+
+extern "C" cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    GRAPH_LOCK();
+    GNode *n = (GNode *)node;
+    if (!p || !node_ok(node) || n->type != cudaGraphNodeTypeMemcpy) return fail(cudaErrorInvalidValue);
+    if (!n->cparams.srcPtr.ptr) return fail(captured_memcpy_params());
+    *p = n->cparams;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    return set_memcpy_node(node, p);
+}
+
+extern "C" cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void *dst, const void *src, size_t count,
+                                                     enum cudaMemcpyKind kind) { CUEMU_API_CALL();
+    cudaMemcpy3DParms p = params_1d(dst, src, count, kind);
+    return set_memcpy_node(node, &p);
+}
+
+extern "C" cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                       const struct cudaMemcpy3DParms *p) { CUEMU_API_CALL();
+    return exec_set_memcpy_node(exec, node, p);
+}
+
+extern "C" cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t exec, cudaGraphNode_t node, void *dst, const void *src,
+                                                         size_t count, enum cudaMemcpyKind kind) { CUEMU_API_CALL();
+    cudaMemcpy3DParms p = params_1d(dst, src, count, kind);
+    return exec_set_memcpy_node(exec, node, &p);
 }
 
 extern "C" cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
@@ -847,6 +1179,11 @@ extern "C" cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGr
 extern "C" cudaError_t cudaGraphClone(cudaGraph_t *pClone, cudaGraph_t original) { CUEMU_API_CALL();
     GRAPH_LOCK();
     if (!pClone || !graph_ok(original)) return fail(cudaErrorInvalidValue);
+    for (auto &n : original->nodes)
+        if (n->type == cudaGraphNodeTypeConditional) {
+            fprintf(stderr, "cuemu: cudaGraphClone of a graph with conditional nodes is not emulated\n");
+            return fail(cudaErrorNotSupported);
+        }
     cudaGraph_t g = new CUgraph_st{original->device, {}};
     std::unordered_map<GNode *, GNode *> map;
     for (auto &n : original->nodes) {
@@ -860,6 +1197,96 @@ extern "C" cudaError_t cudaGraphClone(cudaGraph_t *pClone, cudaGraph_t original)
         for (GNode *&d : c->deps) d = map[d];
     g_graphs.insert(g);
     *pClone = g;
+    return cudaSuccess;
+}
+
+/* Runtime API, cudaGraphConditionalHandleCreate: a handle of graph;
+   flags 0 or cudaGraphCondAssignDefault. */
+extern "C" cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle, cudaGraph_t graph,
+                                                       unsigned int defaultLaunchValue, unsigned int flags) { CUEMU_API_CALL();
+    GRAPH_LOCK();
+    if (!pHandle || !graph_ok(graph) || (flags & ~(unsigned)cudaGraphCondAssignDefault)) return fail(cudaErrorInvalidValue);
+    static unsigned long long next = 0x1000;
+    auto *h = new CondHandle();
+    h->graph = graph;
+    h->default_value = defaultLaunchValue;
+    h->flags = flags;
+    h->value.store(defaultLaunchValue);
+    std::lock_guard<std::mutex> hl(cond_mu());
+    *pHandle = ++next;
+    cond_handles()[*pHandle] = h;
+    return cudaSuccess;
+}
+
+/* CUDA Runtime API, cudaGraphSetConditional (device code): sets the
+   handle's value; a handle that no graph made is an error the kernel
+   reports (cudaErrorInvalidValue, as a trap would end it on a GPU). */
+extern "C" void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value) {
+    CondHandle *h = cond_handle(handle);
+    if (!h) {
+        fault(cudaErrorLaunchFailure, "cudaGraphSetConditional: 0x%llx is not a conditional handle", handle);
+        return;
+    }
+    h->value.store(value);
+}
+
+/* Runtime API, cudaGraphAddNode: a node of nodeParams->type with its
+   parameters (emulated: kernel, empty, host, conditional; others
+   cudaErrorNotSupported with a message). A conditional node
+   (Programming Guide "Conditional Graph Nodes"): its handle made for this
+   graph and used by no other node; size 1 for WHILE, 1 or 2 for IF, > 0
+   for SWITCH; the node creates that many empty body graphs and returns them
+   in phGraph_out (valid while the node lives). Edge data: plain edges. */
+extern "C" cudaError_t cudaGraphAddNode(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                       const cudaGraphEdgeData *edges, size_t ndeps, struct cudaGraphNodeParams *p) { CUEMU_API_CALL();
+    {
+        GRAPH_LOCK();
+        if (!pNode || !graph_ok(graph) || !p) return fail(cudaErrorInvalidValue);
+        if (p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2) return fail(cudaErrorInvalidValue);
+        if (edges)
+            for (size_t i = 0; i < ndeps; i++)
+                if (edges[i].from_port || edges[i].to_port || edges[i].type) return fail(cudaErrorNotSupported);
+    }
+    switch (p->type) {
+    case cudaGraphNodeTypeKernel: {
+        cudaKernelNodeParams k = {p->kernel.func, p->kernel.gridDim, p->kernel.blockDim, p->kernel.sharedMemBytes,
+                                  p->kernel.kernelParams, p->kernel.extra};
+        return cudaGraphAddKernelNode(pNode, graph, deps, ndeps, &k);
+    }
+    case cudaGraphNodeTypeEmpty: return cudaGraphAddEmptyNode(pNode, graph, deps, ndeps);
+    case cudaGraphNodeTypeHost: {
+        cudaHostNodeParams hp = {p->host.fn, p->host.userData};
+        return cudaGraphAddHostNode(pNode, graph, deps, ndeps, &hp);
+    }
+    case cudaGraphNodeTypeConditional: break;
+    default:
+        fprintf(stderr, "cuemu: cudaGraphAddNode of node type %d is not emulated (kernel, empty, host, conditional are)\n", (int)p->type);
+        return fail(cudaErrorNotSupported);
+    }
+    GRAPH_LOCK();
+    cudaConditionalNodeParams &c = p->conditional;
+    CondHandle *h = cond_handle(c.handle);
+    if (!h || h->graph != graph || h->used) return fail(cudaErrorInvalidValue);
+    bool size_ok = c.type == cudaGraphCondTypeWhile ? c.size == 1
+                   : c.type == cudaGraphCondTypeIf  ? c.size == 1 || c.size == 2
+                   : c.type == cudaGraphCondTypeSwitch ? c.size > 0
+                   : false;
+    if (!size_ok) return fail(cudaErrorInvalidValue);
+    std::vector<GNode *> d;
+    cudaError_t e = take_deps(graph, deps, ndeps, &d);
+    if (e) return fail(e);
+    GNode *n = add_node(graph, cudaGraphNodeTypeConditional, "conditional", d, nullptr);
+    n->cond = c;
+    for (unsigned i = 0; i < c.size; i++) {
+        cudaGraph_t b = new CUgraph_st{graph->device, {}};
+        b->owner = n;
+        g_graphs.insert(b);
+        n->bodies.push_back(b);
+    }
+    n->cond.phGraph_out = n->bodies.data();
+    c.phGraph_out = n->bodies.data();
+    h->used = true;
+    *pNode = (cudaGraphNode_t)n;
     return cudaSuccess;
 }
 
@@ -893,9 +1320,22 @@ cudaError_t instantiate(cudaGraphExec_t *pExec, cudaGraph_t graph, unsigned long
     if (!topo_order(graph, &order)) return fail(cudaErrorInvalidValue);   /* a cycle */
     auto *x = new CUgraphExec_st();
     x->device = graph->device;
+    {
+        std::lock_guard<std::mutex> hl(cond_mu());
+        for (auto &kv : cond_handles())
+            if (kv.second->graph == graph) x->cond_handles.push_back(kv.first);
+    }
     for (GNode *n : order) {
         x->of[n] = x->nodes.size();
         x->nodes.push_back(*n);
+        if (n->type == cudaGraphNodeTypeConditional) {   /* its bodies as they are now */
+            cudaError_t e = cudaSuccess;
+            x->nodes.back().body = conditional_body(*n, &x->cond_handles, &e);
+            if (e) {
+                delete x;
+                return fail(e);
+            }
+        }
     }
     x->topo_key = topology(graph);
     /* the copies' dependencies are not used again: the order holds them */
@@ -979,14 +1419,41 @@ extern "C" cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t gra
             info->errorNode = (cudaGraphNode_t)nw;
             return fail(cudaErrorGraphExecUpdateFailure);
         }
+        /* memset and memcpy nodes: the operands' devices and memory types
+           may not change (cudaGraphExecUpdate's limitations) */
+        if (cur.type == cudaGraphNodeTypeMemcpy &&
+            (!same_mapping(cur.cparams.srcPtr.ptr, nw->cparams.srcPtr.ptr) || !same_mapping(cur.cparams.dstPtr.ptr, nw->cparams.dstPtr.ptr))) {
+            info->result = cudaGraphExecUpdateErrorParametersChanged;
+            info->errorNode = (cudaGraphNode_t)nw;
+            return fail(cudaErrorGraphExecUpdateFailure);
+        }
+    }
+    std::vector<GNode> copies;
+    std::vector<unsigned long long> handles;
+    {
+        std::lock_guard<std::mutex> hl(cond_mu());
+        for (auto &kv : cond_handles())
+            if (kv.second->graph == graph) handles.push_back(kv.first);
+    }
+    for (size_t i = 0; i < order.size(); i++) {
+        copies.push_back(*order[i]);
+        copies.back().deps.clear();
+        if (order[i]->type == cudaGraphNodeTypeConditional) {
+            cudaError_t e = cudaSuccess;
+            copies.back().body = conditional_body(*order[i], &handles, &e);
+            if (e) {
+                info->result = cudaGraphExecUpdateErrorNotSupported;
+                info->errorNode = (cudaGraphNode_t)order[i];
+                return fail(cudaErrorGraphExecUpdateFailure);
+            }
+        }
     }
     exec->of.clear();
     for (size_t i = 0; i < order.size(); i++) {
-        GNode copy = *order[i];
-        copy.deps.clear();
-        exec->nodes[i] = copy;
+        exec->nodes[i] = copies[i];
         exec->of[order[i]] = i;
     }
+    exec->cond_handles = handles;
     return cudaSuccess;
 }
 
@@ -1008,6 +1475,15 @@ cudaError_t launch_exec(cudaGraphExec_t exec, cudaStream_t stream, bool count) {
         if ((e = stream_of(stream, &st, &dev))) return fail(e);
         if (dev != exec->device) return fail(cudaErrorInvalidValue);
         work = std::make_shared<std::vector<std::function<void()>>>();
+        /* cudaGraphCondAssignDefault: the handle's default when the launch begins */
+        std::vector<CondHandle *> defaults;
+        for (unsigned long long hid : exec->cond_handles)
+            if (CondHandle *h = cond_handle(hid))
+                if (h->flags & cudaGraphCondAssignDefault) defaults.push_back(h);
+        if (!defaults.empty())
+            work->push_back([defaults] {
+                for (CondHandle *h : defaults) h->value.store(h->default_value);
+            });
         for (GNode &n : exec->nodes) {
             if (!n.body) continue;
             work->push_back(n.body);

@@ -239,6 +239,8 @@ void ensure_init() {
             S.devs[i].legacy.device = (int)i;
             S.devs[i].pool.device = (int)i;
             S.devs[i].peer.assign(S.devs.size(), false);
+            S.devs[i].pool.access.assign(S.devs.size(), cudaMemAccessFlagsProtNone);
+            S.devs[i].pool.access[i] = cudaMemAccessFlagsProtReadWrite;
         }
     }
     const char *tr = getenv("CUEMU_TRACE");
@@ -378,9 +380,14 @@ bool device_range(int dev, const void *p, size_t bytes, std::string *why) {
         }
         return false;
     }
-    if (a->kind == MEM_DEVICE && a->device != dev && !(dev >= 0 && dev < (int)S.devs.size() && S.devs[dev].peer[a->device])) {
+    /* Programming Guide, Stream Ordered Memory Allocator, "Device
+       Accessibility for Multi-GPU Support": a pool's allocations do not
+       follow cudaDeviceEnablePeerAccess; cudaMemPoolSetAccess decides. */
+    bool reachable = dev >= 0 && dev < (int)S.devs.size() &&
+                     (a->pool ? a->pool->access[dev] != cudaMemAccessFlagsProtNone : (bool)S.devs[dev].peer[a->device]);
+    if (a->kind == MEM_DEVICE && a->device != dev && !reachable) {
         if (why) {
-            snprintf(buf, sizeof buf, "0x%lx is memory of device %d, and device %d has no peer access to it", (unsigned long)(uintptr_t)p, a->device, dev);
+            snprintf(buf, sizeof buf, "0x%lx is memory of device %d, and device %d has no %s to it", (unsigned long)(uintptr_t)p, a->device, dev, a->pool ? "pool access (cudaMemPoolSetAccess)" : "peer access");
             *why = buf;
         }
         return false;
@@ -1232,6 +1239,16 @@ extern "C" cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit) 
     return cudaSuccess;
 }
 
+// CUDA Runtime API, Device Management: cudaCtxResetPersistingL2Cache "resets
+// all persisting lines in cache to normal status; takes effect on function
+// return" (Programming Guide, L2 Cache Set-Aside: "Reset all persisting L2
+// cache lines to normal"). The emulated device models no cache, so there is
+// nothing to reset beyond needing a device.
+extern "C" cudaError_t cudaCtxResetPersistingL2Cache(void) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    return cudaSuccess;
+}
+
 extern "C" cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *c) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();
     if (!c) return set_error(cudaErrorInvalidValue);
@@ -1871,6 +1888,44 @@ extern "C" cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device) 
     *memPool = (cudaMemPool_t)(d.cur_pool ? d.cur_pool : &d.pool);
     return cudaSuccess;
 }
+/* Runtime API cudaMemPoolSetAccess / cudaMemPoolGetAccess and the
+   Programming Guide, Stream Ordered Memory Allocator, "Device Accessibility
+   for Multi-GPU Support": allocations are accessible from the pool's own
+   device, which "cannot be revoked"; other devices must be peer capable
+   (cudaDeviceCanAccessPeer), else cudaErrorInvalidDevice. Locations are
+   devices; the flags ProtNone, ProtRead or ProtReadWrite. The whole list
+   is checked before any of it applies. (A read-only mapping is recorded
+   but writes through it are not caught.) */
+extern "C" cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList, size_t count) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    MemPool *p = pool_of(memPool);
+    if (!p || (count && !descList)) return set_error(cudaErrorInvalidValue);
+    for (size_t i = 0; i < count; i++) {
+        const cudaMemAccessDesc &d = descList[i];
+        if (d.location.type != cudaMemLocationTypeDevice) return set_error(cudaErrorInvalidValue);
+        if (d.flags != cudaMemAccessFlagsProtNone && d.flags != cudaMemAccessFlagsProtRead && d.flags != cudaMemAccessFlagsProtReadWrite)
+            return set_error(cudaErrorInvalidValue);
+        if (d.location.id < 0 || d.location.id >= device_count()) return set_error(cudaErrorInvalidDevice);
+        if (d.location.id == p->device && d.flags != cudaMemAccessFlagsProtReadWrite) return set_error(cudaErrorInvalidValue);
+        /* (every two distinct emulated devices are peer capable: cudaDeviceCanAccessPeer above) */
+    }
+    for (size_t i = 0; i < count; i++) p->access[(size_t)descList[i].location.id] = descList[i].flags;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t memPool, struct cudaMemLocation *location) { CUEMU_API_CALL();
+    CUEMU_NEED_DEVICE();
+    State &S = state();
+    std::lock_guard<std::recursive_mutex> lk(S.mu);
+    MemPool *p = pool_of(memPool);
+    if (!p || !flags || !location || location->type != cudaMemLocationTypeDevice) return set_error(cudaErrorInvalidValue);
+    if (location->id < 0 || location->id >= device_count()) return set_error(cudaErrorInvalidDevice);
+    *flags = (enum cudaMemAccessFlags)p->access[(size_t)location->id];
+    return cudaSuccess;
+}
+
 /* "The pool must be local to the specified device" */
 extern "C" cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) { CUEMU_API_CALL();
     CUEMU_NEED_DEVICE();

@@ -83,6 +83,7 @@ struct MemPool {
     uint64_t release_threshold = 0;
     int reuse_follow_events = 1, reuse_opportunistic = 1, reuse_internal = 1;
     uint64_t used = 0, used_high = 0, reserved = 0, reserved_high = 0;
+    std::vector<int> access;   /* cudaMemAccessFlags per device (cudaMemPoolSetAccess); its own device read-write */
 };
 
 struct Device {

@@ -238,6 +238,9 @@ inline void __nanosleep(unsigned) { cuemu::yield_point(); }
 [[noreturn]] inline void __trap() { cuemu::trap("__trap()"); __builtin_unreachable(); }
 inline void __brkpt() { cuemu::trap("__brkpt()"); }
 long long clock64();
+/* CUDA Runtime API, cudaGraphSetConditional: device code sets a conditional
+   node's handle (the toolkit declares it for device code only) */
+extern "C" void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
 
 /* >>intrinsics: warp shuffles and votes (any type of at most 8 bytes) */
 template <class T> inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize) {

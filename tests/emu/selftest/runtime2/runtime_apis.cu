@@ -1,7 +1,8 @@
 /* runtime_apis.cu - runtime API calls of CUDA 13 that NVIDIA's samples use
-   (issue 37): __dp4a / __dp2a, stream-ordered memory pools,
+   (issue 37): __dp4a / __dp2a, stream-ordered memory pools (and their access from
+   other devices),
    cudaStreamAttachMemAsync, stream attributes (the L2 access policy
-   window), 3-D copies and memsets. Each rule is checked with its control;
+   window, cudaCtxResetPersistingL2Cache), 3-D copies and memsets. Each rule is checked with its control;
    the source of each rule is named at its test. */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -153,6 +154,15 @@ ST_TEST(stream_access_policy_window) {
     int h[64];
     cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, s);
     ST_CHECK(cudaStreamSynchronize(s) == cudaSuccess && h[0] == 3 && h[63] == 3);
+    /* Runtime API, Device Management, cudaCtxResetPersistingL2Cache: the
+       persisting lines go back to normal; the window stays set, results are
+       unchanged */
+    ST_CHECK(cudaCtxResetPersistingL2Cache() == cudaSuccess && cudaGetLastError() == cudaSuccess);
+    ST_CHECK(cudaStreamGetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &out) == cudaSuccess &&
+             out.accessPolicyWindow.base_ptr == d);
+    fill_k<<<1, 64, 0, s>>>(d, 64, 4);
+    cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, s);
+    ST_CHECK(cudaStreamSynchronize(s) == cudaSuccess && h[0] == 4 && h[63] == 4);
     cudaFree(d);
     cudaStreamDestroy(s);
 }
@@ -333,7 +343,71 @@ ST_TEST(graph_memory_nodes) {
     cudaFree(out);
 }
 
+/* Runtime API cudaMemPoolSetAccess / cudaMemPoolGetAccess; Programming
+   Guide, Stream Ordered Memory Allocator, "Device Accessibility for
+   Multi-GPU Support": a pool's allocations are reachable from its own
+   device (not revocable) and from devices given access, never through
+   cudaDeviceEnablePeerAccess. Needs two devices (run with
+   GPUDL_EMU_DEVICE=9.0:80G,9.0:80G and CUEMU_ST_CASE=two_devices); ends
+   with device 1 faulted (sticky). */
+__global__ void read_k(const int *p, int *out) { *out = *p; }
+ST_TEST(pool_access_two_devices) {
+    int n = 0;
+    cudaGetDeviceCount(&n);
+    ST_CHECKF(n >= 2, "needs two devices, has %d", n);
+    if (n < 2) return;
+    cudaMemPool_t pool;
+    cudaSetDevice(0);
+    ST_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess);
+    int *pm = NULL, *plain = NULL, v = 42;
+    ST_CHECK(cudaMallocAsync(&pm, sizeof(int), 0) == cudaSuccess);
+    cudaMalloc(&plain, sizeof(int));
+    cudaMemcpy(pm, &v, sizeof v, cudaMemcpyHostToDevice);
+    cudaMemcpy(plain, &v, sizeof v, cudaMemcpyHostToDevice);
+    cudaMemLocation own = {cudaMemLocationTypeDevice, 0}, other = {cudaMemLocationTypeDevice, 1};
+    cudaMemAccessFlags f = cudaMemAccessFlagsProtRead;
+    ST_CHECK(cudaMemPoolGetAccess(&f, pool, &own) == cudaSuccess && f == cudaMemAccessFlagsProtReadWrite);
+    ST_CHECK(cudaMemPoolGetAccess(&f, pool, &other) == cudaSuccess && f == cudaMemAccessFlagsProtNone);
+    /* the pool's own device cannot lose access; a device that does not exist; flags that are no flags */
+    cudaMemAccessDesc d;
+    memset(&d, 0, sizeof d);
+    d.location = own;
+    d.flags = cudaMemAccessFlagsProtNone;
+    ST_CHECK(cudaMemPoolSetAccess(pool, &d, 1) == cudaErrorInvalidValue);
+    d.location.id = 7;
+    d.flags = cudaMemAccessFlagsProtReadWrite;
+    ST_CHECK(cudaMemPoolSetAccess(pool, &d, 1) == cudaErrorInvalidDevice);
+    d.location = other;
+    d.flags = (cudaMemAccessFlags)2;
+    ST_CHECK(cudaMemPoolSetAccess(pool, &d, 1) == cudaErrorInvalidValue);
+    cudaGetLastError();
+    /* peer access from device 1 reaches cudaMalloc memory of device 0 (control) */
+    cudaSetDevice(1);
+    ST_CHECK(cudaDeviceEnablePeerAccess(0, 0) == cudaSuccess);
+    int *out1, got = 0;
+    cudaMalloc(&out1, sizeof(int));
+    read_k<<<1, 1>>>(plain, out1);
+    ST_CHECK(cudaMemcpy(&got, out1, sizeof got, cudaMemcpyDeviceToHost) == cudaSuccess && got == 42);
+    /* with pool access the pool's memory too */
+    d.flags = cudaMemAccessFlagsProtReadWrite;
+    ST_CHECK(cudaMemPoolSetAccess(pool, &d, 1) == cudaSuccess);
+    ST_CHECK(cudaMemPoolGetAccess(&f, pool, &other) == cudaSuccess && f == cudaMemAccessFlagsProtReadWrite);
+    got = 0;
+    read_k<<<1, 1>>>(pm, out1);
+    ST_CHECK(cudaMemcpy(&got, out1, sizeof got, cudaMemcpyDeviceToHost) == cudaSuccess && got == 42);
+    /* access removed: peer access does not stand in for it; the kernel faults */
+    d.flags = cudaMemAccessFlagsProtNone;
+    ST_CHECK(cudaMemPoolSetAccess(pool, &d, 1) == cudaSuccess);
+    read_k<<<1, 1>>>(pm, out1);
+    cudaError_t e = cudaDeviceSynchronize();
+    ST_CHECKF(e == cudaErrorIllegalAddress, "pool memory without access: %s", cudaGetErrorName(e));
+}
+
 int main() {
+    if (getenv("CUEMU_ST_CASE") && !strcmp(getenv("CUEMU_ST_CASE"), "two_devices")) {
+        ST_RUN(pool_access_two_devices);
+        return st_summary();
+    }
     ST_RUN(dp4a_dp2a);
     ST_RUN(memory_pools);
     ST_RUN(stream_attach_mem);
