@@ -3,8 +3,9 @@
 // code, so '#if __CUDA_ARCH__ >= 700' around an #include or a whole
 // __device__ function, type or variable declares it in the device pass
 // only; the host pass, which parses the whole file too, never sees it).
-// The control (no CASE): a header, a type, a variable, a template and a
-// namespace's function that only the device pass declares, used by a kernel
+// The control (no CASE): a header, a type, a template, an explicit
+// specialization and a namespace's function that only the device pass
+// declares, used by a kernel
 // under the same #if; host code uses what only the host pass declares.
 // Prints PASSED. Compiles with nvcc -arch=sm_90 -c as it is.
 // -DCASE=1: host code names a type only the device pass declares: nvcc's
@@ -38,6 +39,12 @@ __device__ int plus_one(int x) { return x + 1; }
 }  // namespace dev
 #else
 static int host_only(void) { return 7; }
+#endif
+// an explicit specialization only the device pass has (cuda-samples'
+// reduction: '#if __CUDA_ARCH__ >= 800' around one): device code uses it
+template <class T> __device__ T offset_of(T) { return 0; }
+#ifdef __CUDA_ARCH__
+template <> __device__ int offset_of<int>(int) { return 1000; }
 #endif
 
 #if CASE == 2
@@ -73,6 +80,7 @@ __device__ int only_on_80(void) { return 80; }
 
 __global__ void uses_them(int *out) {
 #if __CUDA_ARCH__ >= 700
+#pragma nv_diag_suppress static_var_with_dynamic_init
     __shared__ cuda::barrier<cuda::thread_scope_block> bar;
     if (threadIdx.x == 0)
         init(&bar, blockDim.x);
@@ -84,7 +92,7 @@ __global__ void uses_them(int *out) {
     DeviceOnly d{(int)threadIdx.x};
     atomicAdd(&count, 1);
     bar.arrive_and_wait();
-    out[threadIdx.x] = d.twice() + scaled<3>(1) + dev::plus_one(count);
+    out[threadIdx.x] = d.twice() + scaled<3>(1) + dev::plus_one(count) + offset_of(0);
 #endif
 }
 
@@ -102,8 +110,8 @@ int main(void) {
         return 1;
     }
     for (int i = 0; i < 64; i++)
-        if (h[i] != 2 * i + 3 + 65) {
-            printf("out[%d] = %d, want %d\n", i, h[i], 2 * i + 3 + 65);
+        if (h[i] != 2 * i + 3 + 65 + 1000) {
+            printf("out[%d] = %d, want %d\n", i, h[i], 2 * i + 3 + 65 + 1000);
             bad++;
         }
 #ifndef __CUDA_ARCH__   // (nvcc's device pass parses host code too)
