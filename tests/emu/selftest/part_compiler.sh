@@ -125,7 +125,7 @@ if [ $QUICK = 0 ]; then   # some seconds a build: full tier
     cc_run cuda_arch_decls_control_runs cuda_arch_decls.cu
     cc_refused cuda_arch_decls_host_use_refused "the host pass (__CUDA_ARCH__ undefined) does not compile" "${CD[@]}" -DCASE=1
     cc_refused cuda_arch_decls_overload_refused "a declaration of pick only the device pass has" "${CD[@]}" -DCASE=2
-    cc_refused cuda_arch_decls_member_refused "cuda_arch_decls.cu:52: nvcc-emu: error: a part of a declaration, or a declaration inside a class" "${CD[@]}" -DCASE=3
+    cc_refused cuda_arch_decls_member_refused "cuda_arch_decls.cu:59: nvcc-emu: error: a part of a declaration, or a declaration inside a class" "${CD[@]}" -DCASE=3
     cc_refused cuda_arch_decls_typedef_refused "a declaration of real_t only the device pass has" "${CD[@]}" -DCASE=4
     cc_refused cuda_arch_decls_per_target_refused "differ between the targets' device passes" "${CD[@]}" -DCASE=5 \
         -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80
