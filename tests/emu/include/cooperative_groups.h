@@ -2,8 +2,8 @@
    Guide's "Cooperative Groups" chapter on the emulator's barriers and warp
    exchanges: thread_group, the base every group converts to; thread_block;
    warp tiles of 1 to 32 threads; tiles of 64 to 1024 threads (several
-   warps: sync, thread_rank, num_threads, meta_group_rank/size, cg::reduce;
-   no shuffles or votes); coalesced groups and their partitions
+   warps: sync, thread_rank, num_threads, meta_group_rank/size, shfl, any,
+   all, cg::reduce); coalesced groups and their partitions
    (binary_partition, labeled_partition); block_tile_memory; the grid group,
    whose sync() needs a cooperative launch (cudaLaunchCooperativeKernel). */
 #ifndef CUEMU_COOPERATIVE_GROUPS_H
@@ -126,15 +126,26 @@ template <unsigned MaxBlockSize> inline thread_block this_thread_block(block_til
 /* A group of 1..32 consecutive lanes of a warp, or (64..1024) of N
    consecutive threads of the block, whole warps (N a power of two;
    Programming Guide, Cooperative Groups, "Thread Block Tile": tiles of up
-   to 1024 threads since CUDA 11; the warp-synchronous functions, shuffles,
-   votes and matches, are for tiles of at most 32 threads: a compile-time
-   error on larger ones). */
+   to 1024 threads since CUDA 11). A tile of several warps has sync,
+   thread_rank, num_threads, meta_group_rank/size, shfl, any and all (as
+   nvcc 13's header has them; exchanged through the block's scratch,
+   cuemu::tile_scratch, between two syncs of the tile), is not a
+   thread_group (no conversion), and has no shfl_up/down/xor, ballot, match
+   or mask: a compile-time error. */
 #define CUEMU_WARP_TILE_ONLY(f) static_assert(N <= 32, "cooperative_groups::thread_block_tile<N>::" f \
                                               " is available only for tiles of at most 32 threads")
+namespace details {
+/* the base of a tile of several warps: a thread_group inside, not one outside */
+class multi_warp_base : protected thread_group {
+protected:
+    multi_warp_base(unsigned kind, unsigned n) : thread_group(kind, n) {}
+};
+}  // namespace details
 template <unsigned N, class Parent = void>
-class thread_block_tile : public thread_group {
+class thread_block_tile : public std::conditional_t<(N <= 32), thread_group, details::multi_warp_base> {
     static_assert(N >= 1 && (N & (N - 1)) == 0, "cooperative_groups: a tile's size is a power of two");
     static_assert(N <= 1024, "cooperative_groups: a tile has at most 1024 threads");
+    using base = std::conditional_t<(N <= 32), thread_group, details::multi_warp_base>;
     static unsigned lanes() {
         if constexpr (N > 32) {
             return N;
@@ -143,14 +154,40 @@ class thread_block_tile : public thread_group {
             return N == 32 ? 0xffffffffu : ((1u << N) - 1) << (lane & ~(N - 1));
         }
     }
+    static constexpr unsigned kind() { return N > 32 ? 4u /* K_TILE */ : 2u /* K_LANES */; }
+    /* several warps: every thread of the tile writes v to its slot, then
+       reads the one of rank src (64 bytes a thread) */
+    template <class T> T multi_shfl(T v, unsigned src) const {
+        static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 64,
+                      "cuemu: shfl over a tile of more than 32 threads takes a trivially copyable type of at most 64 bytes");
+        unsigned char *slot = (unsigned char *)cuemu::tile_scratch();
+        unsigned first = details::block_rank() / N * N;
+        memcpy(slot + 64 * details::block_rank(), &v, sizeof(T));
+        sync();
+        T out = v;
+        memcpy(&out, slot + 64 * (first + (src & (N - 1))), sizeof(T));
+        sync();
+        return out;
+    }
+    int multi_vote(int p, bool every) const {
+        unsigned w = every ? (unsigned)__all_sync(0xffffffffu, p) : (unsigned)__any_sync(0xffffffffu, p);
+        unsigned char *slot = (unsigned char *)cuemu::tile_scratch() + 64 * 1024;
+        unsigned first_warp = details::block_rank() / N * (N / 32);
+        if (cuemu::lane_id() == 0) slot[details::block_rank() / 32] = (unsigned char)(w != 0);
+        sync();
+        int r = every ? 1 : 0;
+        for (unsigned k = 0; k < N / 32; k++) r = every ? (r && slot[first_warp + k]) : (r || slot[first_warp + k]);
+        sync();
+        return r;
+    }
 public:
     static constexpr unsigned num_threads_c = N;
-    thread_block_tile() : thread_group(N > 32 ? K_TILE : K_LANES, lanes()) {}
-    template <class Q> thread_block_tile(const thread_block_tile<N, Q> &) : thread_group(N > 32 ? K_TILE : K_LANES, lanes()) {}
-    unsigned mask() const { CUEMU_WARP_TILE_ONLY("mask()"); return mask_; }
+    thread_block_tile() : base(kind(), lanes()) {}
+    template <class Q> thread_block_tile(const thread_block_tile<N, Q> &) : base(kind(), lanes()) {}
+    unsigned mask() const { CUEMU_WARP_TILE_ONLY("mask()"); return this->mask_; }
     void sync() const {
         if constexpr (N > 32) cuemu::tile_barrier(details::block_rank() / N * N, N, "thread_block_tile<64..1024>::sync()");
-        else __syncwarp(mask_);
+        else __syncwarp(this->mask_);
     }
     unsigned long long thread_rank() const {
         if constexpr (N > 32) return details::block_rank() & (N - 1);
@@ -162,8 +199,8 @@ public:
     unsigned long long meta_group_size() const { return (details::block_size() + N - 1) / N; }
     bool is_valid() const { return true; }
     template <class T> T shfl(T v, int src) const {
-        CUEMU_WARP_TILE_ONLY("shfl");
-        return details::by_words(v, [&](auto x) { return __shfl_sync(mask(), x, src, (int)N); });
+        if constexpr (N > 32) return multi_shfl(v, (unsigned)src);
+        else return details::by_words(v, [&](auto x) { return __shfl_sync(mask(), x, src, (int)N); });
     }
     template <class T> T shfl_down(T v, unsigned d) const {
         CUEMU_WARP_TILE_ONLY("shfl_down");
@@ -177,8 +214,14 @@ public:
         CUEMU_WARP_TILE_ONLY("shfl_xor");
         return details::by_words(v, [&](auto x) { return __shfl_xor_sync(mask(), x, (int)m, (int)N); });
     }
-    int any(int p) const { CUEMU_WARP_TILE_ONLY("any"); return __any_sync(mask(), p); }
-    int all(int p) const { CUEMU_WARP_TILE_ONLY("all"); return __all_sync(mask(), p); }
+    int any(int p) const {
+        if constexpr (N > 32) return multi_vote(p, false);
+        else return __any_sync(mask(), p);
+    }
+    int all(int p) const {
+        if constexpr (N > 32) return multi_vote(p, true);
+        else return __all_sync(mask(), p);
+    }
     unsigned ballot(int p) const {
         CUEMU_WARP_TILE_ONLY("ballot");
         unsigned b = __ballot_sync(mask(), p);

@@ -211,7 +211,9 @@ struct Worker {
     std::vector<uint8_t> warp_active;   /* of those, lanes waiting in __activemask() */
     unsigned bar_arrived = 0;
     unsigned tile_waiting = 0;          /* threads waiting in a tile's sync (tile_barrier) */
-    alignas(16) unsigned char tile_scratch[32 * 128];   /* cg::reduce over tiles of more than 32 threads */
+    /* tiles of more than 32 threads: shfl (64 bytes a thread), then
+       cg::reduce, any and all (128 bytes a warp) */
+    alignas(16) unsigned char tile_scratch[1024 * 64 + 32 * 128];
     int bar_acc = 0, bar_kind = 0;
     const char *bar_site = nullptr;
     bool block_abort = false;
@@ -1434,8 +1436,9 @@ void tile_check(unsigned n, bool has_memory) {
                      profile(dev).minor);
 }
 
-/* The block's scratch for cg::reduce over such a tile: one slot of 128
-   bytes per warp (a warp's partial result), 32 warps. */
+/* The block's scratch for the exchanges of such a tile: shfl's slots (64
+   bytes for each of 1024 threads), then one slot of 128 bytes per warp
+   (cg::reduce's partial results, any/all's votes), 32 warps. */
 void *tile_scratch() {
     Thr *t = t_thr;
     if (!t) kernel_error(cudaErrorLaunchFailure, "cg::reduce called outside a kernel");

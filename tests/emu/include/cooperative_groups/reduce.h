@@ -30,7 +30,7 @@ T reduce(const thread_block_tile<N, P> &g, T v, Op op) {
                       "cuemu: cg::reduce over a tile of more than 32 threads takes a trivially copyable type of at most 128 bytes");
         for (unsigned o = 16; o > 0; o >>= 1)
             v = op(v, details::by_words(v, [&](auto x) { return __shfl_xor_sync(0xffffffffu, x, (int)o, 32); }));
-        unsigned char *slot = (unsigned char *)cuemu::tile_scratch();
+        unsigned char *slot = (unsigned char *)cuemu::tile_scratch() + 64 * 1024;
         unsigned first_warp = details::block_rank() / N * (N / 32);
         if (cuemu::lane_id() == 0) memcpy(slot + 128 * (details::block_rank() / 32), &v, sizeof(T));
         g.sync();

@@ -156,7 +156,8 @@ enum BarrierKind { BAR_SYNC = 0, BAR_COUNT, BAR_AND, BAR_OR };
 int block_barrier(int kind, int pred, const char *what);
 /* cooperative_groups' tiles of more than 32 threads (exec.cpp): the sync
    of the threads of block ranks [first, first + count); the checks when one
-   is made; the block's scratch for cg::reduce over one (32 slots of 128 bytes). */
+   is made; the block's scratch for their exchanges (shfl: 1024 slots of 64
+   bytes; then cg::reduce, any, all: 32 slots of 128 bytes). */
 void tile_barrier(unsigned first, unsigned count, const char *what);
 void tile_check(unsigned n, bool has_memory);
 void *tile_scratch();

@@ -64,8 +64,9 @@ ST_TEST(thread_group_base_and_partitions) {
 /* Programming Guide, Cooperative Groups, "Thread Block Tile": tiles of 64
    to 1024 threads (several warps) since CUDA 11: sync() makes what one warp
    of the tile wrote visible to the others; thread_rank, num_threads,
-   meta_group_rank and meta_group_size; cg::reduce over them; through the
-   thread_group base too. (Their shuffles and votes do not compile: -DBIG_TILE_SHFL.) */
+   meta_group_rank and meta_group_size; shfl, any, all; cg::reduce over
+   them (as nvcc 13's header has them). They are no thread_group, and have
+   no shfl_up/down/xor, ballot or match: -DBIG_TILE_SHFL does not compile. */
 template <unsigned N> __device__ void big_tile(unsigned *out, const cg::thread_block &block, unsigned *seen) {
     cg::thread_block_tile<N> tile = cg::tiled_partition<N>(block);
     unsigned t = threadIdx.x;
@@ -78,9 +79,10 @@ template <unsigned N> __device__ void big_tile(unsigned *out, const cg::thread_b
     out[1 * 256 + t] = (unsigned)tile.meta_group_rank() * 10000 + (unsigned)tile.meta_group_size();
     out[2 * 256 + t] = other;
     out[3 * 256 + t] = cg::reduce(tile, t, cg::plus<unsigned>());
-    out[4 * 256 + t] = rank_in(tile);
+    out[4 * 256 + t] = tile.shfl(t * 3, 5) + 100000 * tile.any(t % N == N - 1) + 200000 * tile.all(t % N != 7) +
+                       400000 * tile.all(1);
 #ifdef BIG_TILE_SHFL
-    out[5 * 256 + t] = tile.shfl(t, 0) + tile.any(1);
+    out[5 * 256 + t] = tile.shfl_down(t, 1) + rank_in(tile);
 #endif
 }
 __global__ void big_tiles(unsigned *out, int with_memory) {
@@ -96,7 +98,7 @@ static bool big_tiles_right(const unsigned *h, unsigned n, const unsigned *base)
         unsigned r = t % n, first = t - r, sum = n * first + n * (n - 1) / 2;
         unsigned other = (first + (r + 33) % n) * 7 + n;
         if (base[0 * 256 + t] != r * 10000 + n || base[1 * 256 + t] != (t / n) * 10000 + 256 / n ||
-            base[2 * 256 + t] != other || base[3 * 256 + t] != sum || base[4 * 256 + t] != r * 1000 + n) {
+            base[2 * 256 + t] != other || base[3 * 256 + t] != sum || base[4 * 256 + t] != (first + 5) * 3 + 100000 + 400000) {
             printf("    tile of %u, thread %u: %u %u %u %u %u\n", n, t, base[t], base[256 + t], base[512 + t], base[768 + t],
                    base[1024 + t]);
             return false;
