@@ -89,8 +89,7 @@ cc_accepted device_refusals_control_compiles "${DR[@]}"
 # functions, the device side of __host__ __device__ ones, member functions),
 # undefined in host code; with several targets the device runs the code of
 # the image NVIDIA's rules pick (the best cubin, else the highest PTX not
-# above it); a declaration only the device pass has is refused by name
-# (never a kernel from the host pass's text)
+# above it); never a kernel from the host pass's text
 MULTI=(-gencode arch=compute_75,code=compute_75 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86
        -gencode "arch=compute_90,code=[sm_90,compute_90]")
 if "$NVCC_EMU" "${MULTI[@]}" -DWANT=0 -o "$OUT/cc_cuda_arch_multi" "$COMPILER/cuda_arch.cu" >"$OUT/cc_cuda_arch_multi.log" 2>&1; then
@@ -108,6 +107,28 @@ if [ $QUICK = 0 ]; then
         -gencode "arch=compute_90,code=[sm_90,compute_90]"
 fi
 CA=(-c -Xcompiler -fsyntax-only -o "$OUT/cc_ca.o" "$COMPILER/cuda_arch.cu")
-cc_refused cuda_arch_device_only_declaration_refused \
-    "cuda_arch.cu:20: nvcc-emu: error: __CUDA_ARCH__ changes this declaration" "${CA[@]}" -DWANT=750 -DCASE=1
+cc_accepted cuda_arch_device_only_function_compiles "${CA[@]}" -DWANT=750 -DCASE=1
 cc_accepted cuda_arch_control_compiles "${CA[@]}" -DWANT=750
+
+# declarations only the device pass has ('#if __CUDA_ARCH__ >= 700' around
+# an #include or a whole __device__ function, type, template, namespace):
+# device code sees them, host code does not (a host use fails as nvcc's
+# host pass does); what one translation unit cannot hold (an overload or
+# a second definition of a name the host pass declares, a member only one
+# pass has, different ones per target) is refused by name, and so is what
+# nvcc itself fails on (a kernel or __device__ variable only the device
+# pass declares: nvcc's host-side registration names it). The control
+# compiles with the real nvcc -arch=sm_90 -c as it is, and runs here.
+if [ $QUICK = 0 ]; then   # some seconds a build: full tier
+    CD=(-c -Xcompiler -fsyntax-only -o "$OUT/cc_cd.o" "$COMPILER/cuda_arch_decls.cu")
+    cc_accepted cuda_arch_decls_control_compiles "${CD[@]}"
+    cc_run cuda_arch_decls_control_runs cuda_arch_decls.cu
+    cc_refused cuda_arch_decls_host_use_refused "the host pass (__CUDA_ARCH__ undefined) does not compile" "${CD[@]}" -DCASE=1
+    cc_refused cuda_arch_decls_overload_refused "a declaration of pick only the device pass has" "${CD[@]}" -DCASE=2
+    cc_refused cuda_arch_decls_member_refused "cuda_arch_decls.cu:59: nvcc-emu: error: a part of a declaration, or a declaration inside a class" "${CD[@]}" -DCASE=3
+    cc_refused cuda_arch_decls_typedef_refused "a declaration of real_t only the device pass has" "${CD[@]}" -DCASE=4
+    cc_refused cuda_arch_decls_per_target_refused "differ between the targets' device passes" "${CD[@]}" -DCASE=5 \
+        -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80
+    cc_refused cuda_arch_decls_device_variable_refused "device_only_count is declared only in the device pass" "${CD[@]}" -DCASE=6
+    cc_refused cuda_arch_decls_kernel_refused "device_only_kernel is declared only in the device pass" "${CD[@]}" -DCASE=7
+fi

@@ -12,14 +12,26 @@ if [ -x "$OUT/runtime2_launch_rules" ]; then
     done
 fi
 # coop_groups.cu: the thread_group base, partitions, block_tile_memory,
-# grid_group::sync() in cooperative launches; and two failing cases, each in
-# its own run (each leaves a sticky error)
+# tiles of several warps, grid_group::sync() in cooperative launches; and
+# failing cases, each in its own run (each leaves a sticky error)
 build_and_run runtime2_coop_groups "$HERE/runtime2/coop_groups.cu" -O2
 if [ -x "$OUT/runtime2_coop_groups" ]; then
     CUEMU_SCHEDULE=shuffle CUEMU_SEED=5 program runtime2_coop_groups_shuffle "$OUT/runtime2_coop_groups"
-    for c in not_cooperative exits_early; do
+    for c in not_cooperative exits_early tile_not_dividing tile_split_sync; do
         CUEMU_ST_CASE=$c program "runtime2_coop_groups_$c" "$OUT/runtime2_coop_groups"
     done
+    GPUDL_EMU_DEVICE=7.5 CUEMU_ST_CASE=tile_needs_memory program runtime2_coop_groups_tile_needs_memory_on_7.5 \
+        "$OUT/runtime2_coop_groups"
+fi
+# a tile of several warps has no shfl_down (nor shfl_up/xor, ballot, match;
+# nvcc 13's header has none) and is no thread_group: both do not compile;
+# the control is the build above
+if [ $QUICK = 0 ]; then
+    if "$NVCC_EMU" -DBIG_TILE_SHFL -I"$HERE" -c -Xcompiler -fsyntax-only -o "$OUT/cg_shfl.o" "$HERE/runtime2/coop_groups.cu" \
+        >"$OUT/cg_shfl.log" 2>&1; then bad runtime2_coop_groups_big_tile_shfl_refused "(compiled)"
+    elif grep -q "thread_block_tile<N>::shfl_down is available only for tiles of at most 32 threads" "$OUT/cg_shfl.log"; then
+        ok runtime2_coop_groups_big_tile_shfl_refused
+    else bad runtime2_coop_groups_big_tile_shfl_refused "(no message)"; grep error "$OUT/cg_shfl.log" | head -3; fi
 fi
 # (the rest in the full tier, make test-extra: make test keeps its 10 minutes;
 # make test-samples also runs a program per area)

@@ -153,6 +153,7 @@ struct Thr {
     Fiber *fiber = nullptr;
     const char *bar_site = nullptr;
     int bar_result = 0;
+    unsigned tile_first = 0, tile_count = 0;   /* T_BAR in a tile's sync (tile_barrier): its threads */
     int wop = -1;             /* the warp operation it waits in */
     const char *wsite = nullptr;  /* __activemask(): where it was called */
     unsigned wmask = 0, wsize = 0;
@@ -209,6 +210,10 @@ struct Worker {
     std::vector<uint8_t> warp_waiting;  /* lanes of each warp waiting in a warp operation */
     std::vector<uint8_t> warp_active;   /* of those, lanes waiting in __activemask() */
     unsigned bar_arrived = 0;
+    unsigned tile_waiting = 0;          /* threads waiting in a tile's sync (tile_barrier) */
+    /* tiles of more than 32 threads: shfl (64 bytes a thread), then
+       cg::reduce, any and all (128 bytes a warp) */
+    alignas(16) unsigned char tile_scratch[1024 * 64 + 32 * 128];
     int bar_acc = 0, bar_kind = 0;
     const char *bar_site = nullptr;
     bool block_abort = false;
@@ -690,6 +695,55 @@ bool release_barrier(Worker *w) {
     return true;
 }
 
+/* A tile's sync (tile_barrier) completes when every thread of the tile
+   that has not exited waits at it; exited ones release it, as for the
+   block barrier (with the same warning). Threads of the tile waiting at
+   another tile sync site are an error. */
+bool release_tile(Worker *w, unsigned first, unsigned count) {
+    unsigned arrived = 0, done = 0;
+    const char *site = nullptr;
+    for (unsigned i = first; i < first + count && i < w->nthreads; i++) {
+        Thr &o = w->thr[i];
+        if (o.state == T_DONE) { done++; continue; }
+        if (o.state != T_BAR || o.tile_count != count || o.tile_first != first) return false;
+        if (site && strcmp(site, o.bar_site) != 0)
+            sync_error(nullptr,
+                       "threads of one thread_block_tile of %u threads (block ranks %u..%u) wait at %s and at %s: every "
+                       "thread of the tile must reach the same sync() (CUDA C++ Programming Guide, Cooperative Groups); "
+                       "a GPU may hang or corrupt data here",
+                       count, first, first + count - 1, site, o.bar_site);
+        site = o.bar_site;
+        arrived++;
+    }
+    if (!arrived) return false;
+    if (done) {
+        static std::mutex mu;
+        static std::unordered_set<std::string> said;
+        std::lock_guard<std::mutex> lk(mu);
+        if (said.insert(site).second)
+            fprintf(stderr, "cuemu: warning: kernel %s: %u of %u threads of a tile of block (%u,%u,%u) had exited when the "
+                            "others reached %s; the Programming Guide asks every thread of the tile to reach it\n",
+                    kernel_name(w->run), done, count, w->block_idx.x, w->block_idx.y, w->block_idx.z, site);
+    }
+    for (unsigned i = first; i < first + count && i < w->nthreads; i++) {
+        Thr &o = w->thr[i];
+        if (o.state == T_BAR) {
+            o.state = T_RUN;
+            o.tile_count = 0;
+            w->tile_waiting--;
+        }
+    }
+    return true;
+}
+
+/* A thread exited: tile syncs that waited for it may now be complete. */
+void release_tiles(Worker *w) {
+    for (unsigned i = 0; i < w->nthreads && w->tile_waiting; i++) {
+        Thr &o = w->thr[i];
+        if (o.state == T_BAR && o.tile_count) release_tile(w, o.tile_first, o.tile_count);
+    }
+}
+
 /* __activemask(): the lanes of a warp that execute the same __activemask()
    together. With independent thread scheduling a GPU runs the lanes of a
    branch together; the emulator's equivalent: once every lane of the warp
@@ -737,17 +791,24 @@ void lane_exited(Worker *w, Thr *t) {
 
 /* No thread can run and some have not finished: say who waits where. */
 void diagnose_deadlock(Worker *w) {
-    unsigned at_bar = 0, at_warp = 0, done = 0, first_done = ~0u, first_warp = ~0u;
-    const char *site = nullptr;
+    unsigned at_bar = 0, at_warp = 0, done = 0, first_done = ~0u, first_warp = ~0u, at_tile = 0;
+    const char *site = nullptr, *tile_site = nullptr;
     for (unsigned i = 0; i < w->nthreads; i++) {
         Thr *t = &w->thr[i];
-        if (t->state == T_BAR) { at_bar++; site = t->bar_site; }
+        if (t->state == T_BAR && t->tile_count) { at_tile++; tile_site = t->bar_site; }
+        else if (t->state == T_BAR) { at_bar++; site = t->bar_site; }
         else if (t->state == T_WARP) { at_warp++; if (first_warp == ~0u) first_warp = i; }
         else if (t->state == T_DONE) { done++; if (first_done == ~0u) first_done = i; }
     }
     char where[128], msg[700];
     describe_block(where, sizeof where, w);
-    if (at_bar)
+    if (at_tile)
+        snprintf(msg, sizeof msg,
+                 "%s: %u of %u threads wait at %s, %u at %s, %u have exited, %u wait in warp operations; every thread "
+                 "of a thread_block_tile must reach its sync() (CUDA C++ Programming Guide, Cooperative Groups); a GPU "
+                 "may hang here",
+                 where, at_tile, w->nthreads, tile_site, at_bar, site ? site : "a block barrier", done, at_warp);
+    else if (at_bar)
         snprintf(msg, sizeof msg,
                  "%s: %u of %u threads wait at %s, %u have exited (the first: thread %u), %u wait in warp operations; "
                  "__syncthreads() must be reached by every thread of the block (CUDA C++ Programming Guide); a GPU may "
@@ -838,6 +899,7 @@ void run_block(Worker *w, GridRun *r, uint64_t b) {
     w->ndone = 0;
     w->next_start = 0;
     w->bar_arrived = 0;
+    w->tile_waiting = 0;
     w->bar_site = nullptr;
     w->block_abort = false;
     uint3 idx{0, 0, 0};
@@ -855,6 +917,7 @@ void run_block(Worker *w, GridRun *r, uint64_t b) {
         t.suspended = false;
         t.fiber = nullptr;
         t.wop = -1;
+        t.tile_count = 0;
         t.atomics = 0;
         t.pend.clear();
         t.batch = 0;
@@ -915,6 +978,7 @@ extern "C" void cuemu_fiber_main(void *fp) {
         w->ndone++;
         lane_exited(w, t);
         release_barrier(w);
+        release_tiles(w);
     }
     f->thr = nullptr;
     f->busy = false;
@@ -1328,6 +1392,57 @@ int block_barrier(int kind, int pred, const char *what) {
     complete_active(w, t->warp);
     suspend(t);
     return t->bar_result;
+}
+
+void tile_barrier(unsigned first, unsigned count, const char *what) {
+    Thr *t = t_thr;
+    if (!t) kernel_error(cudaErrorLaunchFailure, "%s called outside a kernel", what);
+    Worker *w = t_fiber->w;
+    /* racecheck orders accesses by block barriers and within a warp
+       (sanitizer.cpp): a sync across the warps of a tile it cannot express,
+       so it says so rather than report hazards the sync prevents */
+    if (g_san && san_tool() == SAN_RACECHECK)
+        kernel_error(cudaErrorNotSupported, "%s: racecheck does not follow the syncs of tiles of more than 32 threads "
+                                            "(not emulated)", what);
+    t->bar_site = what;
+    t->tile_first = first;
+    t->tile_count = count;
+    t->state = T_BAR;
+    w->tile_waiting++;
+    if (release_tile(w, first, count)) return;
+    complete_active(w, t->warp);
+    suspend(t);
+}
+
+/* A thread_block_tile of more than 32 threads is made (CUDA C++
+   Programming Guide, Cooperative Groups, "Thread Block Tile": sizes up to
+   1024 are supported on devices of compute capability 8.0 and later without
+   more, on earlier ones only with a block_tile_memory given to
+   this_thread_block; the tile size must divide the block's). */
+void tile_check(unsigned n, bool has_memory) {
+    Thr *t = t_thr;
+    if (!t) kernel_error(cudaErrorLaunchFailure, "cooperative_groups::tiled_partition<%u> called outside a kernel", n);
+    Worker *w = t_fiber->w;
+    if (w->nthreads % n)
+        kernel_error(cudaErrorLaunchFailure,
+                     "cooperative_groups::tiled_partition<%u> of a block of %u threads: the tile size must divide the "
+                     "block's (CUDA C++ Programming Guide, Cooperative Groups, \"Group Partitioning\")", n, w->nthreads);
+    int dev = t_code_device >= 0 ? t_code_device : current_device();
+    if (!has_memory && dev >= 0 && dev < device_count() && profile(dev).major < 8)
+        kernel_error(cudaErrorLaunchFailure,
+                     "cooperative_groups::tiled_partition<%u> on a device of compute capability %d.%d: tiles of more "
+                     "than 32 threads need a block_tile_memory given to this_thread_block() below 8.0 (CUDA C++ "
+                     "Programming Guide, Cooperative Groups, \"Thread Block Tile\")", n, profile(dev).major,
+                     profile(dev).minor);
+}
+
+/* The block's scratch for the exchanges of such a tile: shfl's slots (64
+   bytes for each of 1024 threads), then one slot of 128 bytes per warp
+   (cg::reduce's partial results, any/all's votes), 32 warps. */
+void *tile_scratch() {
+    Thr *t = t_thr;
+    if (!t) kernel_error(cudaErrorLaunchFailure, "cg::reduce called outside a kernel");
+    return t_fiber->w->tile_scratch;
 }
 
 uint64_t warp_op(int op, unsigned mask, uint64_t value, unsigned size, int arg, int width, int *pred) {

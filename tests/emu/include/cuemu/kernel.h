@@ -154,6 +154,13 @@ T (&shared_dynamic())[] {
 /* >>sync: barriers and warp exchanges, implemented by the runtime */
 enum BarrierKind { BAR_SYNC = 0, BAR_COUNT, BAR_AND, BAR_OR };
 int block_barrier(int kind, int pred, const char *what);
+/* cooperative_groups' tiles of more than 32 threads (exec.cpp): the sync
+   of the threads of block ranks [first, first + count); the checks when one
+   is made; the block's scratch for their exchanges (shfl: 1024 slots of 64
+   bytes; then cg::reduce, any, all: 32 slots of 128 bytes). */
+void tile_barrier(unsigned first, unsigned count, const char *what);
+void tile_check(unsigned n, bool has_memory);
+void *tile_scratch();
 enum WarpOp {
     W_SHFL = 0, W_SHFL_UP, W_SHFL_DOWN, W_SHFL_XOR, W_BALLOT, W_ANY, W_ALL, W_SYNC, W_MATCH_ANY, W_MATCH_ALL,
     W_REDUCE_ADD, W_REDUCE_MIN, W_REDUCE_MAX, W_REDUCE_AND, W_REDUCE_OR, W_REDUCE_XOR, W_REDUCE_MIN_S, W_REDUCE_MAX_S,

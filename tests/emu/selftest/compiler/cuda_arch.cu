@@ -5,7 +5,7 @@
 // (-DWANT=0 with -DSAME_ON_TARGETS: only tests that hold on every target;
 // with several targets, WANT_ARCH=N in the environment: the value of the
 // image the device runs, by NVIDIA's rules).
-// -DCASE=1: a declaration only the device pass has (refused by nvcc-emu).
+// -DCASE=1: a __device__ function only the device pass declares (unused).
 // -DFEAT=1: built for sm_90a, whose device pass also has
 // __CUDA_ARCH_FEAT_SM90_ALL and __CUDA_ARCH_SPECIFIC__ (nvcc 13).
 // Prints PASSED when all hold.

@@ -1,11 +1,16 @@
 /* coop_groups.cu - cooperative groups (CUDA C++ Programming Guide,
    "Cooperative Groups"): the thread_group base that blocks, tiles and
    coalesced groups convert to; tiled_partition of a thread_group;
-   binary_partition and labeled_partition; block_tile_memory; grid_group::sync
-   in a cooperative launch. CUEMU_ST_CASE selects a failing case (each leaves
-   the device with a sticky error): not_cooperative (grid.sync() in a <<<>>>
-   launch), exits_early (a block exits while the others wait in grid.sync()). */
+   binary_partition and labeled_partition; block_tile_memory; tiles of 64
+   to 256 threads; grid_group::sync in a cooperative launch. CUEMU_ST_CASE
+   selects a failing case (each leaves the device with a sticky error):
+   not_cooperative (grid.sync() in a <<<>>> launch), exits_early (a block
+   exits while the others wait in grid.sync()), tile_needs_memory (a tile
+   of 64 threads without block_tile_memory on a 7.5 device), tile_not_dividing
+   (a tile of 64 in a block of 96), tile_split_sync (half a tile at its sync,
+   half at __syncthreads()); each with its control first. */
 #include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
 #include <cuda_runtime.h>
 #include "selftest.h"
 namespace cg = cooperative_groups;
@@ -54,6 +59,77 @@ ST_TEST(thread_group_base_and_partitions) {
         if ((2 * k + 1) % 5 == 0) want |= 1u << k;
     ST_CHECKF(h[6 * 128 + 1] == want, "odd lanes' ballot 0x%x, want 0x%x", h[6 * 128 + 1], want);
     cudaFree(d);
+}
+
+/* Programming Guide, Cooperative Groups, "Thread Block Tile": tiles of 64
+   to 1024 threads (several warps) since CUDA 11: sync() makes what one warp
+   of the tile wrote visible to the others; thread_rank, num_threads,
+   meta_group_rank and meta_group_size; shfl, any, all; cg::reduce over
+   them (as nvcc 13's header has them). They are no thread_group, and have
+   no shfl_up/down/xor, ballot or match: -DBIG_TILE_SHFL does not compile. */
+template <unsigned N> __device__ void big_tile(unsigned *out, const cg::thread_block &block, unsigned *seen) {
+    cg::thread_block_tile<N> tile = cg::tiled_partition<N>(block);
+    unsigned t = threadIdx.x;
+    seen[t] = t * 7 + N;
+    tile.sync();
+    unsigned first = (unsigned)tile.meta_group_rank() * N;
+    unsigned other = seen[first + ((unsigned)tile.thread_rank() + 33) % N];   /* a thread of another warp of the tile */
+    tile.sync();
+    out[0 * 256 + t] = (unsigned)tile.thread_rank() * 10000 + (unsigned)tile.num_threads();
+    out[1 * 256 + t] = (unsigned)tile.meta_group_rank() * 10000 + (unsigned)tile.meta_group_size();
+    out[2 * 256 + t] = other;
+    out[3 * 256 + t] = cg::reduce(tile, t, cg::plus<unsigned>());
+    out[4 * 256 + t] = tile.shfl(t * 3, 5) + 100000 * tile.any(t % N == N - 1) + 200000 * tile.all(t % N != 7) +
+                       400000 * tile.all(1);
+#ifdef BIG_TILE_SHFL
+    out[5 * 256 + t] = tile.shfl_down(t, 1) + rank_in(tile);
+#endif
+}
+__global__ void big_tiles(unsigned *out, int with_memory) {
+    __shared__ cg::block_tile_memory<256> scratch;
+    __shared__ unsigned seen[256];
+    cg::thread_block block = with_memory ? cg::this_thread_block(scratch) : cg::this_thread_block();
+    big_tile<64>(out, block, seen);
+    big_tile<128>(out + 5 * 256, block, seen);
+    big_tile<256>(out + 10 * 256, block, seen);
+}
+static bool big_tiles_right(const unsigned *h, unsigned n, const unsigned *base) {
+    for (unsigned t = 0; t < 256; t++) {
+        unsigned r = t % n, first = t - r, sum = n * first + n * (n - 1) / 2;
+        unsigned other = (first + (r + 33) % n) * 7 + n;
+        if (base[0 * 256 + t] != r * 10000 + n || base[1 * 256 + t] != (t / n) * 10000 + 256 / n ||
+            base[2 * 256 + t] != other || base[3 * 256 + t] != sum || base[4 * 256 + t] != (first + 5) * 3 + 100000 + 400000) {
+            printf("    tile of %u, thread %u: %u %u %u %u %u\n", n, t, base[t], base[256 + t], base[512 + t], base[768 + t],
+                   base[1024 + t]);
+            return false;
+        }
+    }
+    (void)h;
+    return true;
+}
+ST_TEST(tiles_of_several_warps) {
+    unsigned *d, h[15 * 256];
+    cudaMalloc(&d, sizeof h);
+    for (int mem = 0; mem < 2; mem++) {   /* compute capability 9.0: block_tile_memory optional */
+        cudaMemset(d, 0, sizeof h);
+        big_tiles<<<2, 256>>>(d, mem);
+        ST_CHECK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess);
+        ST_CHECKF(big_tiles_right(h, 64, h) && big_tiles_right(h, 128, h + 5 * 256) && big_tiles_right(h, 256, h + 10 * 256),
+                  "with block_tile_memory: %d", mem);
+    }
+    cudaFree(d);
+}
+/* the failing cases' kernels: a tile that does not divide the block; half
+   a tile at its sync, the other half at __syncthreads() */
+__global__ void big_tile_of(unsigned *out) {
+    __shared__ unsigned seen[256];
+    big_tile<64>(out, cg::this_thread_block(), seen);
+}
+__global__ void big_tile_split(unsigned *out) {
+    cg::thread_block_tile<64> tile = cg::tiled_partition<64>(cg::this_thread_block());
+    if (threadIdx.x < 32) tile.sync();
+    else __syncthreads();
+    out[threadIdx.x] = 1;
 }
 
 /* Programming Guide, Grid Synchronization: after grid.sync() every block
@@ -127,6 +203,28 @@ ST_TEST(grid_sync_errors) {
         ST_CHECK(cudaLaunchCooperativeKernel((void *)exits_early, dim3(6), dim3(32), args, 0, 0) == cudaSuccess);
         cudaError_t e = cudaDeviceSynchronize();
         ST_CHECKF(e == cudaErrorLaunchFailure, "a block exits while the others wait: %s", cudaGetErrorName(e));
+    } else if (!strcmp(c, "tile_needs_memory")) {   /* run on a 7.5 device (GPUDL_EMU_DEVICE=7.5) */
+        unsigned *d;
+        cudaMalloc(&d, 15 * 256 * sizeof(unsigned));
+        big_tiles<<<1, 256>>>(d, 1);   /* the control: with block_tile_memory */
+        ST_CHECK(cudaDeviceSynchronize() == cudaSuccess);
+        big_tiles<<<1, 256>>>(d, 0);
+        cudaError_t e = cudaDeviceSynchronize();
+        ST_CHECKF(e == cudaErrorLaunchFailure, "a tile of 64 threads without block_tile_memory on 7.5: %s", cudaGetErrorName(e));
+    } else if (!strcmp(c, "tile_not_dividing")) {
+        unsigned *d;
+        cudaMalloc(&d, 15 * 256 * sizeof(unsigned));
+        big_tile_of<<<1, 128>>>(d);   /* the control */
+        ST_CHECK(cudaDeviceSynchronize() == cudaSuccess);
+        big_tile_of<<<1, 96>>>(d);
+        cudaError_t e = cudaDeviceSynchronize();
+        ST_CHECKF(e == cudaErrorLaunchFailure, "a tile of 64 threads in a block of 96: %s", cudaGetErrorName(e));
+    } else if (!strcmp(c, "tile_split_sync")) {
+        unsigned *d;
+        cudaMalloc(&d, 256 * sizeof(unsigned));
+        big_tile_split<<<1, 64>>>(d);
+        cudaError_t e = cudaDeviceSynchronize();
+        ST_CHECKF(e == cudaErrorLaunchFailure, "half a tile at its sync, half at __syncthreads(): %s", cudaGetErrorName(e));
     } else {
         ST_CHECKF(0, "CUEMU_ST_CASE=%s is not a case", c);
     }
@@ -139,5 +237,6 @@ int main() {
     }
     ST_RUN(thread_group_base_and_partitions);
     ST_RUN(grid_sync_cooperative);
+    ST_RUN(tiles_of_several_warps);
     return st_summary();
 }
