@@ -4156,7 +4156,8 @@ static int64_t gpudl__split_rows(int64_t mc, int mr, int mr2) {
 }
 
 /* Packs op(B)[0:kc, 0:nc] into panels of nr columns, zero-padded. */
-static void gpudl__pack_b(int64_t kc, int64_t nc, const float *B, int64_t rs, int64_t cs, int nr, float *buf) {
+GPUDL__MULTI_ISA(gpudl__pack_b, (int64_t kc, int64_t nc, const float *B, int64_t rs, int64_t cs, int nr, float *buf),
+                 (kc, nc, B, rs, cs, nr, buf),   /* (its copies as wide as the CPU allows: 4-5% of a LeNet step in SSE) */
     int64_t jr, k;
     int j;
     for (jr = 0; jr < nc; jr += nr) {
@@ -4184,8 +4185,7 @@ static void gpudl__pack_b(int64_t kc, int64_t nc, const float *B, int64_t rs, in
             for (k = 0; k < kc; k++)
                 for (j = nn; j < nr; j++) dst[k * nr + j] = 0.0f;
         }
-    }
-}
+    })
 
 /* Sharing the CPU. OpenMP's threads wait for each other at the end of
    every parallel loop; when another program keeps a core busy, the thread
