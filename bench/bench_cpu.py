@@ -23,8 +23,11 @@ PyTorch and JAX are anchors, run by the Python that has them: build/torchvenv
 and build/jaxvenv where they exist (make them with python3 -m venv and pip
 install torch / jax), else this Python; a missing one is left out, never faked.
 
+  amp                            bench_train --amp: gpudl's FP16 and BF16 mixed
+                                 precision against its own FP32 (README build)
+
 Run: python3 bench/bench_cpu.py [--threads 2] [--rounds 5] [--quick]
-         [--only mlp,lenet,gpt,sgemm] [--csv bench/cpu.csv]        (make bench-cpu)
+         [--only mlp,lenet,gpt,sgemm,amp] [--csv bench/cpu.csv]        (make bench-cpu)
 """
 import argparse
 import csv
@@ -108,7 +111,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds, fewer steps")
-    ap.add_argument("--only", default="mlp,lenet,gpt,sgemm")
+    ap.add_argument("--only", default="mlp,lenet,gpt,sgemm,amp")
     ap.add_argument("--gpt-steps", type=int, default=15)
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
     ap.add_argument("--torch-python", default=venv("torchvenv"))
@@ -169,6 +172,17 @@ def main():
         for b in BUILDS:
             path = os.path.join(tmp, f"train_{b}.csv")
             jobs.append((f"gpudl-{b}", [exe[(b, "bench_train")], "--cpu", "--csv", path] + q, train_csv(path)))
+    if "amp" in want:   # gpudl's FP16 and BF16 mixed precision against its own FP32, the README's build
+        path = os.path.join(tmp, "train_amp.csv")
+
+        def amp(_):
+            rows = {}
+            with open(path) as f:
+                for r in csv.DictReader(f):
+                    rows[(f"amp-{r['precision']}", f"{r['model']} {r['batch']}")] = float(r["median_ms"])
+            return rows
+        jobs.append(("gpudl-amp", [exe[("readme", "bench_train")], "--cpu", "--amp", "--csv", path] + q, amp))
+    if want & {"mlp", "lenet"}:
         if torch_ok:
             jobs.append(("torch", [args.torch_python, os.path.join(HERE, "torch_train.py"), "--cpu", "--threads", T] + q,
                          table_lines("torch-eager")))
@@ -226,9 +240,10 @@ def main():
         if not sets:
             print(f"\n{label}: none")
             continue
-        print(f"\n{label}: median ms per step (SGEMM: per call)")
-        print(f"{'row':<11} {'gpudl README':>12} {'gpudl native':>12} {'torch':>9} {'jax':>9} {'openblas':>9} "
-              f"{'best anchor':>12} {'ratio README':>12} {'ratio native':>12}")
+        if any(not i.startswith("amp-") for i, _ in sets):
+            print(f"\n{label}: median ms per step (SGEMM: per call)")
+            print(f"{'row':<11} {'gpudl README':>12} {'gpudl native':>12} {'torch':>9} {'jax':>9} {'openblas':>9} "
+                  f"{'best anchor':>12} {'ratio README':>12} {'ratio native':>12}")
         for row in order:
             med = {}
             for impl in ("gpudl-readme", "gpudl-native", "torch", "jax", "openblas-readme", "openblas-native"):
@@ -259,8 +274,22 @@ def main():
                                  if best and "gpudl-readme" in med else "",
                                  ratio_native=round(anchors[best] / med["gpudl-native"], 3)
                                  if best and "gpudl-native" in med else ""))
+        amp_rows = [row for row in order[:3] if (("amp-fp32", row)) in sets]
+        if amp_rows:
+            print(f"\n{label}: gpudl's mixed precision against its own FP32 (README build), median ms per step")
+            print(f"{'row':<11} {'fp32':>9} {'fp16':>9} {'bf16':>9} {'fp16/fp32':>10} {'bf16/fp32':>10}")
+            for row in amp_rows:
+                m = {p: statistics.median(sets[(f"amp-{p}", row)]) for p in ("fp32", "fp16", "bf16") if (f"amp-{p}", row) in sets}
+                if len(m) < 3:
+                    continue
+                print(f"{row:<11} {m['fp32']:9.2f} {m['fp16']:9.2f} {m['bf16']:9.2f} {m['fp16'] / m['fp32']:10.2f} "
+                      f"{m['bf16'] / m['fp32']:10.2f}")
+                out_rows.append(dict(rounds_kind="all" if sets is res else "quiet", row=row + " amp", threads=args.threads,
+                                     rounds=len(sets[("amp-fp32", row)]), gpudl_readme_ms=m["fp32"], gpudl_native_ms="",
+                                     torch_ms="", jax_ms="", openblas_ms="", best_anchor="gpudl fp32",
+                                     ratio_readme=round(m["fp16"] / m["fp32"], 3), ratio_native=round(m["bf16"] / m["fp32"], 3)))
     print("(ratio: the best anchor's time over gpudl's; above 1 gpudl is faster. README: cc -O2 -fopenmp; "
-          "native: -O3 -march=native)")
+          "native: -O3 -march=native; the amp rows' CSV ratios are fp16/fp32 and bf16/fp32)")
     if out_rows:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(out_rows[0]))
