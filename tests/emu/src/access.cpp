@@ -318,21 +318,47 @@ __attribute__((noinline)) void access_slow(AccessCtx *c, const void *a, size_t n
     if (g_exact) exact_check((uintptr_t)a, n ? n : 1, write);
 }
 
+/* shared_oob, called where a tail call can reach it (noipa: not known to be noreturn) */
+__attribute__((noipa)) void shared_bad(AccessCtx *c, size_t off, size_t n, bool write, const void *pc) {
+    shared_oob(c, off, n, write, pc);
+}
+
+/* An access outside the shared window while a tool listens or bounds are exact. */
+__attribute__((noinline)) void global_slow(AccessCtx *c, const void *a, size_t n, bool write, bool atomic, const void *pc) {
+    if (g_global_hooks == 2) {   /* exact bounds, no tool */
+        exact_check((uintptr_t)a, n ? n : 1, write);
+        return;
+    }
+    access_slow(c, a, n, write, atomic, pc);
+}
+
+/* Every entry point's path: the common cases (host code, global memory
+   without a tool, shared memory without a tool or shuffling) are checked
+   here, without a frame or a second call; the rest in access_slow. */
 inline __attribute__((always_inline)) void hook(const void *a, size_t n, bool write, bool atomic, const void *pc) {
     AccessCtx *c = t_access;
     if (__builtin_expect(c == nullptr, 1)) return;   /* host code */
     /* device code: only shared memory has checks here (global memory's are
        the guard pages and the alignment check), unless a tool listens or
        bounds are exact */
-    if ((size_t)((uintptr_t)a - (uintptr_t)c->win) >= c->win_len) {
-        int g = g_global_hooks;
-        if (__builtin_expect(g == 0, 1)) return;
-        if (g == 2) {   /* exact bounds, no tool */
-            exact_check((uintptr_t)a, n ? n : 1, write);
-            return;
-        }
+    size_t off = (size_t)((uintptr_t)a - (uintptr_t)c->win);
+    if (off >= c->win_len) {
+        if (__builtin_expect(g_global_hooks == 0, 1)) return;
+        global_slow(c, a, n, write, atomic, pc);
+        return;
     }
-    access_slow(c, a, n, write, atomic, pc);
+    if (__builtin_expect(c->shuffle || g_san, 0)) {
+        access_slow(c, a, n, write, atomic, pc);
+        return;
+    }
+    /* shared_check's test, its failure a tail call */
+    size_t stat = (size_t)(c->dyn - c->win), nn = n ? n : 1;
+    if (off >= stat) {
+        if (off - stat + nn > c->dyn_bytes) shared_bad(c, off, nn, write, pc);
+        return;
+    }
+    uint16_t o = __atomic_load_n(&g_owner[off], __ATOMIC_RELAXED);
+    if (!o || off + nn > stat || __atomic_load_n(&g_owner[off + nn - 1], __ATOMIC_RELAXED) != o) shared_bad(c, off, nn, write, pc);
 }
 
 /* An atomic of n bytes: naturally aligned, or the device faults. */

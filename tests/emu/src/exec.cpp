@@ -176,6 +176,7 @@ struct Fiber {
     void *asan_fake = nullptr;
     Worker *w = nullptr;
     Thr *thr = nullptr;       /* the thread it runs now */
+    unsigned index = 0;       /* in its worker's fibers */
     bool busy = false;
     bool dirty = false;       /* abandoned while running: unpoison its stack before reuse */
 };
@@ -203,6 +204,7 @@ struct Worker {
     size_t sched_size = 0;
     std::vector<Thr> thr;               /* the block's threads */
     std::vector<Fiber *> fibers;        /* stacks, reused from block to block */
+    size_t free_from = 0;               /* every fiber before this index is busy */
     uint3 block_idx{};
     GridRun *run = nullptr;
     unsigned nthreads = 0, ndone = 0, next_start = 0;
@@ -366,6 +368,7 @@ Fiber *new_fiber(Worker *w) {
     mprotect(p, g_page, PROT_NONE);   /* guard page: a stack overflow faults */
     f->stack = p + g_page;
     f->stack_size = sz;
+    f->index = (unsigned)w->fibers.size();
     f->w = w;
     return f;
 }
@@ -825,9 +828,15 @@ void diagnose_deadlock(Worker *w) {
     fail_grid(w->run, cudaErrorLaunchFailure, "%s", msg);
 }
 
+/* The first fiber that is not busy (a block whose threads all wait at a
+   barrier takes a fiber per thread: no scan from the start each time). */
 Fiber *free_fiber(Worker *w) {
-    for (Fiber *f : w->fibers)
-        if (!f->busy) return f;
+    for (size_t i = w->free_from; i < w->fibers.size(); i++)
+        if (!w->fibers[i]->busy) {
+            w->free_from = i;
+            return w->fibers[i];
+        }
+    w->free_from = w->fibers.size();
     w->fibers.push_back(new_fiber(w));
     return w->fibers.back();
 }
@@ -923,6 +932,7 @@ void run_block(Worker *w, GridRun *r, uint64_t b) {
         t.batch = 0;
     }
     for (Fiber *f : w->fibers) f->busy = false;
+    w->free_from = 0;
     if (g_san) {
         san_block_begin(w->smem, kStaticCap + g.smem, dyn_base(w), g.smem);
         shared_vars_announce();
@@ -982,6 +992,7 @@ extern "C" void cuemu_fiber_main(void *fp) {
     }
     f->thr = nullptr;
     f->busy = false;
+    if (f->index < w->free_from) w->free_from = f->index;
     switch_out(f, true);
     __builtin_unreachable();
 }
@@ -1376,7 +1387,7 @@ int block_barrier(int kind, int pred, const char *what) {
         w->bar_site = what;
         w->bar_kind = kind;
         w->bar_acc = kind == BAR_AND ? 1 : 0;
-    } else if (strcmp(w->bar_site, what) != 0) {
+    } else if (w->bar_site != what && strcmp(w->bar_site, what) != 0) {   /* the same call: usually the same pointer */
         sync_error(__builtin_return_address(0),
                      "waits at %s while other threads of the block wait at %s: every thread of the block must reach "
                      "the same __syncthreads() (CUDA C++ Programming Guide); a GPU may hang or corrupt data here",

@@ -350,15 +350,40 @@ inline void sincospi_l(long double x, long double *s, long double *c) {
     *s = sv;
     *c = cv;
 }
-/* the double operation op(a, b) run in rounding direction mode */
+/* the double operation op(a, b) run in rounding direction mode (every
+   libm function and the x87 unit see the mode: fma's software fallback) */
 template <class Op>
-inline double in_mode(int mode, double a, double b, double c, Op op) {
+inline double in_mode_fenv(int mode, double a, double b, double c, Op op) {
     volatile double va = a, vb = b, vc = c;
     const int old = fegetround();
     fesetround(mode);
     volatile double r = op(va, vb, vc);
     fesetround(old);
     return r;
+}
+/* the same for an operation of SSE instructions only (+, -, *, /, sqrt): on
+   x86-64 only MXCSR's rounding control (bits 13-14, glibc's FE_* values
+   shifted by 3) changes, and back, leaving the exception flags the operation
+   raised as fesetround() does; fesetround() sets the x87 control word too,
+   and dominated the run time of programs built on these (interval) */
+template <class Op>
+inline double in_mode(int mode, double a, double b, double c, Op op) {
+#if defined(__x86_64__) && defined(__SSE2_MATH__)
+    static_assert(FE_TONEAREST == 0 && FE_DOWNWARD == 0x400 && FE_UPWARD == 0x800 && FE_TOWARDZERO == 0xc00,
+                  "the x87 encoding of the rounding directions");
+    volatile double va = a, vb = b, vc = c;
+    unsigned csr, now;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr) : : "memory");
+    const unsigned set = (csr & ~0x6000u) | (((unsigned)mode << 3) & 0x6000u);
+    __asm__ volatile("ldmxcsr %0" : : "m"(set) : "memory");
+    volatile double r = op(va, vb, vc);
+    __asm__ volatile("stmxcsr %0" : "=m"(now) : : "memory");
+    now = (now & ~0x6000u) | (csr & 0x6000u);
+    __asm__ volatile("ldmxcsr %0" : : "m"(now) : "memory");
+    return r;
+#else
+    return in_mode_fenv(mode, a, b, c, op);
+#endif
 }
 } /* namespace dm */
 } /* namespace cuemu */
@@ -675,7 +700,7 @@ inline float __frsqrt_rn(float x) { return cuemu::fp::u2f((uint32_t)cuemu::dm::r
     inline double __dsqrt_##sfx(double x) { \
         return cuemu::dm::in_mode(FE, x, 0, 0, [](double a, double, double) { return sqrt(a); }); } \
     inline double __fma_##sfx(double x, double y, double z) { \
-        return cuemu::dm::in_mode(FE, x, y, z, [](double a, double b, double c) { return fma(a, b, c); }); }
+        return cuemu::dm::in_mode_fenv(FE, x, y, z, [](double a, double b, double c) { return fma(a, b, c); }); }
 CUEMU_DM_DOPS(rn, FE_TONEAREST)
 CUEMU_DM_DOPS(rz, FE_TOWARDZERO)
 CUEMU_DM_DOPS(rd, FE_DOWNWARD)
