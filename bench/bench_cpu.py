@@ -72,11 +72,13 @@ def build(cc, openblas):
             extra = ["-DGPUDL_BENCH_OPENBLAS"] if prog == "bench_matmul" and openblas else []
             libs = ["-lopenblas"] if extra else []
             cmd = [cc] + flags + ["-DGPUDL_NO_CUDA", "-I" + ROOT] + extra + ["-o", exe, os.path.join(ROOT, src), "-lm"] + libs
-            if not os.path.exists(exe) or os.path.getmtime(exe) < max(os.path.getmtime(os.path.join(ROOT, "gpudl.h")),
-                                                                      os.path.getmtime(os.path.join(ROOT, src))):
+            stamp = exe + ".cmd"   # rebuilt when the sources are newer or the command differs
+            if not os.path.exists(exe) or not os.path.exists(stamp) or open(stamp).read() != " ".join(cmd) or \
+                    os.path.getmtime(exe) < max(os.path.getmtime(os.path.join(ROOT, "gpudl.h")), os.path.getmtime(os.path.join(ROOT, src))):
                 p = subprocess.run(cmd, capture_output=True, text=True)
                 if p.returncode:
                     sys.exit(f"build failed: {' '.join(cmd)}\n{p.stderr[-2000:]}")
+                open(stamp, "w").write(" ".join(cmd))
             out[(b, prog)] = exe
     return out
 
@@ -122,7 +124,7 @@ def main():
     if args.quick:
         args.rounds, args.gpt_steps = 2, 5
     want = set(args.only.split(","))
-    blas = "sgemm" in want and openblas_links(args.cc)
+    blas = openblas_links(args.cc)
     exe = build(args.cc, blas)
     torch_ok, jax_ok = has(args.torch_python, "torch"), has(args.jax_python, "jax")
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
@@ -173,15 +175,15 @@ def main():
             path = os.path.join(tmp, f"train_{b}.csv")
             jobs.append((f"gpudl-{b}", [exe[(b, "bench_train")], "--cpu", "--csv", path] + q, train_csv(path)))
     if "amp" in want:   # gpudl's FP16 and BF16 mixed precision against its own FP32, the README's build
-        path = os.path.join(tmp, "train_amp.csv")
+        amp_csv = os.path.join(tmp, "train_amp.csv")
 
         def amp(_):
             rows = {}
-            with open(path) as f:
+            with open(amp_csv) as f:
                 for r in csv.DictReader(f):
                     rows[(f"amp-{r['precision']}", f"{r['model']} {r['batch']}")] = float(r["median_ms"])
             return rows
-        jobs.append(("gpudl-amp", [exe[("readme", "bench_train")], "--cpu", "--amp", "--csv", path] + q, amp))
+        jobs.append(("gpudl-amp", [exe[("readme", "bench_train")], "--cpu", "--amp", "--csv", amp_csv] + q, amp))
     if want & {"mlp", "lenet"}:
         if torch_ok:
             jobs.append(("torch", [args.torch_python, os.path.join(HERE, "torch_train.py"), "--cpu", "--threads", T] + q,
