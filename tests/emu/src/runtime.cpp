@@ -383,9 +383,12 @@ bool device_range(int dev, const void *p, size_t bytes, std::string *why) {
     /* Programming Guide, Stream Ordered Memory Allocator, "Device
        Accessibility for Multi-GPU Support": a pool's allocations do not
        follow cudaDeviceEnablePeerAccess; cudaMemPoolSetAccess decides. */
-    bool reachable = dev >= 0 && dev < (int)S.devs.size() &&
-                     (a->pool ? a->pool->access[dev] != cudaMemAccessFlagsProtNone : (bool)S.devs[dev].peer[a->device]);
-    if (a->kind == MEM_DEVICE && a->device != dev && !reachable) {
+    /* only device memory of another device is asked (host and managed memory have no device: a->device < 0) */
+    auto reachable = [&] {
+        return dev >= 0 && dev < (int)S.devs.size() && a->device >= 0 && a->device < (int)S.devs.size() &&
+               (a->pool ? a->pool->access[dev] != cudaMemAccessFlagsProtNone : (bool)S.devs[dev].peer[a->device]);
+    };
+    if (a->kind == MEM_DEVICE && a->device != dev && !reachable()) {
         if (why) {
             snprintf(buf, sizeof buf, "0x%lx is memory of device %d, and device %d has no %s to it", (unsigned long)(uintptr_t)p, a->device, dev, a->pool ? "pool access (cudaMemPoolSetAccess)" : "peer access");
             *why = buf;
