@@ -2420,6 +2420,7 @@ int fileno(FILE *stream);   /* POSIX's, hidden when <stdio.h> came first under -
    it (outlined before inlining) are compiled for its instruction set too.
    GPUDL_CPU_ISA=baseline (or avx2) in the environment forces a lower one. */
 #if defined(GPUDL__X86_SIMD) && !defined(__clang__) && !defined(_WIN32)
+#  define GPUDL__HAVE_MULTI_ISA 1
 #  define GPUDL__ISA_AVX2 __attribute__((target("avx2,fma,f16c")))
 #  define GPUDL__ISA_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")))
 #  define GPUDL__MULTI_ISA(name, params, args, ...) \
@@ -2476,6 +2477,8 @@ struct gpudl_ctx {
     char            last_error[1024];
     void           *host_ws;         /* grow-only host workspace (im2col, ...) */
     size_t          host_ws_bytes;
+    char           *wide_mem;        /* the FP32 copies of 16-bit operands on the CPU (gpudl__widen): a stack */
+    size_t          wide_size, wide_top, wide_need;
     void          **live;            /* open-addressing set of the tensor allocations this context made */
     size_t          live_cap, live_n, live_used;
     gpudl_ops       ops[2];          /* the user's overrides: [0] CPU, [1] CUDA (gpudl_ctx_set_ops) */
@@ -2815,6 +2818,96 @@ static inline uint16_t gpudl__to_bf16_sel(float f) {
     return (uint16_t)gpudl__sel(GPUDL__MASK((x & 0x7fffffffu) > 0x7f800000u), q, r);   /* NaN kept quiet */
 }
 
+/* d[i] = the FP16 (bf16 = 0) or BF16 value s[i] as FP32, for a short run
+   and without an OpenMP region: what the GEMM's packing calls per panel,
+   inside its own threads (issue 38: 16-bit operands are widened where they
+   are packed, not copied whole first). With F16C (AVX2, AVX-512) the
+   hardware converts, and a signalling NaN, which it makes quiet, gets its
+   quiet bit cleared again: the bits of gpudl_f16_to_f32 for every FP16. */
+static void gpudl__widen_run_base(float *d, const uint16_t *s, int64_t n, int bf16) {
+    int64_t i;
+    if (bf16) { GPUDL__SIMD for (i = 0; i < n; i++) d[i] = gpudl_bf16_to_f32(s[i]); }
+    else { GPUDL__SIMD for (i = 0; i < n; i++) d[i] = gpudl__from_f16_sel(s[i]); }
+}
+/* d[i] = s[i] rounded to FP16 (to nearest even), n short: the hardware's
+   conversion where the CPU has one. It gives the bits gpudl_f32_to_f16
+   gives for every FP32 value, NaNs included (Intel's SDM, VCVTPS2PH: tiny
+   results are FP16 subnormals whatever MXCSR.FTZ says; FP32 subnormals
+   round to zero either way, so DAZ changes nothing). */
+static void gpudl__narrow_run_base(uint16_t *d, const float *s, int64_t n) {
+    int64_t i;
+    GPUDL__SIMD for (i = 0; i < n; i++) d[i] = gpudl__to_f16_sel(s[i]);
+}
+#ifdef GPUDL__HAVE_MULTI_ISA
+GPUDL__ISA_AVX2 static void gpudl__widen_run_avx2(float *d, const uint16_t *s, int64_t n, int bf16) {
+    int64_t i = 0;
+    if (bf16) {
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(d + i, _mm256_castsi256_ps(_mm256_slli_epi32(
+                _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i))), 16)));
+        for (; i < n; i++) d[i] = gpudl_bf16_to_f32(s[i]);
+    } else {
+        for (; i + 8 <= n; i += 8) {
+            __m128i h = _mm_loadu_si128((const __m128i *)(s + i));
+            __m256i w = _mm256_cvtepu16_epi32(h);   /* signalling NaNs: exponent all ones, quiet bit 0, payload not 0 */
+            __m256i snan = _mm256_andnot_si256(
+                _mm256_cmpeq_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0x1ff)), _mm256_setzero_si256()),
+                _mm256_cmpeq_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0x7e00)), _mm256_set1_epi32(0x7c00)));
+            _mm256_storeu_ps(d + i, _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_and_si256(snan, _mm256_set1_epi32(0x400000))),
+                                                     _mm256_cvtph_ps(h)));
+        }
+        for (; i < n; i++) d[i] = gpudl_f16_to_f32(s[i]);
+    }
+}
+GPUDL__ISA_AVX512 static void gpudl__widen_run_avx512(float *d, const uint16_t *s, int64_t n, int bf16) {
+    int64_t i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 k = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);
+        __m256i h = _mm256_maskz_loadu_epi16(k, s + i);
+        __m512i w = _mm512_maskz_cvtepu16_epi32(k, h);   /* (the maskz forms: g++ 12's plain ones read an undefined vector) */
+        __m512 v;
+        if (bf16) v = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(k, w, 16));
+        else {   /* signalling NaNs: exponent all ones, quiet bit 0, payload not 0 */
+            __mmask16 snan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(w, _mm512_set1_epi32(0x7e00)), _mm512_set1_epi32(0x7c00)) &
+                             _mm512_test_epi32_mask(w, _mm512_set1_epi32(0x1ff));
+            v = _mm512_maskz_cvtph_ps(k, h);
+            v = _mm512_castsi512_ps(_mm512_mask_andnot_epi32(_mm512_castps_si512(v), snan, _mm512_set1_epi32(0x400000),
+                                                             _mm512_castps_si512(v)));
+        }
+        _mm512_mask_storeu_ps(d + i, k, v);
+    }
+}
+GPUDL__ISA_AVX2 static void gpudl__narrow_run_avx2(uint16_t *d, const float *s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) d[i] = (uint16_t)_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(s[i]), _MM_FROUND_TO_NEAREST_INT), 0);
+}
+GPUDL__ISA_AVX512 static void gpudl__narrow_run_avx512(uint16_t *d, const float *s, int64_t n) {
+    int64_t i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 k = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);
+        _mm256_mask_storeu_epi16(d + i, k, _mm512_maskz_cvtps_ph(k, _mm512_maskz_loadu_ps(k, s + i), _MM_FROUND_TO_NEAREST_INT));
+    }
+}
+#endif
+static void gpudl__widen_run(float *d, const uint16_t *s, int64_t n, int bf16) {
+#ifdef GPUDL__HAVE_MULTI_ISA
+    int isa = gpudl__cpu_isa();
+    if (isa >= 3) { gpudl__widen_run_avx512(d, s, n, bf16); return; }
+    if (isa == 2) { gpudl__widen_run_avx2(d, s, n, bf16); return; }
+#endif
+    gpudl__widen_run_base(d, s, n, bf16);
+}
+static void gpudl__narrow_run(uint16_t *d, const float *s, int64_t n) {
+#ifdef GPUDL__HAVE_MULTI_ISA
+    int isa = gpudl__cpu_isa();
+    if (isa >= 3) { gpudl__narrow_run_avx512(d, s, n); return; }
+    if (isa == 2) { gpudl__narrow_run_avx2(d, s, n); return; }
+#endif
+    gpudl__narrow_run_base(d, s, n);
+}
+
 /* dst[i] = src[i] for n elements of two float dtypes. */
 /* (the branch-free conversions vectorise: GPUDL__MULTI_ISA runs them 8 or 16 wide where the CPU can) */
 GPUDL__MULTI_ISA(gpudl__convert, (void *dst, gpudl_dtype dd, const void *src, gpudl_dtype sd, int64_t n), (dst, dd, src, sd, n),
@@ -2824,9 +2917,15 @@ GPUDL__MULTI_ISA(gpudl__convert, (void *dst, gpudl_dtype dd, const void *src, gp
     uint16_t *hd = (uint16_t *)dst;
     int64_t i;
     if (dd == sd) memmove(dst, src, (size_t)n * gpudl_dtype_size(dd));
-    else if (sd == GPUDL_F32 && dd == GPUDL_F16) GPUDL__EACH(i, n, n > 65536, hd[i] = gpudl__to_f16_sel(fs[i]));
+    else if (sd == GPUDL_F32 && dd == GPUDL_F16) {   /* (the hardware's rounding where the CPU has one: gpudl__narrow_run) */
+        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
+        for (i = 0; i < n; i += 4096) gpudl__narrow_run(hd + i, fs + i, GPUDL__MIN((int64_t)4096, n - i));
+    }
     else if (sd == GPUDL_F32 && dd == GPUDL_BF16) GPUDL__EACH(i, n, n > 65536, hd[i] = gpudl__to_bf16_sel(fs[i]));
-    else if (sd == GPUDL_F16 && dd == GPUDL_F32) GPUDL__EACH(i, n, n > 65536, fd[i] = gpudl__from_f16_sel(hs[i]));
+    else if (sd == GPUDL_F16 && dd == GPUDL_F32) {   /* (the hardware's where the CPU has it: gpudl__widen_run) */
+        GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
+        for (i = 0; i < n; i += 4096) gpudl__widen_run(fd + i, hs + i, GPUDL__MIN((int64_t)4096, n - i), 0);
+    }
     else if (sd == GPUDL_BF16 && dd == GPUDL_F32) GPUDL__EACH(i, n, n > 65536, fd[i] = gpudl_bf16_to_f32(hs[i]));
     else {
         GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
@@ -3048,6 +3147,7 @@ GPUDL__DEF void gpudl_ctx_destroy(gpudl_ctx *ctx) {
     gpudl__cuda_release(ctx);
 #endif
     GPUDL_FREE(ctx->host_ws);
+    GPUDL_FREE(ctx->wide_mem);
     GPUDL_FREE(ctx);
 }
 
@@ -3699,13 +3799,20 @@ static gpudl_status gpudl__check_dt(gpudl_ctx *ctx, const gpudl_tensor *t, const
 
 /* 16-bit storage on the CPU: an op runs its f32 code on f32 copies of its
    16-bit operands and rounds each 16-bit output once, as a GPU kernel that
-   computes in float and stores 16 bits does. The copies live for one call. */
+   computes in float and stores 16 bits does. The copies live for one call,
+   on a stack the context keeps (ctx->wide_mem): a fresh allocation per
+   call cost page faults on every step (28% of an FP16 MLP step). Calls
+   nest (an op's copies are released before its caller's), so the stack
+   is released in order; a copy it has no room for is allocated apart,
+   and the stack grows to the largest need once nothing is on it. */
 typedef struct gpudl__wide {
     gpudl_ctx *ctx;
     gpudl_status s;
     int n;
+    size_t stacked;          /* bytes this call took from the stack */
     gpudl_tensor tmp[8];
     gpudl_tensor *dst[8];    /* the 16-bit output a tmp is rounded into, or NULL for an input */
+    unsigned char apart[8];  /* tmp[i] allocated apart (freed here), not on the stack */
 } gpudl__wide;
 
 static gpudl__wide gpudl__wide_of(gpudl_ctx *ctx) {
@@ -3717,21 +3824,41 @@ static gpudl__wide gpudl__wide_of(gpudl_ctx *ctx) {
 
 /* The f32 tensor the f32 code uses for t: t itself when it is f32 (or NULL). */
 static gpudl_tensor *gpudl__widen(gpudl__wide *W, const gpudl_tensor *t, int is_out) {
+    gpudl_ctx *ctx = W->ctx;
     gpudl_tensor *w;
+    size_t bytes;
     if (!t || t->dtype == GPUDL_F32 || W->s != GPUDL_OK) return (gpudl_tensor *)t;
     w = &W->tmp[W->n];
-    W->s = gpudl_tensor_create_on(W->ctx, w, GPUDL_DEVICE_CPU, GPUDL_F32, t->ndim, t->shape);
-    if (W->s == GPUDL_OK && !is_out) W->s = gpudl_tensor_cast(W->ctx, w, t);
+    bytes = (sizeof(float) * (size_t)gpudl_tensor_numel(t) + 63) & ~(size_t)63;
+    if (bytes && ctx->wide_top + bytes <= ctx->wide_size) {
+        W->s = gpudl_tensor_wrap(w, ctx->wide_mem + ctx->wide_top, GPUDL_DEVICE_CPU, GPUDL_F32, t->ndim, t->shape);
+        ctx->wide_top += bytes;
+        W->stacked += bytes;
+        W->apart[W->n] = 0;
+    } else {
+        ctx->wide_need = GPUDL__MAX(ctx->wide_need, ctx->wide_top + bytes);
+        W->s = gpudl_tensor_create_on(ctx, w, GPUDL_DEVICE_CPU, GPUDL_F32, t->ndim, t->shape);
+        W->apart[W->n] = 1;
+    }
+    if (W->s == GPUDL_OK && !is_out) gpudl__convert(w->data, GPUDL_F32, t->data, t->dtype, gpudl_tensor_numel(t));
     W->dst[W->n++] = is_out ? (gpudl_tensor *)t : NULL;
     return w;
 }
 
 /* Rounds the outputs into their 16-bit tensors (when s is OK) and frees the copies. */
 static gpudl_status gpudl__wide_end(gpudl__wide *W, gpudl_status s) {
+    gpudl_ctx *ctx = W->ctx;
     int i;
     for (i = 0; i < W->n; i++) {
-        if (s == GPUDL_OK && W->dst[i]) s = gpudl_tensor_cast(W->ctx, W->dst[i], &W->tmp[i]);
-        gpudl_tensor_free(W->ctx, &W->tmp[i]);
+        if (s == GPUDL_OK && W->dst[i]) gpudl__convert(W->dst[i]->data, W->dst[i]->dtype, W->tmp[i].data, GPUDL_F32,
+                                                       gpudl_tensor_numel(W->dst[i]));
+        if (W->apart[i]) gpudl_tensor_free(ctx, &W->tmp[i]);
+    }
+    ctx->wide_top -= W->stacked;
+    if (ctx->wide_top == 0 && ctx->wide_need > ctx->wide_size) {   /* nothing on the stack: room for the largest need */
+        GPUDL_FREE(ctx->wide_mem);
+        ctx->wide_mem = (char *)GPUDL_MALLOC(ctx->wide_need);
+        ctx->wide_size = ctx->wide_mem ? ctx->wide_need : 0;
     }
     return s;
 }
@@ -4454,10 +4581,39 @@ typedef struct gpudl__bsrc {
    bbuf: KC x (min(N, NC) + nr) floats) and no synchronisation. K is cut
    into equal segments of at most 256, so every element of C sums its k in
    the same order whatever the thread count: results do not depend on it. */
+/* A 16-bit operand (FP16 or BF16, dt) is widened block by block where it
+   is packed: its kc-deep slice (rows x cols of op(X), strides rs, cs in
+   elements) into cbuf as FP32, contiguous along the stored runs, and
+   *rs and *cs say cbuf's strides. The same values as widening the whole
+   tensor first, so the same bits. */
+static void gpudl__widen_block(const void *X, int dt, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs, float *cbuf) {
+    const uint16_t *x = (const uint16_t *)X;
+    int64_t r, c, bf16 = dt == GPUDL_BF16;
+    if (*cs == 1 || rows == 1) {          /* op(X) row-major: each row a run */
+        for (r = 0; r < rows; r++) gpudl__widen_run(cbuf + r * cols, x + r * *rs, cols, (int)bf16);
+        *rs = cols; *cs = 1;
+    } else if (*rs == 1 || cols == 1) {   /* op(X) column-major (a transposed operand): each column a run */
+        for (c = 0; c < cols; c++) gpudl__widen_run(cbuf + c * rows, x + c * *cs, rows, (int)bf16);
+        *rs = 1; *cs = rows;
+    } else {
+        for (r = 0; r < rows; r++)
+            for (c = 0; c < cols; c++) {
+                uint16_t h = x[r * *rs + c * *cs];
+                cbuf[r * cols + c] = bf16 ? gpudl_bf16_to_f32(h) : gpudl_f16_to_f32(h);
+            }
+        *rs = cols; *cs = 1;
+    }
+}
+
+/* The address of element i of an FP32, FP16 or BF16 array. */
+static GPUDL__INLINE_ALWAYS const void *gpudl__at(const void *p, int dt, int64_t i) {
+    return (const char *)p + i * (dt == GPUDL_F32 ? 4 : 2);
+}
+
 static void gpudl__sgemm_block(const gpudl__ukernel *uk, int64_t M, int64_t N, int64_t K, float alpha,
-                               const float *A, int64_t ars, int64_t acs, const float *B, int64_t brs, int64_t bcs,
-                               float beta, float *C, int64_t ldc, const float *bias, float *abuf, float *bbuf,
-                               const gpudl__bsrc *bs) {
+                               const void *A, int adt, int64_t ars, int64_t acs, const void *B, int bdt, int64_t brs,
+                               int64_t bcs, float beta, float *C, int64_t ldc, const float *bias, float *abuf, float *bbuf,
+                               float *cbuf, const gpudl__bsrc *bs) {
     /* K in equal segments of at most 256, each summed in registers and then
        added to C (the order, and so the bits, whatever kc); packed kc deep,
        a whole number of segments (gpudl__pick_kc) */
@@ -4480,13 +4636,23 @@ static void gpudl__sgemm_block(const gpudl__ukernel *uk, int64_t M, int64_t N, i
             for (jr = 0; jr < nc; jr += uk->nr) {
                 int nn = (int)GPUDL__MIN((int64_t)uk->nr, nc - jr);
                 if (bs) bs->pack(bs->u, pc, kc, jc + jr, nn, uk->nr, bbuf + jr * kc);
-                else gpudl__pack_b(kc, nn, B + pc * brs + (jc + jr) * bcs, brs, bcs, uk->nr, bbuf + jr * kc);
+                else if (bdt != GPUDL_F32) {   /* 16-bit B: this strip widened, then packed */
+                    int64_t rs = brs, cs = bcs;
+                    gpudl__widen_block(gpudl__at(B, bdt, pc * brs + (jc + jr) * bcs), bdt, kc, nn, &rs, &cs, cbuf);
+                    gpudl__pack_b(kc, nn, cbuf, rs, cs, uk->nr, bbuf + jr * kc);
+                } else gpudl__pack_b(kc, nn, (const float *)B + pc * brs + (jc + jr) * bcs, brs, bcs, uk->nr, bbuf + jr * kc);
             }
             for (ic = 0; ic < M; ic += GPUDL__MC) {
                 int64_t mc = GPUDL__MIN((int64_t)GPUDL__MC, M - ic), m1 = uk->fn2 ? gpudl__split_rows(mc, uk->mr, uk->mr2) : mc;
                 int64_t p1 = (m1 + uk->mr - 1) / uk->mr * uk->mr;   /* A's rows in mr panels, padded; then mr2 panels */
-                gpudl__pack_a(m1, kc, A + ic * ars + pc * acs, ars, acs, uk->mr, abuf);
-                if (m1 < mc) gpudl__pack_a(mc - m1, kc, A + (ic + m1) * ars + pc * acs, ars, acs, uk->mr2, abuf + p1 * kc);
+                const float *a = (const float *)A + ic * ars + pc * acs;
+                int64_t rs = ars, cs = acs;
+                if (adt != GPUDL_F32) {   /* 16-bit A: this block widened, then packed */
+                    gpudl__widen_block(gpudl__at(A, adt, ic * ars + pc * acs), adt, mc, kc, &rs, &cs, cbuf);
+                    a = cbuf;
+                }
+                gpudl__pack_a(m1, kc, a, rs, cs, uk->mr, abuf);
+                if (m1 < mc) gpudl__pack_a(mc - m1, kc, a + m1 * rs, rs, cs, uk->mr2, abuf + p1 * kc);
                 for (jr = 0; jr < nc; jr += uk->nr) {
                     int nn = (int)GPUDL__MIN((int64_t)uk->nr, nc - jr);
                     for (ir = 0; ir < m1; ir += uk->mr)
@@ -4525,33 +4691,38 @@ static inline float gpudl__hsum512(__m512 v) {
     w1 = u[1] + u[3];
     return w0 + w1;
 }
-__attribute__((target("avx512f")))
-static void gpudl__dots_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, float alpha, const float *A, int64_t ars,
-                             const float *B, int64_t bcs, float beta, float *C, int64_t ldc, const float *bias) {
+/* 16 elements of an FP32, FP16 or BF16 row (lanes past k's mask zero) as FP32 */
+__attribute__((target("avx512f,avx512vl,avx512bw,f16c")))
+static GPUDL__INLINE_ALWAYS __m512 gpudl__ld16(const void *p, int dt, __mmask16 k) {
+    __m256i h;
+    if (dt == GPUDL_F32) return _mm512_maskz_loadu_ps(k, p);
+    h = _mm256_maskz_loadu_epi16(k, p);
+    return dt == GPUDL_F16 ? _mm512_maskz_cvtph_ps(k, h)   /* (maskz: g++ 12's plain forms read an undefined vector) */
+                           : _mm512_castsi512_ps(_mm512_maskz_slli_epi32(k, _mm512_maskz_cvtepu16_epi32(k, h), 16));
+}
+/* (dt: A's and B's dtype; 16-bit rows are widened as they are loaded, the
+   same sums in the same order as on FP32 copies) */
+__attribute__((target("avx512f,avx512vl,avx512bw,f16c")))
+static void gpudl__dots_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, float alpha, const void *A, int dt, int64_t ars,
+                             const void *B, int64_t bcs, float beta, float *C, int64_t ldc, const float *bias) {
     int64_t i;
     for (i = i0; i < i1; i++) {
-        const float *a = A + i * ars;
+        const void *a = gpudl__at(A, dt, i * ars);
         int64_t n0, n, k;
         for (n0 = 0; n0 < N; n0 += 4) {   /* four columns (the last group repeats a row it then drops) */
-            const float *b0 = B + n0 * bcs, *b1 = B + GPUDL__MIN(n0 + 1, N - 1) * bcs;
-            const float *b2 = B + GPUDL__MIN(n0 + 2, N - 1) * bcs, *b3 = B + GPUDL__MIN(n0 + 3, N - 1) * bcs;
+            const void *b0 = gpudl__at(B, dt, n0 * bcs), *b1 = gpudl__at(B, dt, GPUDL__MIN(n0 + 1, N - 1) * bcs);
+            const void *b2 = gpudl__at(B, dt, GPUDL__MIN(n0 + 2, N - 1) * bcs);
+            const void *b3 = gpudl__at(B, dt, GPUDL__MIN(n0 + 3, N - 1) * bcs);
             __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, av;
             float d[4];
             int nb = (int)GPUDL__MIN((int64_t)4, N - n0), q;
-            for (k = 0; k + 16 <= K; k += 16) {
-                av = _mm512_loadu_ps(a + k);
-                c0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b0 + k), c0);
-                c1 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b1 + k), c1);
-                c2 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b2 + k), c2);
-                c3 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b3 + k), c3);
-            }
-            if (k < K) {
-                __mmask16 mk = (__mmask16)((1u << (K - k)) - 1u);
-                av = _mm512_maskz_loadu_ps(mk, a + k);
-                c0 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b0 + k), c0);
-                c1 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b1 + k), c1);
-                c2 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b2 + k), c2);
-                c3 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b3 + k), c3);
+            for (k = 0; k < K; k += 16) {   /* the last 16 masked */
+                __mmask16 mk = (__mmask16)(K - k >= 16 ? 0xffffu : (1u << (K - k)) - 1u);
+                av = gpudl__ld16(gpudl__at(a, dt, k), dt, mk);
+                c0 = _mm512_fmadd_ps(av, gpudl__ld16(gpudl__at(b0, dt, k), dt, mk), c0);
+                c1 = _mm512_fmadd_ps(av, gpudl__ld16(gpudl__at(b1, dt, k), dt, mk), c1);
+                c2 = _mm512_fmadd_ps(av, gpudl__ld16(gpudl__at(b2, dt, k), dt, mk), c2);
+                c3 = _mm512_fmadd_ps(av, gpudl__ld16(gpudl__at(b3, dt, k), dt, mk), c3);
             }
             d[0] = gpudl__hsum512(c0); d[1] = gpudl__hsum512(c1);
             d[2] = gpudl__hsum512(c2); d[3] = gpudl__hsum512(c3);
@@ -4566,13 +4737,13 @@ static void gpudl__dots_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, float
 
 /* the threads' shares of rows (outside the AVX-512 function: clang's
    OpenMP regions do not inherit its target) */
-static void gpudl__sgemm_dots(int nt, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t ars, const float *B,
-                              int64_t bcs, float beta, float *C, int64_t ldc, const float *bias) {
+static void gpudl__sgemm_dots(int nt, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int dt, int64_t ars,
+                              const void *B, int64_t bcs, float beta, float *C, int64_t ldc, const float *bias) {
     int t;
     if (M * N * K <= 65536) nt = 1;
     GPUDL__OMP(omp parallel for schedule(static) num_threads(nt) if (nt > 1))
     for (t = 0; t < nt; t++)
-        gpudl__dots_rows(M * t / nt, M * (t + 1) / nt, N, K, alpha, A, ars, B, bcs, beta, C, ldc, bias);
+        gpudl__dots_rows(M * t / nt, M * (t + 1) / nt, N, K, alpha, A, dt, ars, B, bcs, beta, C, ldc, bias);
 }
 #endif
 
@@ -4590,12 +4761,27 @@ static void gpudl__sgemm_dots(int nt, int64_t M, int64_t N, int64_t K, float alp
    on 2 threads: split by columns 308 GFLOP/s, by rows 337). The earlier
    design shared each packed B block among all threads: two barriers per K
    block, which under OMP_WAIT_POLICY=passive are two sleeps and wake-ups. */
+/* gpudl__sgemm_bias with op(A) of dtype adt and op(B) of dtype bdt, each
+   FP32, FP16 or BF16 (16-bit ones widened to FP32 where they are packed;
+   C, bias and the sums FP32): the CPU's 16-bit products (issue 38). */
+static gpudl_status gpudl__gemm_x(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, int64_t K, float alpha,
+                                  const void *Av, int adt, int64_t ars, int64_t acs, const void *Bv, int bdt, int64_t brs,
+                                  int64_t bcs, float beta, float *C, int64_t ldc, const float *bias);
+
 static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, int64_t K, float alpha,
                                       const float *A, int64_t ars, int64_t acs, const float *B, int64_t brs, int64_t bcs,
                                       float beta, float *C, int64_t ldc, const float *bias) {
+    return gpudl__gemm_x(ctx, nt, M, N, K, alpha, A, GPUDL_F32, ars, acs, B, GPUDL_F32, brs, bcs, beta, C, ldc, bias);
+}
+
+static gpudl_status gpudl__gemm_x(gpudl_ctx *ctx, int nt, int64_t M, int64_t N, int64_t K, float alpha,
+                                  const void *Av, int adt, int64_t ars, int64_t acs, const void *Bv, int bdt, int64_t brs,
+                                  int64_t bcs, float beta, float *C, int64_t ldc, const float *bias) {
+    const float *A = (const float *)Av, *B = (const float *)Bv;   /* (when FP32) */
+    int f32 = adt == GPUDL_F32 && bdt == GPUDL_F32;
     gpudl__ukernel uk;
     float *buf;
-    size_t asz, bsz;
+    size_t asz, bsz, csz;
     int64_t i, j, p, mu, nu;
     int pm = 1, pn = 1, q;
     double best = -1.0;
@@ -4613,7 +4799,7 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
 #  else
         int inside = 0;
 #  endif
-        if (!bias && !inside && (an || at) && (bn || bt)) {
+        if (f32 && !bias && !inside && (an || at) && (bn || bt)) {
             cblas_sgemm(CblasRowMajor, an ? CblasNoTrans : CblasTrans, bn ? CblasNoTrans : CblasTrans, (int)M, (int)N,
                         (int)K, alpha, A, lda, B, ldb, beta, C, (int)ldc);
             return GPUDL_OK;
@@ -4621,9 +4807,9 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
     }
 #endif
 #ifdef GPUDL__X86_SIMD
-    if (N <= 16 && acs == 1 && brs == 1 && K >= 64 && alpha != 0.0f &&
+    if (adt == bdt && N <= 16 && acs == 1 && brs == 1 && K >= 64 && alpha != 0.0f && gpudl__cpu_isa() >= 3 &&
         gpudl__pick_ukernel(ctx ? ctx->cpu_gemm : GPUDL_CPU_GEMM_AUTO, 0).fn == gpudl__uk_avx512) {
-        gpudl__sgemm_dots(nt, M, N, K, alpha, A, ars, B, bcs, beta, C, ldc, bias);
+        gpudl__sgemm_dots(nt, M, N, K, alpha, Av, adt, ars, Bv, bcs, beta, C, ldc, bias);
         return GPUDL_OK;
     }
 #endif
@@ -4632,8 +4818,9 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
             float *c = C + i * ldc;
             for (j = 0; j < N; j++) c[j] = (beta == 0.0f ? 0.0f : beta * c[j]) + (bias ? bias[j] : 0.0f);   /* beta 0: NaN in C does not leak */
             for (p = 0; p < K && alpha != 0.0f; p++) {
-                float aip = alpha * A[i * ars + p * acs];
-                for (j = 0; j < N; j++) c[j] += aip * B[p * brs + j * bcs];
+                float aip = alpha * (f32 ? A[i * ars + p * acs] : gpudl__elem_get(Av, adt, i * ars + p * acs));
+                if (f32) for (j = 0; j < N; j++) c[j] += aip * B[p * brs + j * bcs];
+                else for (j = 0; j < N; j++) c[j] += aip * gpudl__elem_get(Bv, bdt, p * brs + j * bcs);
             }
         }
         return GPUDL_OK;
@@ -4652,7 +4839,8 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
         }
     asz = (size_t)uk.kc * (GPUDL__MC + 16);   /* MC rows in panels of mr (and mr2), padded */
     bsz = (size_t)uk.kc * (size_t)(GPUDL__MIN((nu + pn - 1) / pn * uk.nr, (int64_t)GPUDL__NC) + uk.nr);
-    buf = (float *)GPUDL_MALLOC(sizeof(float) * (asz + bsz) * (size_t)(pm * pn));
+    csz = f32 ? 0 : (size_t)GPUDL__MAX(uk.kc, 256) * (size_t)GPUDL__MAX(GPUDL__MC, uk.nr);   /* a 16-bit block, widened */
+    buf = (float *)GPUDL_MALLOC(sizeof(float) * (asz + bsz + csz) * (size_t)(pm * pn));
     if (!buf) {
         gpudl_status s;
         GPUDL__OMP(omp critical(gpudl__error))
@@ -4660,7 +4848,8 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
         return s;
     }
     if (pm * pn == 1) {   /* no region at all: callers may be inside their own */
-        gpudl__sgemm_block(&uk, M, N, K, alpha, A, ars, acs, B, brs, bcs, beta, C, ldc, bias, buf, buf + asz, NULL);
+        gpudl__sgemm_block(&uk, M, N, K, alpha, Av, adt, ars, acs, Bv, bdt, brs, bcs, beta, C, ldc, bias, buf, buf + asz,
+                           buf + asz + bsz, NULL);
         GPUDL_FREE(buf);
         return GPUDL_OK;
     }
@@ -4669,13 +4858,14 @@ static gpudl_status gpudl__sgemm_bias(gpudl_ctx *ctx, int nt, int64_t M, int64_t
        making this one nested) still computes every block. */
     GPUDL__OMP(omp parallel for num_threads(pm * pn) schedule(static, 1))
     for (q = 0; q < pm * pn; q++) {
-        float *tb = buf + (size_t)gpudl__tid() * (asz + bsz);
+        float *tb = buf + (size_t)gpudl__tid() * (asz + bsz + csz);
         int64_t m0, m1, n0, n1;
         m0 = mu * (q / pn) / pm * uk.mr; m1 = GPUDL__MIN(M, mu * (q / pn + 1) / pm * uk.mr);
         n0 = nu * (q % pn) / pn * uk.nr; n1 = GPUDL__MIN(N, nu * (q % pn + 1) / pn * uk.nr);
         if (m1 > m0 && n1 > n0)
-            gpudl__sgemm_block(&uk, m1 - m0, n1 - n0, K, alpha, A + m0 * ars, ars, acs, B + n0 * bcs, brs, bcs, beta,
-                               C + m0 * ldc + n0, ldc, bias ? bias + n0 : NULL, tb, tb + asz, NULL);
+            gpudl__sgemm_block(&uk, m1 - m0, n1 - n0, K, alpha, gpudl__at(Av, adt, m0 * ars), adt, ars, acs,
+                               gpudl__at(Bv, bdt, n0 * bcs), bdt, brs, bcs, beta, C + m0 * ldc + n0, ldc,
+                               bias ? bias + n0 : NULL, tb, tb + asz, tb + asz + bsz, NULL);
     }
     GPUDL_FREE(buf);
     return GPUDL_OK;
@@ -4691,8 +4881,8 @@ static void gpudl__sgemm_from(const gpudl_ctx *ctx, int64_t M, int64_t N, int64_
                               int64_t acs, const gpudl__bsrc *bs, float beta, float *C, int64_t ldc, float *ws) {
     gpudl__ukernel uk = gpudl__pick_ukernel(ctx ? ctx->cpu_gemm : GPUDL_CPU_GEMM_AUTO, ctx ? ctx->cpu_kc : 0);
     gpudl__fit_ukernel(&uk, M);
-    gpudl__sgemm_block(&uk, M, N, K, alpha, A, ars, acs, NULL, 0, 0, beta, C, ldc, NULL, ws,
-                       ws + (size_t)uk.kc * (GPUDL__MC + 16), bs);
+    gpudl__sgemm_block(&uk, M, N, K, alpha, A, GPUDL_F32, ars, acs, NULL, GPUDL_F32, 0, 0, beta, C, ldc, NULL, ws,
+                       ws + (size_t)uk.kc * (GPUDL__MC + 16), NULL, bs);
 }
 
 /* Resolved matmul problem: L batches of (M,N) = op(A) (M,K) op(B) (K,N);
@@ -4742,29 +4932,16 @@ static gpudl_status gpudl__matmul_check(gpudl_ctx *ctx, const gpudl_tensor *C, c
     return GPUDL_OK;
 }
 
-/* Host copy of an F16/BF16/F32 array as F32 (NULL on failure). */
-static float *gpudl__f32_copy(const void *p, gpudl_dtype dt, int64_t n) {
-    float *f = (float *)GPUDL_MALLOC(sizeof(float) * (size_t)(n ? n : 1));
-    if (f) gpudl__convert(f, GPUDL_F32, p, dt, n);
-    return f;
-}
-
 static gpudl_status gpudl__cpu_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpudl_tensor *A, const gpudl_tensor *B,
                                       int ta, int tb, float alpha, float beta, const gpudl__mm *mm) {
-    const float *a = (const float *)A->data, *b = (const float *)B->data;
-    float *c = (float *)C->data, *fa = NULL, *fb = NULL, *fc = NULL;
-    int64_t l, nc = gpudl_tensor_numel(C);
-    gpudl_status s = GPUDL_OK;
-    if (A->dtype != GPUDL_F32) {   /* F16/BF16: compute through FP32 */
-        a = fa = gpudl__f32_copy(A->data, A->dtype, gpudl_tensor_numel(A));
-        b = fb = gpudl__f32_copy(B->data, B->dtype, gpudl_tensor_numel(B));
-        if (C->dtype != GPUDL_F32) c = fc = gpudl__f32_copy(C->data, C->dtype, nc);
-        if (!fa || !fb || (C->dtype != GPUDL_F32 && !fc)) {
-            s = GPUDL__ERR(ctx, GPUDL_ERR_OOM, "matmul: no host memory for the f32 copies of %s operands",
-                           gpudl_dtype_name(A->dtype));
-            goto done;
-        }
-    }
+    int dt = (int)A->dtype, es = dt == GPUDL_F32 ? 2 : 1;   /* A and B: one dtype; es: their element size in 16-bit units */
+    const uint16_t *a = (const uint16_t *)A->data, *b = (const uint16_t *)B->data;
+    gpudl__wide W = gpudl__wide_of(ctx);   /* a 16-bit C: the FP32 sums in a copy, rounded into C once */
+    gpudl_tensor *cw = gpudl__widen(&W, C, 1);
+    float *c = (float *)cw->data;
+    int64_t l;
+    if (W.s != GPUDL_OK) return gpudl__wide_end(&W, W.s);
+    if (C->dtype != GPUDL_F32 && beta != 0.0f) gpudl__convert(c, GPUDL_F32, C->data, C->dtype, gpudl_tensor_numel(C));
     {
         /* Small batched products: one batch entry per thread beats splitting
            each product (which leaves threads idle and pays a region per call). */
@@ -4775,26 +4952,24 @@ static gpudl_status gpudl__cpu_matmul(gpudl_ctx *ctx, gpudl_tensor *C, const gpu
            an inactive (if-false) region is nested, and libgomp starts fresh
            threads for nested teams on every call while the pool's idle
            workers spin (measured: 116 thread creations in 23 MLP steps, and
-           a backward pass 44 -> 30 ms once they were gone). */
+           a backward pass 44 -> 30 ms once they were gone). FP16/BF16 A and
+           B are widened to FP32 where they are packed (no copies). */
         if (per_entry) {
             GPUDL__OMP(omp parallel for num_threads(nt) schedule(dynamic) reduction(+:fails))
             for (l = 0; l < mm->L; l++)
-                if (fails == 0 && gpudl__sgemm(ctx, 1, mm->M, mm->N, mm->K, alpha, a + l * mm->sa, ta ? 1 : mm->K,
-                                               ta ? mm->M : 1, b + l * mm->sb, tb ? 1 : mm->N, tb ? mm->K : 1,
-                                               beta, c + l * mm->sc, mm->N) != GPUDL_OK)
+                if (fails == 0 && gpudl__gemm_x(ctx, 1, mm->M, mm->N, mm->K, alpha, a + l * mm->sa * es, dt, ta ? 1 : mm->K,
+                                                ta ? mm->M : 1, b + l * mm->sb * es, dt, tb ? 1 : mm->N, tb ? mm->K : 1,
+                                                beta, c + l * mm->sc, mm->N, NULL) != GPUDL_OK)
                     fails++;
         } else {
             for (l = 0; l < mm->L && fails == 0; l++)
-                if (gpudl__sgemm(ctx, nt, mm->M, mm->N, mm->K, alpha, a + l * mm->sa, ta ? 1 : mm->K, ta ? mm->M : 1,
-                                 b + l * mm->sb, tb ? 1 : mm->N, tb ? mm->K : 1, beta, c + l * mm->sc, mm->N) != GPUDL_OK)
+                if (gpudl__gemm_x(ctx, nt, mm->M, mm->N, mm->K, alpha, a + l * mm->sa * es, dt, ta ? 1 : mm->K, ta ? mm->M : 1,
+                                  b + l * mm->sb * es, dt, tb ? 1 : mm->N, tb ? mm->K : 1, beta, c + l * mm->sc, mm->N,
+                                  NULL) != GPUDL_OK)
                     fails++;
         }
-        if (fails) s = GPUDL_ERR_OOM;   /* the only way sgemm fails; the message is recorded */
+        return gpudl__wide_end(&W, fails ? GPUDL_ERR_OOM : GPUDL_OK);   /* the only way sgemm fails; the message is recorded */
     }
-    if (s == GPUDL_OK && fc) gpudl__convert(C->data, C->dtype, fc, GPUDL_F32, nc);
-done:
-    GPUDL_FREE(fa); GPUDL_FREE(fb); GPUDL_FREE(fc);
-    return s;
 }
 
 #ifndef GPUDL_NO_CUDA
@@ -5453,15 +5628,14 @@ GPUDL__DEF gpudl_status gpudl_linear_forward(gpudl_ctx *ctx, gpudl_tensor *y, co
     if (!GPUDL__ON_GPU(x)) {   /* CPU: the bias rides along in the GEMM */
         GPUDL__TRY(gpudl__same_device(ctx, "linear", "x", x, "w", w));
         GPUDL__TRY(gpudl__same_device(ctx, "linear", "y", y, "x", x));
-        if (x->dtype != GPUDL_F32) {
-            gpudl__wide W = gpudl__wide_of(ctx);
-            gpudl_tensor *yw = gpudl__widen(&W, y, 1),
-                         *xw = gpudl__widen(&W, x, 0), *ww = gpudl__widen(&W, w, 0), *bw = gpudl__widen(&W, b, 0);
-            return gpudl__wide_end(&W, W.s ? W.s : gpudl_linear_forward(ctx, yw, xw, ww, bw));
-        }
-        return gpudl__sgemm_bias(ctx, gpudl__num_threads(ctx), x->shape[0], w->shape[0], x->shape[1], 1.0f,
-                                 (const float *)x->data, x->shape[1], 1, (const float *)w->data, 1, w->shape[1], 0.0f,
-                                 (float *)y->data, w->shape[0], b ? (const float *)b->data : NULL);
+        /* 16-bit: x and w widened where the GEMM packs them; y's sums and the bias in FP32 copies */
+        gpudl__wide W = gpudl__wide_of(ctx);
+        gpudl_tensor *yw = gpudl__widen(&W, y, 1), *bw = gpudl__widen(&W, b, 0);
+        return gpudl__wide_end(&W, W.s ? W.s : gpudl__gemm_x(ctx, gpudl__num_threads(ctx), x->shape[0], w->shape[0],
+                                                             x->shape[1], 1.0f, x->data, (int)x->dtype, x->shape[1], 1,
+                                                             w->data, (int)w->dtype, 1, w->shape[1], 0.0f,
+                                                             (float *)yw->data, w->shape[0],
+                                                             bw ? (const float *)bw->data : NULL));
     }
 #ifndef GPUDL_NO_CUDA
     if (b) {   /* the bias in the GEMM's epilogue, when cuBLASLt is on */
@@ -9696,6 +9870,28 @@ static void gpudl__cpu_update(gpudl_ctx *ctx, const gpudl_optim_hp *h, float *w,
     }
 }
 
+/* The FP16 gradients' pass of a step: how many gradients FP16 storage
+   makes non-finite (*nbad: those of magnitude 65520 or more, which round
+   to infinity, and NaNs), then each one rounded to FP16 and unscaled, in
+   runs the hardware converts where it can (in the baseline build's SSE
+   the two passes were 4.6 ms of a 16 ms MLP step). */
+GPUDL__MULTI_ISA(gpudl__f16_nonfinite, (const float *g, int64_t n, int64_t *nbad), (g, n, nbad),
+    int64_t i, bad = 0;
+    GPUDL__OMP(omp parallel for simd reduction(+:bad) num_threads(gpudl__team()) if (n > 65536))
+    for (i = 0; i < n; i++) bad += !(fabsf(g[i]) < 65520.0f);
+    *nbad = bad;)
+static void gpudl__f16_unscale(float *g, int64_t n, float inv) {
+    int64_t c;
+    GPUDL__OMP(omp parallel for num_threads(gpudl__team()) if (n > 65536))
+    for (c = 0; c < n; c += 2048) {
+        uint16_t h[2048];
+        int64_t i, len = GPUDL__MIN((int64_t)2048, n - c);
+        gpudl__narrow_run(h, g + c, len);
+        gpudl__widen_run(g + c, h, len, 0);
+        for (i = 0; i < len; i++) g[c + i] *= inv;
+    }
+}
+
 GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
     gpudl_optim_hp h;
     int64_t i, n;
@@ -9823,13 +10019,9 @@ GPUDL__DEF gpudl_status gpudl_model_step(gpudl_model *m) {
         /* a vectorised pass counts the gradients that FP16 storage makes
            non-finite; then either a vectorised unscale, or (an overflowed
            step) the exact loop that also finds the first bad index */
-        GPUDL__OMP(omp parallel for simd reduction(+:nbad) num_threads(gpudl__team()) if (n > 65536))
-        for (i = 0; i < n; i++) {
-            float v = gpudl__from_f16_sel(gpudl__to_f16_sel(g[i]));
-            nbad += (v - v) != 0.0f;
-        }
+        gpudl__f16_nonfinite(g, n, &nbad);
         if (nbad == 0) {
-            GPUDL__EACH(i, n, n > 65536, g[i] = gpudl__from_f16_sel(gpudl__to_f16_sel(g[i])) * inv);
+            gpudl__f16_unscale(g, n, inv);
         } else {
             for (i = 0; i < n; i++) {
                 int finite;
