@@ -26,7 +26,15 @@ install torch / jax), else this Python; a missing one is left out, never faked.
   amp                            bench_train --amp: gpudl's FP16 and BF16 mixed
                                  precision against its own FP32 (README build)
 
-Run: python3 bench/bench_cpu.py [--threads 2] [--rounds 5] [--quick]
+--isa avx2: an AVX2-only machine, on an AVX-512 one, by capping what each
+implementation may use: gpudl GPUDL_CPU_ISA=avx2 (both builds; "native" is
+-O3 -march=x86-64-v3, what -march=native is on an AVX2 machine), PyTorch
+ATEN_CPU_CAPABILITY=avx2 with MKL_ENABLE_INSTRUCTIONS=AVX2 and
+ONEDNN_MAX_CPU_ISA=AVX2, JAX XLA_FLAGS=--xla_cpu_max_isa=AVX2, OpenBLAS
+OPENBLAS_CORETYPE=Haswell. A stand-in for the machine, not the machine: the
+caches and clocks stay this CPU's.
+
+Run: python3 bench/bench_cpu.py [--threads 2] [--rounds 5] [--quick] [--isa avx2]
          [--only mlp,lenet,gpt,sgemm,amp] [--csv bench/cpu.csv]        (make bench-cpu)
 """
 import argparse
@@ -120,14 +128,21 @@ def main():
     ap.add_argument("--jax-python", default=venv("jaxvenv"))
     ap.add_argument("--quiet", type=float, default=0.3, help="a round is quiet when other programs kept fewer cores busy")
     ap.add_argument("--csv", default=os.path.join(HERE, "cpu.csv"))
+    ap.add_argument("--isa", choices=("native", "avx2"), default="native",
+                    help="avx2: every implementation capped at AVX2 (an AVX2-only machine's stand-in)")
     args = ap.parse_args()
+    capped = {}
+    if args.isa == "avx2":
+        BUILDS["native"] = ["-O3", "-march=x86-64-v3", "-fopenmp"]
+        capped = dict(GPUDL_CPU_ISA="avx2", ATEN_CPU_CAPABILITY="avx2", MKL_ENABLE_INSTRUCTIONS="AVX2",
+                      ONEDNN_MAX_CPU_ISA="AVX2", XLA_FLAGS="--xla_cpu_max_isa=AVX2", OPENBLAS_CORETYPE="Haswell")
     if args.quick:
         args.rounds, args.gpt_steps = 2, 5
     want = set(args.only.split(","))
     blas = openblas_links(args.cc)
     exe = build(args.cc, blas)
     torch_ok, jax_ok = has(args.torch_python, "torch"), has(args.jax_python, "jax")
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), **capped)
     q = ["--quick"] if args.quick else []
     T = str(args.threads)
     gpt_worker = os.path.join(HERE, "gpt_step.py")
@@ -210,6 +225,8 @@ def main():
         pass
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
     isa = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
+    if capped:
+        isa += ", every implementation capped at AVX2: " + " ".join(f"{k}={v}" for k, v in capped.items())
     print(f"CPU training and SGEMM: {args.rounds} interleaved rounds, {args.threads} threads; {cpu} ({isa}); "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print("anchors: " + ", ".join(n for n, ok in (("PyTorch", torch_ok), ("JAX", jax_ok), ("OpenBLAS", blas)) if ok)
@@ -291,7 +308,7 @@ def main():
                                      torch_ms="", jax_ms="", openblas_ms="", best_anchor="gpudl fp32",
                                      ratio_readme=round(m["fp16"] / m["fp32"], 3), ratio_native=round(m["bf16"] / m["fp32"], 3)))
     print("(ratio: the best anchor's time over gpudl's; above 1 gpudl is faster. README: cc -O2 -fopenmp; "
-          "native: -O3 -march=native; the amp rows' CSV ratios are fp16/fp32 and bf16/fp32)")
+          f"native: {' '.join(BUILDS['native'][:2])}; the amp rows' CSV ratios are fp16/fp32 and bf16/fp32)")
     if out_rows:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(out_rows[0]))
