@@ -4636,7 +4636,16 @@ static void gpudl__sgemm_block(const gpudl__ukernel *uk, int64_t M, int64_t N, i
             for (jr = 0; jr < nc; jr += uk->nr) {
                 int nn = (int)GPUDL__MIN((int64_t)uk->nr, nc - jr);
                 if (bs) bs->pack(bs->u, pc, kc, jc + jr, nn, uk->nr, bbuf + jr * kc);
-                else if (bdt != GPUDL_F32) {   /* 16-bit B: this strip widened, then packed */
+                else if (bdt != GPUDL_F32 && bcs == 1) {   /* 16-bit row-major B: each k's run widened into its panel row */
+                    const uint16_t *b16 = (const uint16_t *)B + pc * brs + jc + jr;
+                    float *dst = bbuf + jr * kc;
+                    int64_t k;
+                    for (k = 0; k < kc; k++, dst += uk->nr) {
+                        int j;
+                        gpudl__widen_run(dst, b16 + k * brs, nn, bdt == GPUDL_BF16);
+                        for (j = nn; j < uk->nr; j++) dst[j] = 0.0f;
+                    }
+                } else if (bdt != GPUDL_F32) {   /* 16-bit B otherwise: this strip widened, then packed */
                     int64_t rs = brs, cs = bcs;
                     gpudl__widen_block(gpudl__at(B, bdt, pc * brs + (jc + jr) * bcs), bdt, kc, nn, &rs, &cs, cbuf);
                     gpudl__pack_b(kc, nn, cbuf, rs, cs, uk->nr, bbuf + jr * kc);
