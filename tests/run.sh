@@ -150,8 +150,8 @@ if [ $EXTRA = 0 ]; then
 section "compile checks (two at a time; make test-extra: the same compiles in other configurations)"
 # (moved to make test-extra, its first section: impl_c99_cpu, impl_cxx_cpu, impl_clang_c99_cpu, which make
 # test's embedding section compiles under stricter warnings (cc C99 -fno-openmp, c++ C++11, clang C11);
-# impl_c99_strict_posix_openmp, user_macros_impl_cxx, impl_c_with_cuda_headers, impl_c_nccl_no_mpi,
-# nvcc_kernels_sm80 and nvcc_user_macros, variants of checks that stay here)
+# impl_c99_strict_posix_openmp, user_macros_impl_cxx, impl_c_with_cuda_headers, impl_c_nccl_no_mpi and
+# nvcc_user_macros, variants of checks that stay here; DESIGN.md keeps nvcc for sm_80 and sm_90 here)
 T=tests/compile
 pcheck api_c99_pedantic        $CC -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only $T/api.c
 pcheck api_cxx_pedantic        $CXX -std=c++11 -pedantic -Wall -Wextra -Werror -fsyntax-only -x c++ $T/api.c
@@ -204,8 +204,9 @@ for ex in bench/*.c; do
     name=$(basename "$ex" .c)
     pcheck "cc_${name}"       $CC -std=c99 -O2 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -o $B/$name $ex -lm
 done
-if [ $HAVE_NVCC = 1 ]; then   # the kernels for sm_90; the README's nvcc line (both architectures) for the demo
-    # (make test-extra builds every example and benchmark with nvcc, the kernels for sm_80 alone, user_macros.c)
+if [ $HAVE_NVCC = 1 ]; then   # the kernels for both architectures; the README's nvcc line for the demo
+    # (make test-extra builds every example and benchmark with nvcc, and user_macros.c)
+    pcheck nvcc_kernels_sm80  $NVCC -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k80.o
     pcheck nvcc_kernels_sm90  $NVCC -O2 -gencode arch=compute_90,code=sm_90 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k90.o
     nvcc_dropin cnn_fashion
 else
@@ -445,10 +446,9 @@ else
     skip impl_c_nccl_no_mpi "no nccl.h under $CUDA_INC"
 fi
 if [ $HAVE_NVCC = 1 ]; then
-    pcheck nvcc_kernels_sm80  $NVCC -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k80.o
     pcheck nvcc_user_macros     $NVCC -O0 -gencode arch=compute_80,code=sm_80 -x cu -c $T/user_macros.c -o $B/user_macros_nvcc.o
 else
-    skip nvcc_kernels_sm80 "nvcc not found"
+    skip nvcc_user_macros "nvcc not found"
 fi
 pflush
 section "the CPU suites under AddressSanitizer + UndefinedBehaviorSanitizer (make test-sanitize)"
