@@ -396,14 +396,25 @@ else
     skip suite_core_clang "clang with omp.h (libomp-dev) not installed"
 fi
 
-# The autograder's core runs beside the next two sections: each of the three keeps about one core busy
-# (a compiler, then one emulated or QEMU process), so side by side they take the time of the longest,
-# not the sum (2:47 + 1:20 + 0:55 in a row here). Its lines come after theirs.
+# The autograder's core and the emulated device's core run beside the next two sections: the grader, the
+# data-parallel ranks and the cross runs each keep about one core busy at most (a compiler, then one
+# emulated, MPI or QEMU process), the emulated device's core two; side by side they keep both cores busy
+# to the end (in a row, the grader alone waited a minute for its last gradings on one core). Their lines
+# come after the others'. (Both build the kernels and the emulator's library through nvcc-emu: its caches
+# are locked, so one builds and the other takes what it built.)
 section "the assignments' autograder: its core, started beside the next two sections (make test-extra: every seeded bug, class and hostile submission, and the training runs)"
 # the grader and its data first, in the foreground: nothing below may write them while it reads
 check grader_builds make --no-print-directory build/grade/grade build/test/data/.stamp
 ( bash tests/grade_test.sh --no-train --core >$B/grade_core.out 2>&1; echo $? >$B/grade_core.rc ) &
 GRADE_PID=$!
+section "the GPU path on the emulated CUDA device: its core, started beside the next two sections too (make test-emu in full)"
+EMU_PID=
+if command -v python3 >/dev/null && command -v g++ >/dev/null; then
+    ( bash tests/run_emu.sh --core >$B/emu_core.out 2>&1; echo $? >$B/emu_core.rc ) &
+    EMU_PID=$!
+else
+    skip test_emu "the emulated device needs python3 and g++"
+fi
 section "data parallel: 2 CPU ranks under mpirun (make test-dist; make test-extra: 2 NCCL ranks on the emulated GPU)"
 run_suite bash tests/run_dist.sh --cpu
 section "Windows (MinGW-w64 under Wine) and ARM64 (QEMU): smoke runs (make test-windows, make test-arm64 in full)"
@@ -413,11 +424,11 @@ section "the assignments' autograder: its core's lines (started above)"
 echo "$SECTION: waiting for tests/grade_test.sh --core" > "$STEP"
 wait $GRADE_PID
 run_suite sh -c "cat $B/grade_core.out; exit \$(cat $B/grade_core.rc 2>/dev/null || echo 1)"
-section "the GPU path on the emulated CUDA device: its core (make test-emu in full)"
-if command -v python3 >/dev/null && command -v g++ >/dev/null; then
-    run_suite bash tests/run_emu.sh --core
-else
-    skip test_emu "the emulated device needs python3 and g++"
+section "the GPU path on the emulated CUDA device: its core's lines (started above; make test-emu in full)"
+if [ -n "$EMU_PID" ]; then
+    echo "$SECTION: waiting for tests/run_emu.sh --core" > "$STEP"
+    wait $EMU_PID
+    run_suite sh -c "cat $B/emu_core.out; exit \$(cat $B/emu_core.rc 2>/dev/null || echo 1)"
 fi
 
 else
