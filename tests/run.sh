@@ -306,6 +306,25 @@ done
 section "embedding: the implementation warning-free under users' flags (-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror), a shared library's exports (make test-embed; the whole matrix in make test-extra)"
 run_suite bash tests/run_embed.sh
 
+# The autograder's core and the emulated device's core start here and run beside every section up to
+# the data-parallel and cross sections: many of those keep one core busy (one test program, a compiler,
+# one MPI or QEMU process), so side by side both cores stay busy to the end (in a row, the grader alone
+# waited a minute for its last gradings on one core, and one core idled in the single-threaded sections).
+# Their lines come after the others'. (Both build the kernels and the emulator's library through
+# nvcc-emu: its caches are locked, so one builds and the other takes what it built.)
+section "the assignments' autograder: its core, started beside the sections up to the cross runs (make test-extra: every seeded bug, class and hostile submission, and the training runs)"
+# the grader and its data first, in the foreground: nothing below may write them while it reads
+check grader_builds make --no-print-directory build/grade/grade build/test/data/.stamp
+( bash tests/grade_test.sh --no-train --core >$B/grade_core.out 2>&1; echo $? >$B/grade_core.rc ) &
+GRADE_PID=$!
+section "the GPU path on the emulated CUDA device: its core, started beside them too (make test-emu in full)"
+EMU_PID=
+if command -v python3 >/dev/null && command -v g++ >/dev/null; then
+    ( bash tests/run_emu.sh --core >$B/emu_core.out 2>&1; echo $? >$B/emu_core.rc ) &
+    EMU_PID=$!
+else
+    skip test_emu "the emulated device needs python3 and g++"
+fi
 section "gpudl_check_op for any seed: gpudl's own ops pass every op's battery for 27 seeds (11 for the attention's)"
 if $CC -std=c99 -O2 -Wall -Wextra -DGPUDL_NO_CUDA -o $B/test_check_seeds tests/test_check_seeds.c -lm >$B/test_check_seeds.log 2>&1; then
     run_suite $B/test_check_seeds
@@ -396,25 +415,6 @@ else
     skip suite_core_clang "clang with omp.h (libomp-dev) not installed"
 fi
 
-# The autograder's core and the emulated device's core run beside the next two sections: the grader, the
-# data-parallel ranks and the cross runs each keep about one core busy at most (a compiler, then one
-# emulated, MPI or QEMU process), the emulated device's core two; side by side they keep both cores busy
-# to the end (in a row, the grader alone waited a minute for its last gradings on one core). Their lines
-# come after the others'. (Both build the kernels and the emulator's library through nvcc-emu: its caches
-# are locked, so one builds and the other takes what it built.)
-section "the assignments' autograder: its core, started beside the next two sections (make test-extra: every seeded bug, class and hostile submission, and the training runs)"
-# the grader and its data first, in the foreground: nothing below may write them while it reads
-check grader_builds make --no-print-directory build/grade/grade build/test/data/.stamp
-( bash tests/grade_test.sh --no-train --core >$B/grade_core.out 2>&1; echo $? >$B/grade_core.rc ) &
-GRADE_PID=$!
-section "the GPU path on the emulated CUDA device: its core, started beside the next two sections too (make test-emu in full)"
-EMU_PID=
-if command -v python3 >/dev/null && command -v g++ >/dev/null; then
-    ( bash tests/run_emu.sh --core >$B/emu_core.out 2>&1; echo $? >$B/emu_core.rc ) &
-    EMU_PID=$!
-else
-    skip test_emu "the emulated device needs python3 and g++"
-fi
 section "data parallel: 2 CPU ranks under mpirun (make test-dist; make test-extra: 2 NCCL ranks on the emulated GPU)"
 run_suite bash tests/run_dist.sh --cpu
 section "Windows (MinGW-w64 under Wine) and ARM64 (QEMU): smoke runs (make test-windows, make test-arm64 in full)"
