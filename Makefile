@@ -177,7 +177,8 @@ test-windows:
 test-arm64:
 	bash tests/run_cross.sh arm64
 
-# Data parallel with two processes under mpirun (tests/run_dist.sh).
+# Data parallel with two processes under mpirun (tests/run_dist.sh): both halves;
+# make test runs the CPU ranks (--cpu), make test-extra the NCCL ranks (--gpu).
 test-dist:
 	bash tests/run_dist.sh
 

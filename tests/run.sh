@@ -5,16 +5,19 @@
 #                               checks, the CPU suites, the faults, one epoch
 #                               of the demo, a core of the GPU suites on the
 #                               emulated device, the examples in a short mode,
-#                               the autograder, and smoke runs of data
-#                               parallel, Windows and ARM64 where their tools
-#                               are installed (.ci/run installs them).
+#                               the autograder's core, data parallel on CPU
+#                               ranks, and smoke runs of Windows and ARM64
+#                               where their tools are installed (.ci/run
+#                               installs them).
 #   bash tests/run.sh --extra   make test-extra: what make test leaves out:
-#                               the sanitizers, fuzzing, every example built
-#                               with nvcc, the CUDA-built suites' CPU tests,
-#                               CBLAS layers, the graders' training runs, and
-#                               the full emulated device, Windows and ARM64
-#                               tiers (data parallel is whole in make test). make test-all = make test-extra, then
-#                               make test (as .ci/run does).
+#                               the compile checks' other configurations, the
+#                               sanitizers, fuzzing, every example built with
+#                               nvcc, the CUDA-built suites' CPU tests, CBLAS
+#                               layers, data parallel on NCCL ranks of the
+#                               emulated GPU, the autograder in full with its
+#                               training runs, and the full emulated device,
+#                               Windows and ARM64 tiers. make test-all = make
+#                               test-extra, then make test (as .ci/run does).
 # A line at least every 30 seconds: each section starts with the time so far,
 # each program's lines stream as they come, and a step silent for 20 s says
 # what it is still doing. Ends with one line: N passed, N failed, N skipped.
@@ -144,20 +147,19 @@ prepare_data() {   # the shipped Fashion-MNIST subset, decompressed (the suites 
 
 if [ $EXTRA = 0 ]; then
 # ============================================================== make test
-section "compile checks (two at a time)"
+section "compile checks (two at a time; make test-extra: the same compiles in other configurations)"
+# (moved to make test-extra, its first section: impl_c99_cpu, impl_cxx_cpu, impl_clang_c99_cpu, which make
+# test's embedding section compiles under stricter warnings (cc C99 -fno-openmp, c++ C++11, clang C11);
+# impl_c99_strict_posix_openmp, user_macros_impl_cxx, impl_c_with_cuda_headers, impl_c_nccl_no_mpi and
+# nvcc_user_macros, variants of checks that stay here; DESIGN.md keeps nvcc for sm_80 and sm_90 here)
 T=tests/compile
 pcheck api_c99_pedantic        $CC -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only $T/api.c
 pcheck api_cxx_pedantic        $CXX -std=c++11 -pedantic -Wall -Wextra -Werror -fsyntax-only -x c++ $T/api.c
-pcheck impl_c99_cpu            $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -c $T/impl.c -o $B/impl_c99.o
 pcheck impl_c99_cpu_openmp     $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fopenmp -c $T/impl.c -o $B/impl_omp.o
-pcheck impl_cxx_cpu            $CXX -std=c++11 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -x c++ -c $T/impl.c -o $B/impl_cxx.o
 pcheck impl_c_cpu_no_simd      $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_NO_SIMD -c $T/impl.c -o $B/impl_nosimd.o
-# the route the header's top comment gives when a system header comes first: POSIX asked for, nothing more
-pcheck impl_c99_strict_posix_openmp $CC -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fopenmp -c $T/impl.c -o $B/impl_posix.o
 # a program's one-letter and short macros before the header, and its implementation (issue 35)
 pcheck user_macros_api_c99     $CC -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only $T/user_macros.c
 pcheck user_macros_impl_c99    $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DUSER_MACROS_IMPL -c $T/user_macros.c -o $B/user_macros.o
-pcheck user_macros_impl_cxx    $CXX -std=c++11 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DUSER_MACROS_IMPL -x c++ -c $T/user_macros.c -o $B/user_macros_cxx.o
 pcheck impl_after_stdio_c99    $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -c $T/impl_after_stdio.c -o $B/impl_after_stdio.o
 if command -v tcc >/dev/null; then   # a small compiler without SSE intrinsics: the scalar paths, the README's example
     pcheck tcc_mlp_fashion      tcc -I. -DGPUDL_NO_CUDA -o $B/mlp_fashion_tcc examples/mlp_fashion.c -lm
@@ -168,7 +170,6 @@ pcheck readme_tour_compiles    $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGP
 pcheck two_translation_units   sh -c "$CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -o $B/two_tu $T/two_tu_main.c $T/two_tu_other.c -lm && $B/two_tu"
 pcheck static_linkage          $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_STATIC -DGPUDL_TU_STATIC -o $B/two_tu_static $T/two_tu_main.c $T/two_tu_other.c -lm
 if command -v clang >/dev/null; then
-    pcheck impl_clang_c99_cpu  clang -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -c $T/impl.c -o $B/impl_clang.o
     # clang's OpenMP regions do not inherit a function's target("avx512f"): vector code inside one fails to compile
     if [ $HAVE_CLANG_OMP = 1 ]; then
         pcheck impl_clang_c99_cpu_openmp clang -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fopenmp -c $T/impl.c -o $B/impl_clang_omp.o
@@ -176,11 +177,9 @@ if command -v clang >/dev/null; then
         skip impl_clang_c99_cpu_openmp "clang has no omp.h (libomp-dev)"
     fi
 else
-    skip impl_clang_c99_cpu "clang not installed"
     skip impl_clang_c99_cpu_openmp "clang not installed"
 fi
 if [ -f "$CUDA_INC/cuda_runtime.h" ] && [ -f "$CUDA_INC/cudnn.h" ]; then
-    pcheck impl_c_with_cuda_headers   $CC -std=c99 -Wall -Wextra -Werror -I"$CUDA_INC" -c $T/impl.c -o $B/impl_cuda_c.o
     pcheck impl_cxx_with_cuda_headers $CXX -Wall -Wextra -Werror -I"$CUDA_INC" -x c++ -c $T/impl.c -o $B/impl_cuda_cxx.o
 else
     skip impl_with_cuda_headers "no CUDA/cuDNN headers under $CUDA_INC"
@@ -189,7 +188,6 @@ if command -v mpicc >/dev/null; then   # the data-parallel switches (C API of MP
     pcheck impl_c99_mpi            mpicc -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DGPUDL_MPI -c $T/impl.c -o $B/impl_mpi.o
     if [ -f "$CUDA_INC/nccl.h" ]; then
         pcheck impl_cxx_mpi_nccl   mpicxx -Wall -Wextra -Werror -DGPUDL_MPI -DGPUDL_NCCL -I"$CUDA_INC" -x c++ -c $T/impl.c -o $B/impl_nccl.o
-        pcheck impl_c_nccl_no_mpi  $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NCCL -I"$CUDA_INC" -c $T/impl.c -o $B/impl_nccl_c.o
     else
         skip impl_nccl "no nccl.h under $CUDA_INC"
     fi
@@ -207,11 +205,10 @@ for ex in bench/*.c; do
     pcheck "cc_${name}"       $CC -std=c99 -O2 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -o $B/$name $ex -lm
 done
 if [ $HAVE_NVCC = 1 ]; then   # the kernels for both architectures; the README's nvcc line for the demo
-    # (make test-extra builds every example and benchmark with nvcc)
+    # (make test-extra builds every example and benchmark with nvcc, and user_macros.c)
     pcheck nvcc_kernels_sm80  $NVCC -O2 -gencode arch=compute_80,code=sm_80 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k80.o
     pcheck nvcc_kernels_sm90  $NVCC -O2 -gencode arch=compute_90,code=sm_90 -Xcompiler -Wall -c gpudl_kernels.cu -o $B/k90.o
     nvcc_dropin cnn_fashion
-    pcheck nvcc_user_macros     $NVCC -O0 -gencode arch=compute_80,code=sm_80 -x cu -c $T/user_macros.c -o $B/user_macros_nvcc.o
 else
     skip nvcc_builds "nvcc not found"
 fi
@@ -309,6 +306,25 @@ done
 section "embedding: the implementation warning-free under users' flags (-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror), a shared library's exports (make test-embed; the whole matrix in make test-extra)"
 run_suite bash tests/run_embed.sh
 
+# The autograder's core and the emulated device's core start here and run beside every section up to
+# the data-parallel and cross sections: many of those keep one core busy (one test program, a compiler,
+# one MPI or QEMU process), so side by side both cores stay busy to the end (in a row, the grader alone
+# waited a minute for its last gradings on one core, and one core idled in the single-threaded sections).
+# Their lines come after the others'. (Both build the kernels and the emulator's library through
+# nvcc-emu: its caches are locked, so one builds and the other takes what it built.)
+section "the assignments' autograder: its core, started beside the sections up to the cross runs (make test-extra: every seeded bug, class and hostile submission, and the training runs)"
+# the grader and its data first, in the foreground: nothing below may write them while it reads
+check grader_builds make --no-print-directory build/grade/grade build/test/data/.stamp
+( bash tests/grade_test.sh --no-train --core >$B/grade_core.out 2>&1; echo $? >$B/grade_core.rc ) &
+GRADE_PID=$!
+section "the GPU path on the emulated CUDA device: its core, started beside them too (make test-emu in full)"
+EMU_PID=
+if command -v python3 >/dev/null && command -v g++ >/dev/null; then
+    ( bash tests/run_emu.sh --core >$B/emu_core.out 2>&1; echo $? >$B/emu_core.rc ) &
+    EMU_PID=$!
+else
+    skip test_emu "the emulated device needs python3 and g++"
+fi
 section "gpudl_check_op for any seed: gpudl's own ops pass every op's battery for 27 seeds (11 for the attention's)"
 if $CC -std=c99 -O2 -Wall -Wextra -DGPUDL_NO_CUDA -o $B/test_check_seeds tests/test_check_seeds.c -lm >$B/test_check_seeds.log 2>&1; then
     run_suite $B/test_check_seeds
@@ -399,16 +415,8 @@ else
     skip suite_core_clang "clang with omp.h (libomp-dev) not installed"
 fi
 
-# The autograder's core runs beside the next two sections: each of the three keeps about one core busy
-# (a compiler, then one emulated or QEMU process), so side by side they take the time of the longest,
-# not the sum (2:47 + 1:20 + 0:55 in a row here). Its lines come after theirs.
-section "the assignments' autograder: its core, started beside the next two sections (make test-extra: every seeded bug, class and hostile submission, and the training runs)"
-# the grader and its data first, in the foreground: nothing below may write them while it reads
-check grader_builds make --no-print-directory build/grade/grade build/test/data/.stamp
-( bash tests/grade_test.sh --no-train --core >$B/grade_core.out 2>&1; echo $? >$B/grade_core.rc ) &
-GRADE_PID=$!
-section "data parallel: 2 ranks under mpirun (make test-dist)"
-run_suite bash tests/run_dist.sh
+section "data parallel: 2 CPU ranks under mpirun (make test-dist; make test-extra: 2 NCCL ranks on the emulated GPU)"
+run_suite bash tests/run_dist.sh --cpu
 section "Windows (MinGW-w64 under Wine) and ARM64 (QEMU): smoke runs (make test-windows, make test-arm64 in full)"
 run_suite bash tests/run_cross.sh windows --quick
 run_suite bash tests/run_cross.sh arm64 --quick
@@ -416,15 +424,44 @@ section "the assignments' autograder: its core's lines (started above)"
 echo "$SECTION: waiting for tests/grade_test.sh --core" > "$STEP"
 wait $GRADE_PID
 run_suite sh -c "cat $B/grade_core.out; exit \$(cat $B/grade_core.rc 2>/dev/null || echo 1)"
-section "the GPU path on the emulated CUDA device: its core (make test-emu in full)"
-if command -v python3 >/dev/null && command -v g++ >/dev/null; then
-    run_suite bash tests/run_emu.sh --core
-else
-    skip test_emu "the emulated device needs python3 and g++"
+section "the GPU path on the emulated CUDA device: its core's lines (started above; make test-emu in full)"
+if [ -n "$EMU_PID" ]; then
+    echo "$SECTION: waiting for tests/run_emu.sh --core" > "$STEP"
+    wait $EMU_PID
+    run_suite sh -c "cat $B/emu_core.out; exit \$(cat $B/emu_core.rc 2>/dev/null || echo 1)"
 fi
 
 else
 # ======================================================== make test-extra
+section "compile checks in other configurations (make test compiles the rest; its embedding section C99, C++11, clang)"
+T=tests/compile
+pcheck impl_c99_cpu            $CC -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -c $T/impl.c -o $B/impl_c99.o
+pcheck impl_cxx_cpu            $CXX -std=c++11 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -x c++ -c $T/impl.c -o $B/impl_cxx.o
+# the route the header's top comment gives when a system header comes first: POSIX asked for, nothing more
+pcheck impl_c99_strict_posix_openmp $CC -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -DGPUDL_NO_CUDA -fopenmp -c $T/impl.c -o $B/impl_posix.o
+# a program's one-letter and short macros before the header, and its implementation, in C++ (issue 35)
+pcheck user_macros_impl_cxx    $CXX -std=c++11 -Wall -Wextra -Werror -DGPUDL_NO_CUDA -DUSER_MACROS_IMPL -x c++ -c $T/user_macros.c -o $B/user_macros_cxx.o
+if command -v clang >/dev/null; then
+    pcheck impl_clang_c99_cpu  clang -std=c99 -pedantic -Wall -Wextra -Werror -DGPUDL_NO_CUDA -c $T/impl.c -o $B/impl_clang.o
+else
+    skip impl_clang_c99_cpu "clang not installed"
+fi
+if [ -f "$CUDA_INC/cuda_runtime.h" ] && [ -f "$CUDA_INC/cudnn.h" ]; then
+    pcheck impl_c_with_cuda_headers   $CC -std=c99 -Wall -Wextra -Werror -I"$CUDA_INC" -c $T/impl.c -o $B/impl_cuda_c.o
+else
+    skip impl_c_with_cuda_headers "no CUDA/cuDNN headers under $CUDA_INC"
+fi
+if [ -f "$CUDA_INC/nccl.h" ]; then
+    pcheck impl_c_nccl_no_mpi  $CC -std=c99 -Wall -Wextra -Werror -DGPUDL_NCCL -I"$CUDA_INC" -c $T/impl.c -o $B/impl_nccl_c.o
+else
+    skip impl_c_nccl_no_mpi "no nccl.h under $CUDA_INC"
+fi
+if [ $HAVE_NVCC = 1 ]; then
+    pcheck nvcc_user_macros     $NVCC -O0 -gencode arch=compute_80,code=sm_80 -x cu -c $T/user_macros.c -o $B/user_macros_nvcc.o
+else
+    skip nvcc_user_macros "nvcc not found"
+fi
+pflush
 section "the CPU suites under AddressSanitizer + UndefinedBehaviorSanitizer (make test-sanitize)"
 run_suite make --no-print-directory test-sanitize
 section "libFuzzer on the IDX and checkpoint loaders (make fuzz FUZZ_SECONDS=${FUZZ_SECONDS:-15})"
@@ -466,6 +503,8 @@ if printf '#include <cblas.h>\nint main(void){return 0;}\n' | $CC -x c - -o $B/c
 else
     skip layers_with_cblas "cblas.h / libopenblas not installed (Debian: libopenblas-dev)"
 fi
+section "data parallel: 2 NCCL ranks on the emulated GPU, started by mpirun (make test-dist's GPU half; make test runs the CPU ranks)"
+run_suite bash tests/run_dist.sh --gpu
 section "the assignments' autograder, with the solutions trained and every hostile submission"
 run_suite bash tests/grade_test.sh
 section "Windows (MinGW-w64 under Wine), in full (make test-windows)"
