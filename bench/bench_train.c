@@ -11,7 +11,8 @@
 
    Precisions: FP32 (TF32 off) everywhere; FP16 (dynamic loss scaling) and
    BF16 mixed precision on the GPU, and on the CPU with --amp (there they
-   emulate 16-bit storage and are slower than FP32: a check, not a speed-up).
+   store 16 bits and compute in FP32: GEMMs widen their 16-bit operands as
+   they pack them; 1.06-1.15x FP32's time, bench/RESULTS.md, issue 38).
    The memory column is gpudl_model_memory's activation bytes.
 
    Models (SGD with momentum):
