@@ -4589,10 +4589,10 @@ typedef struct gpudl__bsrc {
 static void gpudl__widen_block(const void *X, int dt, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs, float *cbuf) {
     const uint16_t *x = (const uint16_t *)X;
     int64_t r, c, bf16 = dt == GPUDL_BF16;
-    if (*cs == 1 || rows == 1) {          /* op(X) row-major: each row a run */
+    if (*cs == 1) {                       /* op(X) row-major: each row a run */
         for (r = 0; r < rows; r++) gpudl__widen_run(cbuf + r * cols, x + r * *rs, cols, (int)bf16);
         *rs = cols; *cs = 1;
-    } else if (*rs == 1 || cols == 1) {   /* op(X) column-major (a transposed operand): each column a run */
+    } else if (*rs == 1) {                /* op(X) column-major (a transposed operand): each column a run */
         for (c = 0; c < cols; c++) gpudl__widen_run(cbuf + c * rows, x + c * *cs, rows, (int)bf16);
         *rs = 1; *cs = rows;
     } else {

@@ -103,6 +103,10 @@ static void test_matmul_half(void) {
             matmul_case(dts[d], GPUDL_F32, 1, 33, 65, 129, t & 1, t >> 1, 0, 0, 1.0f, 0.5f, 1e-5);
             /* a 16-bit C adds one rounding of its own */
             matmul_case(dts[d], dts[d], 2, 17, 40, 100, t & 1, t >> 1, 1, 1, 1.0f, 0.0f, dts[d] == GPUDL_F16 ? 1e-3 : 8e-3);
+            /* the CPU widens 16-bit blocks where it packs them: 85 rows leave a block of one row (84-row
+               blocks), K = 300 two segments, transposed or not; K = 1 a strip one deep */
+            matmul_case(dts[d], GPUDL_F32, 1, 85, 70, 300, t & 1, t >> 1, 0, 0, 1.0f, 0.0f, 1e-5);
+            matmul_case(dts[d], GPUDL_F32, 1, 40, 33, 1, t & 1, t >> 1, 0, 0, 1.0f, 0.0f, 1e-5);
         }
 }
 
