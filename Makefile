@@ -40,7 +40,7 @@ help:
 	@echo "make matmul-demo   time t @ t and a 10000^2 product on the CPU and the GPU"
 	@echo "make               build every example into build/"
 	@echo "make test          the test suite on any machine, GPU or not: every area, about 10 minutes on 2 cores"
-	@echo "make test-all      every tier in full (make test-extra, then make test): about 37 minutes"
+	@echo "make test-all      every tier in full (make test-extra, then make test): about 58 minutes"
 	@echo "make test-extra    what make test leaves out: sanitizers, fuzzing, the full tiers below"
 	@echo "make test-emu      the GPU path on the emulated CUDA device, in full"
 	@echo "make test-samples  CUDA programs in the cuda-samples style, one per feature, on the emulated device"
